@@ -1,0 +1,203 @@
+"""The `dro` command line: validate, schedule, render and reconcile.
+
+Exit codes: 0 ok, 1 failed (bad input, or the world was unavailable). Data goes to stdout in
+the format `-o` names; problems go to stdout one per line as `FILE:LINE: POINTER: MESSAGE`;
+events and progress go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import shutil
+import sys
+from collections.abc import Iterator, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from reconciler import pipeline, render, report, settings, validate, yamlio
+from reconciler.domain import Source
+from reconciler.errors import DroError, UsageError, ValidationFailed
+
+
+def _version() -> str:
+    try:
+        return metadata.version("dro")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def _add_source_args(parser: argparse.ArgumentParser, *, path_required: bool = False) -> None:
+    parser.add_argument("path", nargs=None if path_required else "?", type=Path,
+                        help="a plain directory holding the source repo (default: .)")
+    parser.add_argument("--repo", default=settings.env("REPO"),
+                        help="read a git repository instead: a local path or URL "
+                             "(file://, git://, https://) [env DRO_REPO]")
+    parser.add_argument("--ref", default=settings.env("REF", "main"),
+                        help="branch, tag or commit to read with --repo (default: main)")
+    parser.add_argument("--state-dir", type=Path,
+                        default=Path(settings.env("STATE_DIR", ".dro-state") or ".dro-state"),
+                        help="where dro keeps its bare git caches (default: .dro-state)")
+    parser.add_argument("--git-credentials-file", type=Path, default=None,
+                        help="file with https credentials: 'username:password' or a token")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="dro", description="Declarative GitOps reconciler for multi-cluster placement.")
+    parser.add_argument("--version", action="version", version=f"dro {_version()}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log info events to stderr")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    check = commands.add_parser("validate", help="check every file against the schemas",
+                                description="Validate every file of the source repo against "
+                                            "dro's JSON Schemas and the Kubernetes OpenAPI.")
+    _add_source_args(check)
+
+    sched = commands.add_parser("schedule", help="print the placement decisions",
+                                description="Validate and schedule; print the decisions.")
+    _add_source_args(sched)
+    sched.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="table",
+                       help="output format (default: table)")
+
+    rend = commands.add_parser("render", help="write the output-branch tree to a directory",
+                               description="Validate, schedule and render the per-cluster "
+                                           "manifests and decisions into DIR.")
+    _add_source_args(rend)
+    rend.add_argument("--out", type=Path, required=True, help="directory to write the tree to")
+    rend.add_argument("--clean", action="store_true",
+                      help="remove DIR first if it exists (otherwise it must be empty)")
+
+    rec = commands.add_parser("reconcile", help="run one pass: pull, plan, commit, push",
+                              description="Pull the source repo, validate, schedule, render, "
+                                          "and commit the result to the output branch.")
+    _add_source_args(rec)
+    rec.add_argument("--once", action="store_true", required=True,
+                     help="run a single pass and exit (the loop is `dro run`)")
+    rec.add_argument("--output-branch", default=settings.env("OUTPUT_BRANCH",
+                                                             settings.DEFAULT_OUTPUT_BRANCH))
+    rec.add_argument("--no-push", action="store_true",
+                     help="commit to the local cache only; do not push to the remote")
+    return parser
+
+
+@contextlib.contextmanager
+def _progress(enabled: bool) -> Iterator[pipeline.StageHook]:
+    """A transient stage spinner on stderr when it is a terminal; silent otherwise."""
+    if not enabled:
+        yield lambda _stage: None
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  transient=True, console=report.console(sys.stderr)) as progress:
+        task = progress.add_task("starting", total=None)
+        yield lambda stage: progress.update(task, description=str(stage))
+
+
+def _read(args: argparse.Namespace) -> Source:
+    return pipeline.read_source(_settings(args))
+
+
+def _settings(args: argparse.Namespace) -> settings.Settings:
+    path = args.path if args.path is not None else (None if args.repo else Path("."))
+    if args.repo and args.path is not None:
+        raise UsageError("give either PATH or --repo, not both")
+    if path is not None and not path.is_dir():
+        raise UsageError(f"{path}: not a directory")
+    return settings.Settings(
+        repo=args.repo, path=path, ref=args.ref, state_dir=args.state_dir,
+        credentials_file=args.git_credentials_file,
+        output_branch=getattr(args, "output_branch", settings.DEFAULT_OUTPUT_BRANCH),
+        push=not getattr(args, "no_push", False))
+
+
+def _cmd_validate(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
+    hook(pipeline.Stage.LOAD)
+    source = _read(args)
+    hook(pipeline.Stage.VALIDATE)
+    result = validate.check(source)
+    report.print_problems(result.problems, sys.stdout)
+    if result.spec is None:
+        return 1
+    spec = result.spec
+    sys.stderr.write(f"ok: {len(source.files)} files, {len(spec.clusters)} clusters, "
+                     f"{len(spec.workloads)} objects, {len(spec.placement_policies)} placement "
+                     f"and {len(spec.override_policies)} override policies\n")
+    return 0
+
+
+def _schedule_document(source: Source, planned: pipeline.Planned) -> dict[str, Any]:
+    return {"source": source.commit,
+            "decisions": [render.decision_entry(d) for d in planned.decisions]}
+
+
+def _cmd_schedule(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
+    hook(pipeline.Stage.LOAD)
+    source = _read(args)
+    planned = pipeline.plan(source, on_stage=hook)
+    if args.output == "json":
+        sys.stdout.write(json.dumps(_schedule_document(source, planned), indent=2) + "\n")
+    elif args.output == "yaml":
+        sys.stdout.write(yamlio.dump(_schedule_document(source, planned)))
+    else:
+        names = [c.name for c in planned.spec.clusters]
+        report.console(sys.stdout).print(report.placement_table(planned.decisions, names))
+    return 0
+
+
+def _cmd_render(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
+    out: Path = args.out
+    if out.exists() and any(out.iterdir()):
+        if not args.clean:
+            raise UsageError(f"{out}: directory is not empty (use --clean to replace it)")
+        shutil.rmtree(out)
+    hook(pipeline.Stage.LOAD)
+    planned = pipeline.plan(_read(args), on_stage=hook)
+    for relative, data in planned.tree.items():
+        target = out / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    sys.stderr.write(f"wrote {len(planned.tree)} files to {out}\n")
+    return 0
+
+
+def _cmd_reconcile(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
+    if not args.repo:
+        raise UsageError("reconcile needs --repo (a local path or URL of the source repo)")
+    result = pipeline.reconcile_once(_settings(args), on_stage=hook)
+    names = [c.name for c in result.planned.spec.clusters]
+    report.console(sys.stdout).print(report.placement_table(result.planned.decisions, names))
+    if result.commit is None:
+        print(f"output branch {args.output_branch}: unchanged (no commit)")
+    else:
+        where = "pushed to" if result.pushed else "committed in the cache of"
+        print(f"output branch {args.output_branch}: {result.commit[:12]} {where} {args.repo}")
+    print(result.apply_skipped)
+    return 0
+
+
+_COMMANDS = {"validate": _cmd_validate, "schedule": _cmd_schedule, "render": _cmd_render,
+             "reconcile": _cmd_reconcile}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `dro` console script; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    report.configure_logging(verbose=args.verbose)
+    try:
+        with _progress(sys.stderr.isatty()) as hook:
+            return _COMMANDS[args.command](args, hook)
+    except ValidationFailed as failed:
+        report.print_problems(failed.problems, sys.stdout)
+        return 1
+    except DroError as error:
+        sys.stderr.write(f"dro {args.command}: {error}\n")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

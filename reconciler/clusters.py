@@ -1,0 +1,63 @@
+"""Normalise `clusters/<name>.yaml` documents into `Cluster` values.
+
+Quantities are parsed with Kubernetes' own rules (`kube.parse_quantity`) into floats in base
+units: cores for cpu, bytes for memory and storage, counts for pods and extended resources.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from reconciler import kube
+from reconciler.domain import Cluster, Document, Taint
+from reconciler.errors import Problem
+from reconciler.yamlio import escape_pointer_token
+
+QUANTITY_FIELDS = ("capacity", "allocated", "largestNodeFree")
+
+
+def quantities(doc: Document, field: str, problems: list[Problem]) -> Mapping[str, float]:
+    """Parse one resource map of a Cluster spec, reporting each bad value with its line."""
+    parsed: dict[str, float] = {}
+    for resource, value in (doc.body.get("spec", {}).get(field) or {}).items():
+        pointer = f"/spec/{field}/{escape_pointer_token(resource)}"
+        try:
+            amount = float(kube.parse_quantity(value))
+        except ValueError:
+            problems.append(Problem(path=doc.origin.path, line=doc.origin.line_of(pointer),
+                                    pointer=pointer,
+                                    message=f"{value!r} is not a Kubernetes quantity "
+                                            "(examples: 500m, 4Gi, 1e3)"))
+            continue
+        if amount < 0:
+            problems.append(Problem(path=doc.origin.path, line=doc.origin.line_of(pointer),
+                                    pointer=pointer, message=f"{value!r} is negative"))
+            continue
+        parsed[resource] = amount
+    return MappingProxyType(parsed)
+
+
+def cluster(doc: Document, problems: list[Problem]) -> Cluster:
+    """A `Cluster` from a schema-valid document; quantity problems go to `problems`."""
+    meta = doc.body["metadata"]
+    spec: Mapping[str, Any] = doc.body.get("spec") or {}
+    amounts = {field: quantities(doc, field, problems) for field in QUANTITY_FIELDS}
+    capacity, allocated = amounts["capacity"], amounts["allocated"]
+    for resource, used in allocated.items():
+        if resource in capacity and used > capacity[resource]:
+            pointer = f"/spec/allocated/{escape_pointer_token(resource)}"
+            problems.append(Problem(
+                path=doc.origin.path, line=doc.origin.line_of(pointer), pointer=pointer,
+                message=f"allocated {resource} exceeds the cluster's capacity"))
+    return Cluster(
+        name=meta["name"], origin=doc.origin,
+        labels=MappingProxyType({str(k): str(v) for k, v in (meta.get("labels") or {}).items()}),
+        capacity=capacity, allocated=allocated, largest_node_free=amounts["largestNodeFree"],
+        taints=tuple(Taint(key=t["key"], value=str(t.get("value", "")), effect=t["effect"])
+                     for t in spec.get("taints") or ()),
+        cost=MappingProxyType({k: float(v) for k, v in (spec.get("cost") or {}).items()}),
+        kubeconfig_context=(spec.get("kubeconfig") or {}).get("context"),
+        suspend=bool(spec.get("suspend", False)), cordon=bool(spec.get("cordon", False)),
+        drain=bool(spec.get("drain", False)))

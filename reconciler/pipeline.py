@@ -1,0 +1,104 @@
+"""One pass, as one sentence per stage: load → validate → schedule → render → commit → apply.
+
+Only this module knows the order of the stages. Each step names the reason it failed, so a
+report says which stage broke. A pass that fails before `commit` changes nothing anywhere: the
+last good state on the output branch stays in force.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+import structlog
+
+from reconciler import commit, load, render, schedule, validate
+from reconciler.domain import Decision, Source, Spec
+from reconciler.settings import Settings
+
+log = structlog.get_logger("dro")
+
+StageHook = Callable[[str], None]
+"""Called with each stage's name as it starts; the CLI uses it for its progress display."""
+
+
+class Stage(StrEnum):
+    """The stages of a pass, in order; a failure names the one that broke."""
+
+    LOAD = "load"
+    VALIDATE = "validate"
+    SCHEDULE = "schedule"
+    RENDER = "render"
+    COMMIT = "commit"
+    APPLY = "apply"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Planned:
+    """What the pure stages produced from one source: the spec, the decisions and the tree."""
+
+    spec: Spec
+    decisions: tuple[Decision, ...]
+    tree: dict[str, bytes]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PassResult:
+    """The outcome of `reconcile_once`."""
+
+    planned: Planned
+    commit: str | None
+    """The new output-branch commit, or None when the rendered tree was unchanged."""
+    pushed: bool
+    apply_skipped: str
+    """Why apply did not run (apply arrives with the cluster-access stage)."""
+
+
+def _noop(_stage: str) -> None:
+    return None
+
+
+def read_source(settings: Settings) -> Source:
+    """Load: the source tree from git (`settings.repo`) or from a plain directory."""
+    if settings.repo is not None:
+        return load.from_git(settings.repo, settings.ref, settings.state_dir,
+                             credentials=load.credentials_from(settings.credentials_file))
+    if settings.path is None:
+        raise ValueError("settings need either a repo or a path")
+    return load.from_directory(settings.path)
+
+
+def plan(source: Source, *, on_stage: StageHook = _noop,
+         previous: Sequence[Decision] = ()) -> Planned:
+    """Validate → schedule → render: the pure part of a pass, shared by every command."""
+    on_stage(Stage.VALIDATE)
+    spec = validate.spec(source)
+    on_stage(Stage.SCHEDULE)
+    decisions = schedule.place(spec, {d.key: d for d in previous} or None)
+    on_stage(Stage.RENDER)
+    tree = render.tree(spec, decisions)
+    return Planned(spec=spec, decisions=decisions, tree=tree)
+
+
+def reconcile_once(settings: Settings, *, on_stage: StageHook = _noop) -> PassResult:
+    """One full pass: pull, validate, schedule, render, commit and push the output branch."""
+    if settings.repo is None:
+        raise ValueError("reconcile needs a source repository (--repo)")
+    on_stage(Stage.LOAD)
+    source = read_source(settings)
+    log.info("source_loaded", stage=Stage.LOAD, source=source.commit, files=len(source.files))
+    planned = plan(source, on_stage=on_stage)
+    log.info("planned", stage=Stage.RENDER, source=source.commit,
+             decisions=len(planned.decisions), files=len(planned.tree))
+    on_stage(Stage.COMMIT)
+    published = commit.publish(
+        settings.repo, settings.ref, settings.state_dir,
+        branch=settings.output_branch, tree=planned.tree, source_sha=source.commit,
+        commit_time=source.commit_time, push=settings.push,
+        author=(settings.author_name, settings.author_email),
+        credentials=load.credentials_from(settings.credentials_file))
+    log.info("committed", stage=Stage.COMMIT, source=source.commit, commit=published.commit,
+             pushed=published.pushed)
+    return PassResult(planned=planned, commit=published.commit, pushed=published.pushed,
+                      apply_skipped="apply skipped: cluster access is not part of this build yet")

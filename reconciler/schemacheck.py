@@ -1,0 +1,193 @@
+"""JSON Schema checks: dro's own kinds and Kubernetes objects, offline. The only jsonschema user.
+
+dro's schemas (draft 2020-12) ship in the wheel as `reconciler.schemas`. Kubernetes objects are
+checked against the strict OpenAPI-derived schemas that the `kubernetes-validate` package ships
+as data; its own `validate()` rebuilds a validator for every call, so this module compiles one
+validator per (version, apiVersion, kind) and keeps it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import jsonschema.exceptions
+from referencing import Registry, Resource
+
+from reconciler.yamlio import escape_pointer_token
+
+MAX_ERRORS_PER_DOCUMENT = 20
+
+DRO_SCHEMAS: Mapping[tuple[str, str], str] = {
+    ("multicluster.io/v1alpha1", "Cluster"): "cluster.json",
+    ("multicluster.io/v1alpha1", "SchedulerConfiguration"): "schedulerconfiguration.json",
+    ("multicluster.io/v1alpha1", "ResourcePlacementPolicy"): "resourceplacementpolicy.json",
+    ("multicluster.io/v1alpha1", "ClusterOverridePolicy"): "clusteroverridepolicy.json",
+    ("multicluster.io/v1alpha1", "PropagationPolicy"): "propagationpolicy.json",
+    ("multicluster.io/v1alpha1", "DataSet"): "dataset.json",
+    ("multicluster.io/v1alpha1", "Topology"): "topology.json",
+    ("policy.karmada.io/v1alpha1", "PropagationPolicy"): "karmada-propagationpolicy.json",
+    ("policy.karmada.io/v1alpha1", "ClusterPropagationPolicy"): "karmada-propagationpolicy.json",
+    ("policy.karmada.io/v1alpha1", "OverridePolicy"): "karmada-overridepolicy.json",
+    ("policy.karmada.io/v1alpha1", "ClusterOverridePolicy"): "karmada-overridepolicy.json",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SchemaError:
+    """One schema violation: a JSON pointer into the document and a message."""
+
+    pointer: str
+    message: str
+
+
+def schema_folder() -> Traversable:
+    """dro's schemas: inside the installed package, or the repo's schemas/ from a checkout."""
+    try:
+        packaged = resources.files("reconciler.schemas")
+        if packaged.joinpath("cluster.json").is_file():
+            return packaged
+    except ModuleNotFoundError:
+        pass
+    return Path(__file__).resolve().parents[1] / "schemas"
+
+
+@cache
+def _dro_validator(filename: str) -> jsonschema.protocols.Validator:
+    schema = json.loads(schema_folder().joinpath(filename).read_text(encoding="utf-8"))
+    validator: jsonschema.protocols.Validator = jsonschema.Draft202012Validator(schema)
+    return validator
+
+
+def check_dro(api_version: str, kind: str, body: Mapping[str, Any]) -> list[SchemaError]:
+    """Validate one dro or Karmada document; unknown (apiVersion, kind) is the caller's error."""
+    return _errors(_dro_validator(DRO_SCHEMAS[(api_version, kind)]), body)
+
+
+# --- Kubernetes -----------------------------------------------------------------------------
+
+
+def _kube_root() -> Traversable:
+    return resources.files("kubernetes_validate").joinpath("kubernetes-json-schema")
+
+
+@cache
+def kubernetes_versions() -> tuple[str, ...]:
+    """Kubernetes minor versions with bundled strict schemas, oldest first ("1.25" …)."""
+    found = []
+    for entry in _kube_root().iterdir():
+        match = re.fullmatch(r"v(\d+)\.(\d+)\.\d+-local-strict", entry.name)
+        if match:
+            found.append((int(match[1]), int(match[2])))
+    return tuple(f"{major}.{minor}" for major, minor in sorted(found))
+
+
+def _kube_folder(version: str) -> Traversable:
+    return _kube_root().joinpath(f"v{version}.0-local-strict")
+
+
+@cache
+def _kube_registry(version: str) -> Registry[Any]:
+    definitions = json.loads(_kube_folder(version).joinpath("_definitions.json").read_text())
+    resource: Resource[Any] = Resource.from_contents(definitions)
+    return Registry().with_resource("https://kubernetes.io/api/_definitions.json", resource)
+
+
+def _kube_schema_name(api_version: str, kind: str) -> str:
+    group, _, version = api_version.rpartition("/")
+    prefix = group.split(".", 1)[0]
+    suffix = f"{prefix}-{version}" if group else version
+    return f"{kind.lower()}-{suffix}.json"
+
+
+@cache
+def _kube_validator(version: str, api_version: str, kind: str) -> jsonschema.protocols.Validator | None:
+    schema_file = _kube_folder(version).joinpath(_kube_schema_name(api_version, kind))
+    if not schema_file.is_file():
+        return None
+    schema = json.loads(schema_file.read_text())
+    # The schema's x-kubernetes-group-version-kind names the real group; reject near misses
+    # such as apps.example.com/v1 Deployment matching apps/v1.
+    gvks = schema.get("x-kubernetes-group-version-kind", [])
+    group = api_version.rpartition("/")[0]
+    if gvks and not any(g.get("group", "") == group and g.get("kind") == kind for g in gvks):
+        return None
+    validator: jsonschema.protocols.Validator = jsonschema.Draft202012Validator(
+        schema, registry=_kube_registry(version))
+    return validator
+
+
+def has_kube_schema(version: str, api_version: str, kind: str) -> bool:
+    """True when Kubernetes `version` has a built-in schema for this apiVersion and kind."""
+    return _kube_validator(version, api_version, kind) is not None
+
+
+def check_kube(version: str, body: Mapping[str, Any]) -> list[SchemaError]:
+    """Validate a built-in Kubernetes object strictly (unknown fields are errors)."""
+    validator = _kube_validator(version, str(body["apiVersion"]), str(body["kind"]))
+    if validator is None:
+        raise KeyError((body["apiVersion"], body["kind"]))
+    return _errors(validator, body)
+
+
+def check_openapi_v3(schema: Mapping[str, Any], body: Mapping[str, Any]) -> list[SchemaError]:
+    """Validate a custom resource against its CRD's openAPIV3Schema (structural subset)."""
+    return _errors(_crd_validator(json.dumps(schema, sort_keys=True)), body)
+
+
+@cache
+def _crd_validator(schema_text: str) -> jsonschema.protocols.Validator:
+    validator: jsonschema.protocols.Validator = jsonschema.Draft202012Validator(
+        json.loads(schema_text))
+    return validator
+
+
+# --- error shaping ----------------------------------------------------------------------------
+
+
+def _pointer(path: Iterator[Any] | Any) -> str:
+    return "".join(f"/{escape_pointer_token(str(part))}" for part in path)
+
+
+def _describe(error: jsonschema.exceptions.ValidationError) -> list[SchemaError]:
+    if error.validator in ("oneOf", "anyOf") and error.context:
+        return _describe(jsonschema.exceptions.best_match(error.context))
+    base = _pointer(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = set(error.schema.get("properties", {}))
+        patterns = error.schema.get("patternProperties", {})
+        extras = sorted(k for k in error.instance if k not in known
+                        and not any(re.search(p, k) for p in patterns))
+        if extras:
+            return [SchemaError(pointer=f"{base}/{escape_pointer_token(k)}",
+                                message=f"unknown field {k!r}"
+                                        + (f" (expected one of: {', '.join(sorted(known))})"
+                                           if 0 < len(known) <= 12 else ""))
+                    for k in extras]
+    if error.validator == "required":
+        return [SchemaError(pointer=base, message=error.message.replace("property", "field"))]
+    if error.validator == "const":
+        return [SchemaError(pointer=base, message=f"must be {error.validator_value!r}, "
+                                                  f"got {error.instance!r}")]
+    if error.validator == "enum":
+        allowed = ", ".join(repr(v) for v in error.validator_value)
+        return [SchemaError(pointer=base, message=f"{error.instance!r} is not one of {allowed}")]
+    return [SchemaError(pointer=base, message=error.message)]
+
+
+def _errors(validator: jsonschema.protocols.Validator, body: Mapping[str, Any]) -> list[SchemaError]:
+    found: list[SchemaError] = []
+    for error in validator.iter_errors(body):
+        found.extend(_describe(error))
+        if len(found) >= MAX_ERRORS_PER_DOCUMENT:
+            break
+    unique = {(e.pointer, e.message): e for e in found}
+    return sorted(unique.values(), key=lambda e: (e.pointer, e.message))

@@ -1,0 +1,38 @@
+"""Operational settings: where the source is, where state and output go, who commits.
+
+Scheduling settings live in the source repo's `dro.yaml`; these are the operator's and come from
+flags, then environment variables (`DRO_*`), then defaults, in that order of precedence. A
+committer therefore cannot change them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_OUTPUT_BRANCH = "dro/rendered"
+DEFAULT_STATE_DIR = Path(".dro-state")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    """Everything a pass needs from its operator."""
+
+    repo: str | None = None
+    """A local path or URL of the source git repository; None reads `path` as plain files."""
+    path: Path | None = None
+    """A plain directory to read instead of a repository."""
+    ref: str = "main"
+    output_branch: str = DEFAULT_OUTPUT_BRANCH
+    state_dir: Path = DEFAULT_STATE_DIR
+    push: bool = True
+    credentials_file: Path | None = None
+    author_name: str = "dro"
+    author_email: str = "dro@localhost"
+
+
+def env(name: str, default: str | None = None) -> str | None:
+    """Read `DRO_<NAME>` from the environment, or return the default."""
+    value = os.environ.get(f"DRO_{name}")
+    return value if value not in (None, "") else default

@@ -1,0 +1,220 @@
+"""Validate a `Source` and turn it into a `Spec`, reporting every problem in one pass.
+
+Each file is parsed safely (`yamlio`), routed by its folder, checked against dro's JSON Schemas
+or the Kubernetes OpenAPI (`schemacheck`), normalised (`clusters`, `policies`, `workloads`), and
+then checked as a whole: duplicate objects, references to unknown clusters, and two placement
+policies that claim one workload with the same precedence. Any error fails the whole source:
+nothing is scheduled, committed or applied from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from reconciler import clusters, policies, schemacheck, workloads, yamlio
+from reconciler import references as refs
+from reconciler.domain import (
+    Cluster,
+    Document,
+    OverridePolicy,
+    PlacementPolicy,
+    SchedulerConfig,
+    Source,
+    Spec,
+)
+from reconciler.errors import Problem, Severity, ValidationFailed
+
+DRO = "multicluster.io/v1alpha1"
+SECRET_FIELDS = ("/data", "/stringData")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Result:
+    """What `check` found: the spec when there was no error, and every problem (warnings too)."""
+
+    spec: Spec | None
+    problems: tuple[Problem, ...]
+
+
+class _Collector:
+    """Accumulates problems and the normalised pieces while walking the documents."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+        self.config_docs: list[Document] = []
+        self.cluster_list: list[Cluster] = []
+        self.placement: list[PlacementPolicy] = []
+        self.overrides: list[OverridePolicy] = []
+        self.objects: list[Document] = []
+        self.datasets: dict[str, Document] = {}
+        self.topology: Document | None = None
+
+    def problem(self, doc: Document, pointer: str, message: str,
+                severity: Severity = Severity.ERROR) -> None:
+        self.problems.append(Problem(path=doc.origin.path, line=doc.origin.line_of(pointer),
+                                     pointer=pointer, message=message, severity=severity))
+
+
+def _route(path: str) -> str | None:
+    if path == "dro.yaml":
+        return "config"
+    if path == "topology.yaml":
+        return "topology"
+    top = path.split("/", 1)[0]
+    return {"clusters": "cluster", "datasets": "dataset", "workloads": "object",
+            "policies": "policy"}.get(top)
+
+
+_EXPECTED = {"config": {"SchedulerConfiguration"}, "topology": {"Topology"},
+             "cluster": {"Cluster"}, "dataset": {"DataSet"}}
+
+
+def _shape_ok(doc: Document, into: _Collector) -> bool:
+    body = doc.body
+    if not isinstance(body, Mapping):
+        into.problem(doc, "", f"a document must be a mapping, got {type(body).__name__}")
+        return False
+    ok = True
+    for field in ("apiVersion", "kind"):
+        if not isinstance(body.get(field), str) or not body.get(field):
+            into.problem(doc, f"/{field}" if field in body else "", f"missing or empty {field}")
+            ok = False
+    meta = body.get("metadata")
+    if not isinstance(meta, Mapping) or "name" not in meta:
+        into.problem(doc, "/metadata" if "metadata" in body else "", "missing metadata.name")
+        return False
+    for field in ("name", "namespace"):
+        if field in meta:
+            reason = workloads.unsafe_name_reason(meta[field])
+            if reason:
+                into.problem(doc, f"/metadata/{field}", f"metadata.{field} {reason}")
+                ok = False
+    return ok
+
+
+def _check_dro_doc(doc: Document, route: str, into: _Collector) -> bool:
+    api_version, kind = doc.body["apiVersion"], doc.body["kind"]
+    if route in _EXPECTED and (api_version != DRO or kind not in _EXPECTED[route]):
+        into.problem(doc, "/kind", f"{doc.origin.path} must hold a {DRO} "
+                                   f"{' or '.join(sorted(_EXPECTED[route]))}, got "
+                                   f"{api_version} {kind}")
+        return False
+    if route == "policy" and not (policies.is_placement_kind(api_version, kind)
+                                  or policies.is_override_kind(api_version, kind)):
+        into.problem(doc, "/kind", f"unknown policy kind {api_version} {kind}; expected "
+                                   "ResourcePlacementPolicy, ClusterOverridePolicy or "
+                                   "PropagationPolicy (multicluster.io/v1alpha1), or Karmada's "
+                                   "PropagationPolicy, ClusterPropagationPolicy, OverridePolicy "
+                                   "or ClusterOverridePolicy (policy.karmada.io/v1alpha1)")
+        return False
+    errors = schemacheck.check_dro(api_version, kind, doc.body)
+    for error in errors:
+        into.problem(doc, error.pointer, error.message)
+    return not errors
+
+
+def _accept(doc: Document, route: str, into: _Collector) -> None:
+    if route == "object":
+        into.objects.append(doc)
+        return
+    if not _check_dro_doc(doc, route, into):
+        return
+    if route == "config":
+        into.config_docs.append(doc)
+    elif route == "topology":
+        into.topology = doc
+    elif route == "dataset":
+        into.datasets[doc.body["metadata"]["name"]] = doc
+    elif route == "cluster":
+        _accept_cluster(doc, into)
+    elif policies.is_placement_kind(doc.body["apiVersion"], doc.body["kind"]):
+        into.placement.append(policies.placement_policy(doc))
+    else:
+        into.overrides.append(policies.override_policy(doc))
+
+
+def _accept_cluster(doc: Document, into: _Collector) -> None:
+    name = doc.body["metadata"]["name"]
+    stem = doc.origin.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    if stem != name:
+        into.problem(doc, "/metadata/name", f"cluster {name!r} must be declared in "
+                                            f"clusters/{name}.yaml, not {doc.origin.path}")
+    into.cluster_list.append(clusters.cluster(doc, into.problems))
+
+
+def _parse(source: Source, into: _Collector) -> None:
+    for file in source.files:
+        route = _route(file.path)
+        if route is None:
+            continue
+        try:
+            documents = yamlio.parse_documents(file.path, file.data)
+        except yamlio.YamlError as error:
+            into.problems.append(error.problem)
+            continue
+        if route in ("config", "topology", "cluster", "dataset") and len(documents) > 1:
+            into.problem(documents[1], "", f"{file.path} must hold exactly one document")
+        for doc in documents:
+            if _shape_ok(doc, into):
+                _accept(doc, route, into)
+
+
+def _config(into: _Collector) -> SchedulerConfig:
+    if not into.config_docs:
+        return SchedulerConfig()
+    doc = into.config_docs[0]
+    spec: Mapping[str, Any] = doc.body.get("spec") or {}
+    limit = dict(SchedulerConfig().water_level_limit)
+    limit.update(spec.get("waterLevelLimit") or {})
+    version = spec.get("kubernetesVersion")
+    if version is not None:
+        minor = ".".join(str(version).split(".")[:2])
+        if minor not in schemacheck.kubernetes_versions():
+            into.problem(doc, "/spec/kubernetesVersion",
+                         f"Kubernetes {version} has no bundled schema; choose one of "
+                         f"{', '.join(schemacheck.kubernetes_versions())}")
+            version = None
+        else:
+            version = minor
+    return SchedulerConfig(
+        origin=doc.origin, water_level_limit=MappingProxyType(limit),
+        default_placement=policies.dro_placement(spec.get("defaultPlacement") or {}),
+        plugin_weights=MappingProxyType(dict(spec.get("pluginWeights") or {})),
+        kubernetes_version=version, raw=spec)
+
+
+def check(source: Source) -> Result:
+    """Validate every file; return the Spec (None on any error) and all problems, sorted."""
+    into = _Collector()
+    _parse(source, into)
+    config = _config(into)
+    version = config.kubernetes_version or schemacheck.kubernetes_versions()[-1]
+    objects = refs.check_objects(into.objects, version, into.problems)
+    cluster_list = refs.unique_clusters(into.cluster_list, into.problems)
+    refs.check_cluster_references(cluster_list, into.placement, into.overrides,
+                                  config, into.datasets, into.topology, into.problems)
+    refs.check_karmada_rules(into.placement, into.problems)
+    refs.check_claims(into.placement, objects, into.problems)
+    problems = tuple(sorted(into.problems, key=lambda p: p.sort_key))
+    if any(p.severity is Severity.ERROR for p in problems):
+        return Result(spec=None, problems=problems)
+    spec = Spec(
+        source=source, config=config,
+        clusters=tuple(sorted(cluster_list, key=lambda c: c.name)),
+        workloads=tuple(sorted(objects, key=lambda w: w.key.sort_key)),
+        placement_policies=tuple(sorted(into.placement, key=lambda p: p.origin.path)),
+        override_policies=tuple(sorted(into.overrides, key=lambda p: p.origin.path)),
+        datasets=MappingProxyType({k: v.body for k, v in sorted(into.datasets.items())}),
+        topology=into.topology.body if into.topology else None)
+    return Result(spec=spec, problems=problems)
+
+
+def spec(source: Source) -> Spec:
+    """The validated Spec of a source; raises `ValidationFailed` with every problem found."""
+    result = check(source)
+    if result.spec is None:
+        raise ValidationFailed(result.problems)
+    return result.spec
