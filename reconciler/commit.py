@@ -1,0 +1,73 @@
+"""Commit: write the rendered tree to the output branch and push it.
+
+One commit per pass whose tree differs from the branch tip, built straight from memory, with
+the trailers `Dro-Source-Commit` and `Dro-Observations`. No commit when nothing changed. When
+the remote branch moved meanwhile, fetch, rebuild on the new tip and push again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from reconciler import gitrepo
+from reconciler.errors import GitError
+
+MAX_PUSH_ATTEMPTS = 5
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PublishResult:
+    """What `publish` did: the new commit (None when unchanged), push and attempts."""
+
+    commit: str | None
+    pushed: bool
+    attempts: int
+
+
+def message(source_sha: str | None, observations: str, files: int) -> str:
+    """The commit message with dro's trailers."""
+    subject = f"Render {source_sha[:12]}" if source_sha else "Render a local source"
+    return (f"{subject}: {files} files\n\n"
+            f"Dro-Source-Commit: {source_sha or 'none'}\n"
+            f"Dro-Observations: {observations}\n")
+
+
+_WRITERS: dict[str, gitrepo.TreeWriter] = {}
+
+
+def _writer(url: str, state_dir: Path) -> gitrepo.TreeWriter:
+    key = str(gitrepo.cache_path(state_dir, url))
+    if key not in _WRITERS:
+        _WRITERS[key] = gitrepo.TreeWriter(gitrepo.open_cache(url, state_dir))
+    return _WRITERS[key]
+
+
+def publish(url: str, state_dir: Path, *, branch: str, tree: Mapping[str, bytes],
+            source_sha: str | None, commit_time: int | None, push: bool = True,
+            observations: str = "declared", author: tuple[str, str] = ("dro", "dro@localhost"),
+            credentials: gitrepo.Credentials | None = None) -> PublishResult:
+    """Commit `tree` on `branch` in the cache of `url` unless unchanged, then push it."""
+    writer = _writer(url, state_dir)
+    repo = writer.repo
+    root = writer.write(tree)
+    text = message(source_sha, observations, len(tree))
+    for attempt in range(1, MAX_PUSH_ATTEMPTS + 1):
+        tip = (gitrepo.remote_tip(repo, branch) if push else None) or \
+            gitrepo.branch_tip(repo, branch)
+        if tip is not None and gitrepo.tree_of(tip) == root:
+            return PublishResult(commit=None, pushed=False, attempts=attempt)
+        when = commit_time if commit_time is not None else (
+            gitrepo.commit_info(tip)[1] if tip is not None else 0)
+        oid = gitrepo.commit(repo, branch=branch, tree=root, parent=tip, message=text,
+                             author=author, time=when)
+        if not push:
+            return PublishResult(commit=gitrepo.sha(oid), pushed=False, attempts=attempt)
+        try:
+            gitrepo.push(repo, branch, credentials)
+        except gitrepo.NonFastForward:
+            gitrepo.fetch(repo, credentials)
+            continue
+        return PublishResult(commit=gitrepo.sha(oid), pushed=True, attempts=attempt)
+    raise GitError(f"push of {branch} kept losing the race after {MAX_PUSH_ATTEMPTS} attempts")

@@ -1,0 +1,250 @@
+"""Git through libgit2 (pygit2): bare caches, fetch, reading trees, writing commits, push.
+
+The only module that imports pygit2. Nothing here checks out a work tree or runs the git
+command: blobs are read from trees and trees are written from memory. A `TreeWriter` remembers
+the blobs and subtrees it wrote, so a commit that changes one file rehashes only that file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pygit2
+
+from reconciler.errors import GitError, UsageError
+
+FETCH_REFSPECS = ["+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"]
+_BLOB = pygit2.enums.FileMode.BLOB
+_TREE = pygit2.enums.FileMode.TREE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Credentials:
+    """https credentials; `token` is sent as the password with username `x-access-token`."""
+
+    username: str | None = None
+    password: str | None = None
+    token: str | None = None
+
+
+def redact(url: str) -> str:
+    """The URL without any user information, safe to log and to put in errors."""
+    return re.sub(r"(?<=://)[^/@]*@", "", url)
+
+
+class _Callbacks(pygit2.RemoteCallbacks):  # type: ignore[misc]
+    """Credentials for https, and a record of refs the remote refused on push."""
+
+    def __init__(self, credentials: Credentials | None) -> None:
+        user_pass = None
+        if credentials is not None and credentials.token:
+            user_pass = pygit2.UserPass(credentials.username or "x-access-token",
+                                        credentials.token)
+        elif credentials is not None:
+            user_pass = pygit2.UserPass(credentials.username or "", credentials.password or "")
+        super().__init__(credentials=user_pass)
+        self.rejected: list[str] = []
+
+    def push_update_reference(self, refname: str, message: str | None) -> None:
+        """Remember a refused ref update (libgit2 reports it here, not as an error)."""
+        if message:
+            self.rejected.append(f"{refname}: {message}")
+
+
+def _callbacks(credentials: Credentials | None) -> _Callbacks:
+    return _Callbacks(credentials)
+
+
+def cache_path(state_dir: Path, url: str) -> Path:
+    """Where the bare cache of `url` lives under the state directory."""
+    digest = hashlib.sha256(redact(url).encode()).hexdigest()[:16]
+    tail = re.sub(r"[^A-Za-z0-9._-]+", "-", redact(url).rstrip("/").rsplit("/", 1)[-1])[:40]
+    return state_dir / "repos" / f"{tail}-{digest}.git"
+
+
+def open_cache(url: str, state_dir: Path) -> pygit2.Repository:
+    """The bare cache for `url`, created on first use with `origin` pointing at it."""
+    path = cache_path(state_dir, url)
+    try:
+        if path.exists():
+            repo = pygit2.Repository(str(path))
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            repo = pygit2.init_repository(str(path), bare=True)
+            repo.remotes.create("origin", url, FETCH_REFSPECS[0])
+        if repo.remotes["origin"].url != url:
+            repo.remotes.set_url("origin", url)
+    except pygit2.GitError as error:
+        raise GitError(f"cannot open the cache of {redact(url)} at {path}: {error}") from error
+    return repo
+
+
+def fetch(repo: pygit2.Repository, credentials: Credentials | None = None) -> None:
+    """Fetch every branch and tag of `origin` into the cache."""
+    remote = repo.remotes["origin"]
+    try:
+        remote.fetch(FETCH_REFSPECS, callbacks=_callbacks(credentials))
+    except (pygit2.GitError, OSError) as error:
+        raise GitError(f"fetch from {redact(remote.url or '')} failed: {error}") from error
+
+
+def resolve(repo: pygit2.Repository, ref: str) -> pygit2.Commit:
+    """A fetched branch, a tag or a commit sha; raises UsageError naming the ref."""
+    for name in (f"refs/remotes/origin/{ref}", f"refs/tags/{ref}", f"refs/heads/{ref}", ref):
+        try:
+            found = repo.revparse_single(name)
+        except (KeyError, ValueError, pygit2.GitError):
+            continue
+        commit = found.peel(pygit2.Commit)
+        if isinstance(commit, pygit2.Commit):
+            return commit
+    raise UsageError(f"ref {ref!r} is not a branch, tag or commit of the source repository")
+
+
+def branch_tip(repo: pygit2.Repository, branch: str) -> pygit2.Commit | None:
+    """The commit a local or fetched branch points at, or None when it does not exist."""
+    for name in (f"refs/heads/{branch}", f"refs/remotes/origin/{branch}"):
+        reference = repo.references.get(name)
+        if reference is not None:
+            commit = repo[reference.target]
+            assert isinstance(commit, pygit2.Commit)
+            return commit
+    return None
+
+
+def walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = "") -> Iterator[
+        tuple[str, pygit2.Object]]:
+    """(path, blob) for every file under `tree`, depth first, in git's (sorted) order."""
+    for entry in tree:
+        path = f"{prefix}{entry.name}"
+        if entry.type_str == "tree":
+            subtree = repo[entry.id]
+            assert isinstance(subtree, pygit2.Tree)
+            yield from walk(repo, subtree, f"{path}/")
+        elif entry.type_str == "blob" and entry.filemode != pygit2.enums.FileMode.LINK:
+            yield path, repo[entry.id]
+
+
+def read_files(repo: pygit2.Repository, commit: pygit2.Commit,
+               wanted: tuple[str, ...] = ()) -> dict[str, bytes]:
+    """Files of a commit whose path starts with one of `wanted` (all files when empty)."""
+    files = {}
+    for path, blob in walk(repo, commit.tree):
+        if not wanted or path.startswith(wanted):
+            assert isinstance(blob, pygit2.Blob)
+            files[path] = blob.data
+    return files
+
+
+class TreeWriter:
+    """Writes nested trees from a path → bytes mapping, reusing what it wrote last time."""
+
+    def __init__(self, repo: pygit2.Repository) -> None:
+        self.repo = repo
+        self._blobs: dict[str, tuple[bytes, pygit2.Oid]] = {}
+        self._trees: dict[str, tuple[tuple[tuple[str, pygit2.Oid, int], ...], pygit2.Oid]] = {}
+
+    def _blob(self, path: str, data: bytes) -> pygit2.Oid:
+        known = self._blobs.get(path)
+        if known is not None and known[0] == data:
+            return known[1]
+        oid = self.repo.create_blob(data)
+        self._blobs[path] = (data, oid)
+        return oid
+
+    def write(self, files: Mapping[str, bytes]) -> pygit2.Oid:
+        """The oid of the root tree holding exactly `files`."""
+        root: dict[str, object] = {}
+        for path, data in files.items():
+            node = root
+            *folders, name = path.split("/")
+            for folder in folders:
+                child = node.setdefault(folder, {})
+                assert isinstance(child, dict)
+                node = child
+            node[name] = data
+        return self._tree("", root)
+
+    def _tree(self, prefix: str, node: Mapping[str, object]) -> pygit2.Oid:
+        entries = []
+        for name in sorted(node):
+            value = node[name]
+            if isinstance(value, dict):
+                entries.append((name, self._tree(f"{prefix}{name}/", value), _TREE))
+            else:
+                assert isinstance(value, bytes)
+                entries.append((name, self._blob(f"{prefix}{name}", value), _BLOB))
+        key = tuple(entries)
+        known = self._trees.get(prefix)
+        if known is not None and known[0] == key:
+            return known[1]
+        builder = self.repo.TreeBuilder()
+        for name, oid, mode in entries:
+            builder.insert(name, oid, mode)
+        oid = builder.write()
+        self._trees[prefix] = (key, oid)
+        return oid
+
+
+def commit(repo: pygit2.Repository, *, branch: str, tree: pygit2.Oid,
+           parent: pygit2.Commit | None, message: str, author: tuple[str, str],
+           time: int) -> pygit2.Oid:
+    """Create a commit on `refs/heads/<branch>` with one parent (or none)."""
+    signature = pygit2.Signature(author[0], author[1], time, 0)
+    parents = [parent.id] if parent is not None else []
+    oid = repo.create_commit(None, signature, signature, message, tree, parents)
+    repo.references.create(f"refs/heads/{branch}", oid, force=True)
+    return oid
+
+
+class NonFastForward(GitError):
+    """The remote branch moved since we fetched: rebuild on the new tip and push again."""
+
+
+def push(repo: pygit2.Repository, branch: str, credentials: Credentials | None = None) -> None:
+    """Push `refs/heads/<branch>` to origin; raises NonFastForward when the remote moved."""
+    remote = repo.remotes["origin"]
+    spec = f"refs/heads/{branch}:refs/heads/{branch}"
+    callbacks = _callbacks(credentials)
+    where = redact(remote.url or "")
+    try:
+        remote.push([spec], callbacks=callbacks)
+    except pygit2.GitError as error:
+        text = str(error)
+        if "fastforward" in text or "fast-forward" in text or "fetch first" in text:
+            raise NonFastForward(f"push to {where} rejected: {text}") from error
+        raise GitError(f"push to {where} failed: {text}") from error
+    if callbacks.rejected:
+        text = "; ".join(callbacks.rejected)
+        if "fast-forward" in text or "fetch first" in text or "stale" in text:
+            raise NonFastForward(f"push to {where} rejected: {text}")
+        raise GitError(f"push to {where} rejected: {text}")
+
+
+def tree_of(commit_: pygit2.Commit) -> pygit2.Oid:
+    """The root tree oid of a commit."""
+    return commit_.tree_id
+
+
+def sha(oid: pygit2.Oid) -> str:
+    """The hex sha of an oid."""
+    return str(oid)
+
+
+def commit_info(commit_: pygit2.Commit) -> tuple[str, int, str]:
+    """(sha, committer time, message) of a commit."""
+    return str(commit_.id), int(commit_.commit_time), commit_.message
+
+
+def remote_tip(repo: pygit2.Repository, branch: str) -> pygit2.Commit | None:
+    """The fetched `origin/<branch>`, or None when the remote has no such branch."""
+    reference = repo.references.get(f"refs/remotes/origin/{branch}")
+    if reference is None:
+        return None
+    found = repo[reference.target]
+    assert isinstance(found, pygit2.Commit)
+    return found

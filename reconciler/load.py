@@ -1,0 +1,88 @@
+"""Load: read the source files from a plain directory or from git, and dro's own state.
+
+Only the folders dro understands are read: `dro.yaml`, `topology.yaml`, `clusters/`,
+`datasets/`, `workloads/` and `policies/`, YAML files only. From the output branch dro reads
+only its state (`decisions/`, `status/`), never the rendered manifests.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from reconciler import gitrepo
+from reconciler.domain import Source, SourceFile
+from reconciler.errors import GitError, UsageError
+
+SOURCE_FILES = ("dro.yaml", "topology.yaml")
+SOURCE_FOLDERS = ("clusters/", "datasets/", "workloads/", "policies/")
+STATE_FOLDERS = ("decisions/", "status/")
+Credentials = gitrepo.Credentials
+
+
+def is_source_path(path: str) -> bool:
+    """True for the repo-relative paths that make up a source."""
+    if path in SOURCE_FILES:
+        return True
+    if not path.startswith(SOURCE_FOLDERS) or not path.endswith((".yaml", ".yml")):
+        return False
+    return not any(part.startswith(".") for part in path.split("/"))
+
+
+def from_directory(root: Path) -> Source:
+    """The source files of a plain directory. Symlinks are not followed out of it."""
+    if not root.is_dir():
+        raise UsageError(f"{root}: not a directory")
+    base = root.resolve()
+    files = []
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            full = Path(dirpath) / name
+            relative = full.relative_to(base).as_posix()
+            if not is_source_path(relative):
+                continue
+            if full.is_symlink() and not full.resolve().is_relative_to(base):
+                raise UsageError(f"{relative}: symlink points outside {root}")
+            files.append(SourceFile(path=relative, data=full.read_bytes()))
+    return Source(files=tuple(sorted(files, key=lambda f: f.path)))
+
+
+def credentials_from(path: Path | None) -> Credentials | None:
+    """https credentials from a file (`user:password` or a token) or DRO_GIT_* variables."""
+    if path is not None:
+        text = path.read_text(encoding="utf-8").strip()
+        user, sep, secret = text.partition(":")
+        return Credentials(username=user, password=secret) if sep else Credentials(token=text)
+    token = os.environ.get("DRO_GIT_TOKEN")
+    user, password = os.environ.get("DRO_GIT_USERNAME"), os.environ.get("DRO_GIT_PASSWORD")
+    if token:
+        return Credentials(username=user, token=token)
+    if user or password:
+        return Credentials(username=user, password=password)
+    return None
+
+
+def from_git(url: str, ref: str, state_dir: Path, *,
+             credentials: Credentials | None = None) -> Source:
+    """The source files at `ref` of the repository at `url`, via a fetched bare cache."""
+    repo = gitrepo.open_cache(url, state_dir)
+    gitrepo.fetch(repo, credentials)
+    commit = gitrepo.resolve(repo, ref)
+    sha, when, _ = gitrepo.commit_info(commit)
+    files = gitrepo.read_files(repo, commit, SOURCE_FOLDERS + SOURCE_FILES)
+    return Source(files=tuple(SourceFile(path=p, data=d) for p, d in sorted(files.items())
+                              if is_source_path(p)),
+                  commit=sha, commit_time=when)
+
+
+def previous_state(url: str, branch: str, state_dir: Path) -> dict[str, bytes]:
+    """`decisions/` and `status/` from the output branch of an already fetched cache."""
+    repo = gitrepo.open_cache(url, state_dir)
+    tip = gitrepo.branch_tip(repo, branch)
+    if tip is None:
+        return {}
+    try:
+        return gitrepo.read_files(repo, tip, STATE_FOLDERS)
+    except KeyError as error:
+        raise GitError(f"output branch {branch} is unreadable: {error}") from error

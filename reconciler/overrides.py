@@ -1,0 +1,214 @@
+"""Override operations: the draft's fieldPatches and Karmada's overriders, on one manifest.
+
+`fieldPatch` paths use dots between keys and `[N]` for list items, as in the draft:
+`spec.template.spec.containers[0].image`. A key holding dots or slashes is written in brackets
+and double quotes: `metadata.annotations["example.com/owner"]` (inside the quotes, `\\"` is a
+quote and `\\\\` a backslash). Missing maps on the way are created; a missing list item is an
+error. Karmada's overriders keep Karmada's semantics (`KARMADA.md` §2). Every operation works
+on a manifest the caller has already copied.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jsonpatch
+
+PathToken = str | int
+
+_TOKEN = re.compile(r'\.?(?:(?P<key>[^.\[\]"]+)|\[(?P<index>\d+)\]|\["(?P<quoted>(?:[^"\\]|\\.)*)"\])')
+_POD_KINDS = {"Pod": (), "ReplicaSet": ("spec", "template", "spec"),
+              "Deployment": ("spec", "template", "spec"), "DaemonSet": ("spec", "template", "spec"),
+              "StatefulSet": ("spec", "template", "spec"), "Job": ("spec", "template", "spec")}
+
+
+class OverrideError(ValueError):
+    """An override could not be applied; the message says which path or field and why."""
+
+
+def parse_field_path(path: str) -> list[PathToken]:
+    """Split a fieldPatch path into keys (str) and list indices (int)."""
+    tokens: list[PathToken] = []
+    position = 0
+    while position < len(path):
+        match = _TOKEN.match(path, position)
+        if match is None or match.end() == position or (position == 0 and path[0] == "."):
+            raise OverrideError(f"bad field path {path!r} at character {position + 1}: use "
+                                'a.b[0].c, and ["key.with.dots"] for keys with dots or slashes')
+        if match["index"] is not None:
+            tokens.append(int(match["index"]))
+        elif match["quoted"] is not None:
+            tokens.append(re.sub(r"\\(.)", r"\1", match["quoted"]))
+        else:
+            tokens.append(match["key"])
+        position = match.end()
+    if not tokens:
+        raise OverrideError("empty field path")
+    return tokens
+
+
+def field_patch(manifest: dict[str, Any], op: Mapping[str, Any]) -> None:
+    """Set the value at a fieldPatch path, creating missing maps along the way."""
+    path = str(op["path"])
+    tokens = parse_field_path(path)
+    node: Any = manifest
+    for depth, token in enumerate(tokens[:-1]):
+        following = tokens[depth + 1]
+        node = _step(node, token, path, create=isinstance(following, str))
+    last = tokens[-1]
+    if isinstance(last, int):
+        if not isinstance(node, list) or last >= len(node):
+            raise OverrideError(f"{path}: no list item [{last}] to set")
+        node[last] = op["value"]
+    else:
+        if not isinstance(node, dict):
+            raise OverrideError(f"{path}: {last!r} is set on a {type(node).__name__}, not a map")
+        node[last] = op["value"]
+
+
+def _step(node: Any, token: PathToken, path: str, *, create: bool) -> Any:
+    if isinstance(token, int):
+        if not isinstance(node, list) or token >= len(node):
+            raise OverrideError(f"{path}: no list item [{token}]")
+        return node[token]
+    if not isinstance(node, dict):
+        raise OverrideError(f"{path}: cannot read {token!r} from a {type(node).__name__}")
+    if token not in node or node[token] is None:
+        if not create:
+            raise OverrideError(f"{path}: {token!r} is missing and is followed by a list index")
+        node[token] = {}
+    return node[token]
+
+
+def plaintext(manifest: dict[str, Any], op: Mapping[str, Any]) -> None:
+    """Karmada's plaintext overrider: one RFC 6902 operation on the whole object."""
+    patch: dict[str, Any] = {"op": op["operator"], "path": op["path"]}
+    if op["operator"] != "remove":
+        patch["value"] = op.get("value")
+    try:
+        result = jsonpatch.apply_patch(manifest, [patch], in_place=True)
+    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
+        raise OverrideError(f"plaintext {op['operator']} {op['path']}: {error}") from error
+    if result is not manifest:  # a patch on the root replaces the whole object
+        manifest.clear()
+        manifest.update(result)
+
+
+def split_image(image: str) -> tuple[str, str, str]:
+    """(registry, repository, tag-or-digest suffix) by Docker's reference rules.
+
+    The first path component is a registry when it holds '.' or ':' or is 'localhost'. The
+    suffix keeps its separator (":1.2" or "@sha256:…").
+    """
+    name, suffix = image, ""
+    if "@" in name:
+        name, digest = name.split("@", 1)
+        suffix = "@" + digest
+    last_slash = name.rfind("/")
+    colon = name.rfind(":")
+    if colon > last_slash:
+        suffix = name[colon:] + suffix
+        name = name[:colon]
+    first, sep, rest = name.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        return first, rest, suffix
+    return "", name, suffix
+
+
+def join_image(registry: str, repository: str, suffix: str) -> str:
+    """Inverse of `split_image`."""
+    return (f"{registry}/" if registry else "") + repository + suffix
+
+
+def _rewrite_image(image: str, op: Mapping[str, Any]) -> str:
+    registry, repository, suffix = split_image(image)
+    operator, value = op["operator"], str(op.get("value", ""))
+    component = op["component"]
+    if component == "Tag":
+        tag = suffix[1:] if suffix.startswith(":") else ""
+        digest = suffix if suffix.startswith("@") else ""
+        tag = {"add": tag + value, "replace": value, "remove": ""}[operator]
+        suffix = (f":{tag}" if tag else "") + ("" if tag else digest)
+    elif component == "Registry":
+        registry = {"add": registry + value, "replace": value, "remove": ""}[operator]
+    else:
+        repository = {"add": repository + value, "replace": value, "remove": ""}[operator]
+    return join_image(registry, repository, suffix)
+
+
+def _containers(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    path = _POD_KINDS.get(str(manifest.get("kind")))
+    if path is None:
+        return []
+    node: Any = manifest
+    for key in path:
+        node = node.get(key) if isinstance(node, dict) else None
+    containers = node.get("containers") if isinstance(node, dict) else None
+    return containers if isinstance(containers, list) else []
+
+
+def image_overrider(manifest: dict[str, Any], op: Mapping[str, Any]) -> None:
+    """Rewrite a registry, repository or tag: every app container, or the predicate's path."""
+    predicate = op.get("predicate")
+    if predicate:
+        pointer = jsonpatch.JsonPointer(predicate["path"])
+        try:
+            current = pointer.resolve(manifest)
+        except jsonpatch.JsonPointerException as error:
+            raise OverrideError(f"imageOverrider predicate {predicate['path']}: {error}") from error
+        plaintext(manifest, {"operator": "replace", "path": predicate["path"],
+                             "value": _rewrite_image(str(current), op)})
+        return
+    for container in _containers(manifest):
+        if isinstance(container.get("image"), str):
+            container["image"] = _rewrite_image(container["image"], op)
+
+
+def _list_overrider(field: str) -> Callable[[dict[str, Any], Mapping[str, Any]], None]:
+    def apply(manifest: dict[str, Any], op: Mapping[str, Any]) -> None:
+        for container in _containers(manifest):
+            if container.get("name") != op["containerName"]:
+                continue
+            values = [str(v) for v in op.get("value") or ()]
+            if op["operator"] == "add":
+                container[field] = list(container.get(field) or []) + values
+            elif field in container:
+                container[field] = [v for v in container[field] if v not in values]
+    apply.__doc__ = f"Karmada's {field}Overrider: append to or remove from `{field}`."
+    return apply
+
+
+def _map_overrider(field: str) -> Callable[[dict[str, Any], Mapping[str, Any]], None]:
+    def apply(manifest: dict[str, Any], op: Mapping[str, Any]) -> None:
+        metadata = manifest.setdefault("metadata", {})
+        current = metadata.get(field)
+        values = {str(k): str(v) for k, v in (op.get("value") or {}).items()}
+        if op["operator"] == "add":
+            metadata[field] = {**(current or {}), **values}
+        elif isinstance(current, dict):
+            for key, value in values.items():
+                if key in current:
+                    if op["operator"] == "replace":
+                        current[key] = value
+                    else:
+                        del current[key]
+    apply.__doc__ = f"Karmada's {field}Overrider: add, replace or remove {field}."
+    return apply
+
+
+OPERATIONS: Mapping[str, Callable[[dict[str, Any], Mapping[str, Any]], None]] = {
+    "fieldPatch": field_patch,
+    "plaintext": plaintext,
+    "imageOverrider": image_overrider,
+    "commandOverrider": _list_overrider("command"),
+    "argsOverrider": _list_overrider("args"),
+    "labelsOverrider": _map_overrider("labels"),
+    "annotationsOverrider": _map_overrider("annotations"),
+}
+
+
+def apply(manifest: dict[str, Any], operation: str, op: Mapping[str, Any]) -> None:
+    """Apply one tagged operation to `manifest` in place; raises `OverrideError`."""
+    OPERATIONS[operation](manifest, op)
