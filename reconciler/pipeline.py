@@ -93,8 +93,7 @@ def reconcile_once(settings: Settings, *, on_stage: StageHook = _noop) -> PassRe
              decisions=len(planned.decisions), files=len(planned.tree))
     on_stage(Stage.COMMIT)
     published = commit.publish(
-        settings.repo, settings.ref, settings.state_dir,
-        branch=settings.output_branch, tree=planned.tree, source_sha=source.commit,
+        settings.repo, settings.state_dir, branch=settings.output_branch, tree=planned.tree, source_sha=source.commit,
         commit_time=source.commit_time, push=settings.push,
         author=(settings.author_name, settings.author_email),
         credentials=load.credentials_from(settings.credentials_file))

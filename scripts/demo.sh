@@ -1,25 +1,32 @@
 #!/usr/bin/env bash
 # make demo: run dro's main job offline on example-repo/.
-# The example is copied into a fresh git repository under build/demo/source; `dro reconcile
-# --once` then validates, schedules, renders and commits the output branch back into it.
+# The example becomes the first commit of a fresh git repository (build/demo/source.git, a
+# bare repository standing in for the team's remote). `dro reconcile --once` then pulls it,
+# validates, schedules, renders and commits the output branch back to it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 demo=build/demo
 rm -rf "$demo"
 mkdir -p "$demo"
-cp -R example-repo "$demo/source"
-git -C "$demo/source" init --quiet --initial-branch=main
-git -C "$demo/source" add --all
-git -C "$demo/source" -c user.name="Platform Team" -c user.email=platform@example.com \
+cp -R example-repo "$demo/work"
+git -C "$demo/work" init --quiet --initial-branch=main
+git -C "$demo/work" add --all
+git -C "$demo/work" -c user.name="Platform Team" -c user.email=platform@example.com \
     commit --quiet --message "Example fleet: clusters, workloads and policies"
+git clone --quiet --bare "$demo/work" "$demo/source.git"
+repo="$demo/source.git"
 
-echo "== dro validate (source: $demo/source, ref main)"
-dro validate --repo "$demo/source" --ref main --state-dir "$demo/state"
+echo "== dro validate --repo $repo --ref main"
+dro validate --repo "$repo" --ref main --state-dir "$demo/state"
 echo
-echo "== dro reconcile --once"
-dro reconcile --once --repo "$demo/source" --ref main --state-dir "$demo/state"
+echo "== dro reconcile --once --repo $repo --ref main"
+dro reconcile --once --repo "$repo" --ref main --state-dir "$demo/state"
 echo
-echo "The rendered branch is dro/rendered in $demo/source:"
-git -C "$demo/source" log --format='  %h %s%n%(trailers:only,unfold)' -1 dro/rendered
-echo "  browse it:  git -C $demo/source ls-tree -r --name-only dro/rendered | head"
-git -C "$demo/source" ls-tree -r --name-only dro/rendered | awk -F/ '{print "  " $1 "/" $2}' | sort | uniq -c | head -20
+echo "== a second pass over the same commit changes nothing"
+dro reconcile --once --repo "$repo" --ref main --state-dir "$demo/state" | tail -2
+echo
+echo "The rendered branch is dro/rendered in $repo:"
+git -C "$repo" log --format='  %h %s%n%(trailers:only,unfold)' -1 dro/rendered
+git -C "$repo" ls-tree -r --name-only dro/rendered | awk -F/ 'NF > 2 {print $1 "/" $2} NF <= 2 {print $1}' \
+    | sort | uniq -c | awk '{printf "  %-28s %s files\n", $2, $1}'
+echo "  browse it: git -C $repo show dro/rendered:clusters/eu-west-1/shop/deployment-frontend.yaml"
