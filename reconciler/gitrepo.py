@@ -202,7 +202,7 @@ def commit(repo: pygit2.Repository, *, branch: str, tree: pygit2.Oid,
 
 
 class NonFastForward(GitError):
-    """The remote branch moved since we fetched: rebuild on the new tip and push again."""
+    """The remote refused the ref update because the branch moved (or is being moved)."""
 
 
 def push(repo: pygit2.Repository, branch: str, credentials: Credentials | None = None) -> None:
@@ -215,14 +215,14 @@ def push(repo: pygit2.Repository, branch: str, credentials: Credentials | None =
         remote.push([spec], callbacks=callbacks)
     except pygit2.GitError as error:
         text = str(error)
-        if "fastforward" in text or "fast-forward" in text or "fetch first" in text:
+        if any(sign in text for sign in ("fastforward", "fast-forward", "fetch first",
+                                         "not present locally")):
             raise NonFastForward(f"push to {where} rejected: {text}") from error
         raise GitError(f"push to {where} failed: {text}") from error
     if callbacks.rejected:
-        text = "; ".join(callbacks.rejected)
-        if "fast-forward" in text or "fetch first" in text or "stale" in text:
-            raise NonFastForward(f"push to {where} rejected: {text}")
-        raise GitError(f"push to {where} rejected: {text}")
+        # The remote refused the update: not a fast-forward, or another pusher holds the
+        # ref's lock. Either way the branch moved under us: fetch and rebuild.
+        raise NonFastForward(f"push to {where} rejected: {'; '.join(callbacks.rejected)}")
 
 
 def tree_of(commit_: pygit2.Commit) -> pygit2.Oid:

@@ -1,0 +1,143 @@
+"""Shared fixtures: real git repositories in temporary directories and a real `git daemon`.
+
+The daemon binds to 127.0.0.1 on a free port, is started under `timeout` so it stops by
+itself, is waited for by polling its port (no sleeps), and is killed by its PID at teardown.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "example-repo"
+GIT_ENV = {"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
+           "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
+           "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+
+
+def git(cwd: Path, *args: str) -> str:
+    """Run the git CLI in tests (the product itself never does)."""
+    done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
+                          env={**os.environ, **GIT_ENV})
+    return done.stdout.strip()
+
+
+@dataclass
+class SourceRepo:
+    """A bare "remote" plus a work tree that pushes to it."""
+
+    bare: Path
+    work: Path
+
+    def write(self, files: Mapping[str, str | None]) -> None:
+        """Write (or delete, for None) files in the work tree."""
+        for relative, text in files.items():
+            target = self.work / relative
+            if text is None:
+                target.unlink()
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text)
+
+    def commit(self, message: str = "change") -> str:
+        """Commit everything and push main; return the new sha."""
+        git(self.work, "add", "--all")
+        git(self.work, "commit", "--quiet", "--allow-empty", "-m", message)
+        git(self.work, "push", "--quiet", "origin", "main")
+        return git(self.work, "rev-parse", "HEAD")
+
+    def branch_sha(self, branch: str) -> str | None:
+        """The sha of a branch in the bare repo, or None."""
+        done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"],
+                              cwd=self.bare, capture_output=True, text=True)
+        return done.stdout.strip() or None
+
+
+def make_source_repo(tmp: Path, content: Path | None = EXAMPLE) -> SourceRepo:
+    """A bare repo whose main holds `content` (the example repo by default)."""
+    bare = tmp / "remote.git"
+    work = tmp / "work"
+    tmp.mkdir(parents=True, exist_ok=True)
+    git(tmp, "init", "--quiet", "--bare", "--initial-branch=main", str(bare))
+    if content is not None:
+        shutil.copytree(content, work)
+    else:
+        work.mkdir()
+    git(work, "init", "--quiet", "--initial-branch=main")
+    git(work, "remote", "add", "origin", str(bare))
+    repo = SourceRepo(bare=bare, work=work)
+    repo.commit("initial")
+    return repo
+
+
+@pytest.fixture
+def source_repo(tmp_path: Path) -> SourceRepo:
+    """The example repo committed to a fresh bare repository."""
+    return make_source_repo(tmp_path)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@dataclass
+class Daemon:
+    """A running `git daemon` serving `base` at git://127.0.0.1:port/."""
+
+    base: Path
+    port: int
+    pid: int
+
+    def url(self, name: str) -> str:
+        """The git:// URL of a repository under `base`."""
+        return f"git://127.0.0.1:{self.port}/{name}"
+
+
+@pytest.fixture
+def git_daemon(tmp_path: Path) -> Iterator[Daemon]:
+    """A real git daemon on 127.0.0.1 with push enabled, killed by PID at teardown."""
+    base = tmp_path / "served"
+    base.mkdir()
+    port = _free_port()
+    process = subprocess.Popen(
+        ["timeout", "300", "git", "daemon", "--reuseaddr", "--listen=127.0.0.1",
+         f"--port={port}", f"--base-path={base}", "--export-all", "--enable=receive-pack",
+         str(base)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("git daemon did not start") from None
+    try:
+        yield Daemon(base=base, port=port, pid=process.pid)
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=10)
+
+
+@pytest.fixture
+def served_repo(git_daemon: Daemon, tmp_path: Path) -> tuple[SourceRepo, str]:
+    """The example repo as a bare repository served by the git daemon, and its URL."""
+    repo = make_source_repo(tmp_path / "origin")
+    served = git_daemon.base / "fleet.git"
+    shutil.move(str(repo.bare), served)
+    git(repo.work, "remote", "set-url", "origin", str(served))
+    git(served, "symbolic-ref", "HEAD", "refs/heads/main")
+    return SourceRepo(bare=served, work=repo.work), git_daemon.url("fleet.git")
