@@ -172,6 +172,9 @@ def _describe(error: jsonschema.exceptions.ValidationError) -> list[SchemaError]
                                         + (f" (expected one of: {', '.join(sorted(known))})"
                                            if 0 < len(known) <= 12 else ""))
                     for k in extras]
+    if error.validator == "pattern" and "description" in error.schema:
+        return [SchemaError(pointer=base, message=f"{error.instance!r}: "
+                                                  f"{error.schema['description']}")]
     if error.validator == "required":
         return [SchemaError(pointer=base, message=error.message.replace("property", "field"))]
     if error.validator == "const":
