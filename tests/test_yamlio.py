@@ -1,0 +1,60 @@
+"""Safe YAML reading with line numbers, and deterministic writing."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reconciler import yamlio
+
+
+def test_lines_are_recorded_per_pointer() -> None:
+    (doc,) = yamlio.parse_documents("f.yaml", b"a:\n  b: 1\n  c:\n    - x\n    - y: 2\n")
+    assert doc.origin.line == 1
+    assert doc.origin.line_of("/a/c/1/y") == 5
+    assert doc.origin.line_of("/a/c/0") == 4
+    assert doc.origin.line_of("/a/missing/deeper") == 1
+
+
+def test_multiple_documents_keep_their_start_lines() -> None:
+    docs = yamlio.parse_documents("f.yaml", b"a: 1\n---\n---\nb: 2\n---\n# only a comment\n")
+    assert [d.origin.line for d in docs] == [1, 4]
+
+
+def test_timestamps_stay_strings_and_booleans_are_yaml_1_1() -> None:
+    (doc,) = yamlio.parse_documents("f", b"when: 2021-01-01\nflag: yes\nquoted: 'yes'\n")
+    assert doc.body == {"when": "2021-01-01", "flag": True, "quoted": "yes"}
+
+
+def test_keys_with_slashes_are_escaped_in_pointers() -> None:
+    (doc,) = yamlio.parse_documents("f", b"m:\n  a/b~c: 1\n")
+    assert doc.origin.line_of("/m/a~1b~0c") == 2
+
+
+@pytest.mark.parametrize(("text", "line", "fragment"), [
+    (b"a: 1\nb: 2\na: 3\n", 3, "duplicate key 'a' (first at line 1)"),
+    (b"a: !!binary aGVsbG8=\n", 1, "unsupported YAML tag"),
+    (b"? [a, b]\n: 1\n", 1, "mapping keys must be scalars"),
+    (b"a: b: c\n", 1, "malformed YAML"),
+])
+def test_rejections_name_the_line(text: bytes, line: int, fragment: str) -> None:
+    with pytest.raises(yamlio.YamlError) as error:
+        yamlio.parse_documents("bad.yaml", text)
+    assert error.value.problem.line == line
+    assert error.value.problem.path == "bad.yaml"
+    assert fragment in error.value.problem.message
+
+
+values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=12),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(
+        st.text(min_size=1, max_size=6), children, max_size=4), max_leaves=20)
+
+
+@given(value=st.dictionaries(st.text(min_size=1, max_size=8), values, max_size=6))
+def test_dump_round_trips_and_is_deterministic(value: dict[str, object]) -> None:
+    text = yamlio.dump(value)
+    assert text == yamlio.dump(dict(reversed(list(value.items()))))
+    parsed = yamlio.parse_documents("r", text.encode())
+    assert (parsed[0].body if parsed else {}) == value
