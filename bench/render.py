@@ -35,27 +35,45 @@ def tag_for(cluster: int) -> str:
 def deployment(i: int) -> dict[str, object]:
     labels = {"app": f"app{i:03d}"}
     return {
-        "apiVersion": "apps/v1", "kind": "Deployment",
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
         "metadata": {"name": f"app{i:03d}", "namespace": "prod", "labels": labels},
         "spec": {
-            "replicas": 2, "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": {"containers": [{
-                "name": "app", "image": "registry.example/app:1.0.0",
-                "ports": [{"containerPort": 8080}],
-                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}}}}
+            "replicas": 2,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "app",
+                            "image": "registry.example/app:1.0.0",
+                            "ports": [{"containerPort": 8080}],
+                            "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                        }
+                    ]
+                },
+            },
+        },
+    }
 
 
 def service(i: int) -> dict[str, object]:
-    return {"apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": f"app{i:03d}", "namespace": "prod"},
-            "spec": {"selector": {"app": f"app{i:03d}"},
-                     "ports": [{"port": 80, "targetPort": 8080}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": f"app{i:03d}", "namespace": "prod"},
+        "spec": {"selector": {"app": f"app{i:03d}"}, "ports": [{"port": 80, "targetPort": 8080}]},
+    }
 
 
 def configmap(i: int) -> dict[str, object]:
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": f"app{i:03d}-config", "namespace": "prod"},
-            "data": {"LOG_LEVEL": "info", "FEATURE_FLAGS": f"flag-{i}"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": f"app{i:03d}-config", "namespace": "prod"},
+        "data": {"LOG_LEVEL": "info", "FEATURE_FLAGS": f"flag-{i}"},
+    }
 
 
 def objects(apps: int) -> list[dict[str, object]]:
@@ -69,37 +87,73 @@ def write_dro_repo(root: Path, clusters: int, apps: int) -> None:
     (root / "clusters").mkdir(parents=True)
     (root / "workloads").mkdir()
     (root / "policies").mkdir()
-    (root / "dro.yaml").write_text(yaml.safe_dump({
-        "apiVersion": "multicluster.io/v1alpha1", "kind": "SchedulerConfiguration",
-        "metadata": {"name": "dro"}, "spec": {"kubernetesVersion": "1.32"}}))
+    (root / "dro.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "multicluster.io/v1alpha1",
+                "kind": "SchedulerConfiguration",
+                "metadata": {"name": "dro"},
+                "spec": {"kubernetesVersion": "1.32"},
+            }
+        )
+    )
     for c in range(clusters):
         name = f"c{c:03d}"
-        (root / "clusters" / f"{name}.yaml").write_text(yaml.safe_dump({
-            "apiVersion": "multicluster.io/v1alpha1", "kind": "Cluster",
-            "metadata": {"name": name, "labels": {"region": f"r{c % 3}", "provider": "aws"}},
-            "spec": {"capacity": {"cpu": "1000", "memory": "4Ti", "pods": "10000"},
-                     "allocated": {"cpu": "10", "memory": "10Gi", "pods": "100"}}}))
+        (root / "clusters" / f"{name}.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "multicluster.io/v1alpha1",
+                    "kind": "Cluster",
+                    "metadata": {
+                        "name": name,
+                        "labels": {"region": f"r{c % 3}", "provider": "aws"},
+                    },
+                    "spec": {
+                        "capacity": {"cpu": "1000", "memory": "4Ti", "pods": "10000"},
+                        "allocated": {"cpu": "10", "memory": "10Gi", "pods": "100"},
+                    },
+                }
+            )
+        )
     (root / "workloads" / "apps.yaml").write_text(yaml.safe_dump_all(objects(apps)))
     placement = {
-        "apiVersion": "multicluster.io/v1alpha1", "kind": "ResourcePlacementPolicy",
+        "apiVersion": "multicluster.io/v1alpha1",
+        "kind": "ResourcePlacementPolicy",
         "metadata": {"name": "everywhere"},
-        "spec": {"resourceSelectors": [
-            {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "prod"},
-            {"apiVersion": "v1", "kind": "Service", "namespace": "prod"},
-            {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "prod"}],
-            "placement": {"replicaScheduling": {"type": "Duplicated"}}}}
+        "spec": {
+            "resourceSelectors": [
+                {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "prod"},
+                {"apiVersion": "v1", "kind": "Service", "namespace": "prod"},
+                {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "prod"},
+            ],
+            "placement": {"replicaScheduling": {"type": "Duplicated"}},
+        },
+    }
     overrides = {
-        "apiVersion": "multicluster.io/v1alpha1", "kind": "ClusterOverridePolicy",
+        "apiVersion": "multicluster.io/v1alpha1",
+        "kind": "ClusterOverridePolicy",
         "metadata": {"name": "per-cluster"},
-        "spec": {"resourceSelector": {"apiVersion": "apps/v1", "kind": "Deployment",
-                                      "namespace": "prod"},
-                 "overrides": [{
-                     "clusterSelector": {"names": [f"c{c:03d}"]},
-                     "fieldPatches": [
-                         {"path": "spec.replicas", "value": replicas_for(c)},
-                         {"path": "spec.template.spec.containers[0].image",
-                          "value": f"registry.example/app:{tag_for(c)}"}]}
-                     for c in range(clusters)]}}
+        "spec": {
+            "resourceSelector": {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "namespace": "prod",
+            },
+            "overrides": [
+                {
+                    "clusterSelector": {"names": [f"c{c:03d}"]},
+                    "fieldPatches": [
+                        {"path": "spec.replicas", "value": replicas_for(c)},
+                        {
+                            "path": "spec.template.spec.containers[0].image",
+                            "value": f"registry.example/app:{tag_for(c)}",
+                        },
+                    ],
+                }
+                for c in range(clusters)
+            ],
+        },
+    }
     (root / "policies" / "placement.yaml").write_text(yaml.safe_dump(placement))
     (root / "policies" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
 
@@ -113,21 +167,33 @@ def write_kustomize(root: Path, clusters: int, apps: int) -> list[Path]:
     for c in range(clusters):
         overlay = root / "overlays" / f"c{c:03d}"
         overlay.mkdir(parents=True)
-        patches = [{"target": {"kind": "Deployment", "name": f"app{i:03d}"},
-                    "patch": yaml.safe_dump([{"op": "replace", "path": "/spec/replicas",
-                                              "value": replicas_for(c)}])}
-                   for i in range(apps)]
-        (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
-            "resources": ["../../base"], "patches": patches,
-            "images": [{"name": "registry.example/app", "newTag": tag_for(c)}]}))
+        patches = [
+            {
+                "target": {"kind": "Deployment", "name": f"app{i:03d}"},
+                "patch": yaml.safe_dump(
+                    [{"op": "replace", "path": "/spec/replicas", "value": replicas_for(c)}]
+                ),
+            }
+            for i in range(apps)
+        ]
+        (overlay / "kustomization.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "resources": ["../../base"],
+                    "patches": patches,
+                    "images": [{"name": "registry.example/app", "newTag": tag_for(c)}],
+                }
+            )
+        )
         overlays.append(overlay)
     return overlays
 
 
 def run_kustomize(overlays: list[Path], workers: int) -> tuple[float, dict[str, str]]:
     def one(overlay: Path) -> tuple[str, str]:
-        done = subprocess.run(["kubectl", "kustomize", str(overlay)], check=True,
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            ["kubectl", "kustomize", str(overlay)], check=True, capture_output=True, text=True
+        )
         return overlay.name, done.stdout
 
     start = time.perf_counter()
@@ -139,8 +205,9 @@ def run_kustomize(overlays: list[Path], workers: int) -> tuple[float, dict[str, 
 def run_dro(repo: Path, out: Path) -> float:
     dro = Path(sys.executable).with_name("dro")
     start = time.perf_counter()
-    subprocess.run([str(dro), "render", str(repo), "--out", str(out)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [str(dro), "render", str(repo), "--out", str(out)], check=True, capture_output=True
+    )
     return time.perf_counter() - start
 
 
@@ -149,11 +216,15 @@ def check_agreement(out: Path, kustomized: dict[str, str], clusters: int, apps: 
     compared = 0
     for c in range(clusters):
         name = f"c{c:03d}"
-        theirs = {d["metadata"]["name"]: d for d in yaml.safe_load_all(kustomized[name])
-                  if d["kind"] == "Deployment"}
+        theirs = {
+            d["metadata"]["name"]: d
+            for d in yaml.safe_load_all(kustomized[name])
+            if d["kind"] == "Deployment"
+        }
         for i in range(apps):
-            ours = yaml.safe_load((out / "clusters" / name / "prod" /
-                                   f"deployment-app{i:03d}.yaml").read_text())
+            ours = yaml.safe_load(
+                (out / "clusters" / name / "prod" / f"deployment-app{i:03d}.yaml").read_text()
+            )
             other = theirs[f"app{i:03d}"]
             for doc in (ours, other):
                 assert doc["spec"]["replicas"] == replicas_for(c), (name, i, doc["spec"])
@@ -179,17 +250,24 @@ def main() -> None:
         dro_seconds = run_dro(root / "repo", root / "out")
         kustomize_seconds, kustomized = run_kustomize(overlays, workers)
         compared = check_agreement(root / "out", kustomized, args.clusters, args.apps)
-        files = sum(1 for p in (root / "out" / "clusters").rglob("*.yaml")
-                    if p.name != "kustomization.yaml")
+        files = sum(
+            1 for p in (root / "out" / "clusters").rglob("*.yaml") if p.name != "kustomization.yaml"
+        )
     objects_total = args.clusters * args.apps * 3
-    print(f"render benchmark: {args.clusters} clusters × {args.apps * 3} objects "
-          f"= {objects_total} objects ({files} files written by dro)")
+    print(
+        f"render benchmark: {args.clusters} clusters × {args.apps * 3} objects "
+        f"= {objects_total} objects ({files} files written by dro)"
+    )
     print(f"{'tool':<42}{'seconds':>10}")
     print(f"{'dro render (cold process, whole command)':<42}{dro_seconds:>10.2f}")
-    print(f"{f'kubectl kustomize x{len(overlays)} ({workers} in parallel)':<42}"
-          f"{kustomize_seconds:>10.2f}")
-    print(f"speed-up: {kustomize_seconds / dro_seconds:.1f}x (target >= 10x); "
-          f"{compared} Deployments agree on replicas and image")
+    print(
+        f"{f'kubectl kustomize x{len(overlays)} ({workers} in parallel)':<42}"
+        f"{kustomize_seconds:>10.2f}"
+    )
+    print(
+        f"speed-up: {kustomize_seconds / dro_seconds:.1f}x (target >= 10x); "
+        f"{compared} Deployments agree on replicas and image"
+    )
 
 
 if __name__ == "__main__":

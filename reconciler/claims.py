@@ -67,8 +67,9 @@ def claim(policies: Iterable[PlacementPolicy], workload: Workload) -> Claim:
     return Claim(policy=ranked[0], tied_with=tied)
 
 
-def claim_all(policies: Iterable[PlacementPolicy],
-              workloads: Iterable[Workload]) -> Mapping[ResourceKey, Claim]:
+def claim_all(
+    policies: Iterable[PlacementPolicy], workloads: Iterable[Workload]
+) -> Mapping[ResourceKey, Claim]:
     """Claims for every workload, keyed by its `ResourceKey`."""
     policy_list = tuple(policies)
     return {w.key: claim(policy_list, w) for w in workloads}

@@ -30,57 +30,103 @@ def _version() -> str:
 
 
 def _add_source_args(parser: argparse.ArgumentParser, *, path_required: bool = False) -> None:
-    parser.add_argument("path", nargs=None if path_required else "?", type=Path,
-                        help="a plain directory holding the source repo (default: .)")
-    parser.add_argument("--repo", default=settings.env("REPO"),
-                        help="read a git repository instead: a local path or URL "
-                             "(file://, git://, https://) [env DRO_REPO]")
-    parser.add_argument("--ref", default=settings.env("REF", "main"),
-                        help="branch, tag or commit to read with --repo (default: main)")
-    parser.add_argument("--state-dir", type=Path,
-                        default=Path(settings.env("STATE_DIR", ".dro-state") or ".dro-state"),
-                        help="where dro keeps its bare git caches (default: .dro-state)")
-    parser.add_argument("--git-credentials-file", type=Path, default=None,
-                        help="file with https credentials: 'username:password' or a token")
+    parser.add_argument(
+        "path",
+        nargs=None if path_required else "?",
+        type=Path,
+        help="a plain directory holding the source repo (default: .)",
+    )
+    parser.add_argument(
+        "--repo",
+        default=settings.env("REPO"),
+        help="read a git repository instead: a local path or URL "
+        "(file://, git://, https://) [env DRO_REPO]",
+    )
+    parser.add_argument(
+        "--ref",
+        default=settings.env("REF", "main"),
+        help="branch, tag or commit to read with --repo (default: main)",
+    )
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=Path(settings.env("STATE_DIR", ".dro-state") or ".dro-state"),
+        help="where dro keeps its bare git caches (default: .dro-state)",
+    )
+    parser.add_argument(
+        "--git-credentials-file",
+        type=Path,
+        default=None,
+        help="file with https credentials: 'username:password' or a token",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every subcommand."""
     parser = argparse.ArgumentParser(
-        prog="dro", description="Declarative GitOps reconciler for multi-cluster placement.")
+        prog="dro", description="Declarative GitOps reconciler for multi-cluster placement."
+    )
     parser.add_argument("--version", action="version", version=f"dro {_version()}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log info events to stderr")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    check = commands.add_parser("validate", help="check every file against the schemas",
-                                description="Validate every file of the source repo against "
-                                            "dro's JSON Schemas and the Kubernetes OpenAPI.")
+    check = commands.add_parser(
+        "validate",
+        help="check every file against the schemas",
+        description="Validate every file of the source repo against "
+        "dro's JSON Schemas and the Kubernetes OpenAPI.",
+    )
     _add_source_args(check)
 
-    sched = commands.add_parser("schedule", help="print the placement decisions",
-                                description="Validate and schedule; print the decisions.")
+    sched = commands.add_parser(
+        "schedule",
+        help="print the placement decisions",
+        description="Validate and schedule; print the decisions.",
+    )
     _add_source_args(sched)
-    sched.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="table",
-                       help="output format (default: table)")
+    sched.add_argument(
+        "-o",
+        "--output",
+        choices=("json", "yaml", "table"),
+        default="table",
+        help="output format (default: table)",
+    )
 
-    rend = commands.add_parser("render", help="write the output-branch tree to a directory",
-                               description="Validate, schedule and render the per-cluster "
-                                           "manifests and decisions into DIR.")
+    rend = commands.add_parser(
+        "render",
+        help="write the output-branch tree to a directory",
+        description="Validate, schedule and render the per-cluster "
+        "manifests and decisions into DIR.",
+    )
     _add_source_args(rend)
     rend.add_argument("--out", type=Path, required=True, help="directory to write the tree to")
-    rend.add_argument("--clean", action="store_true",
-                      help="remove DIR first if it exists (otherwise it must be empty)")
+    rend.add_argument(
+        "--clean",
+        action="store_true",
+        help="remove DIR first if it exists (otherwise it must be empty)",
+    )
 
-    rec = commands.add_parser("reconcile", help="run one pass: pull, plan, commit, push",
-                              description="Pull the source repo, validate, schedule, render, "
-                                          "and commit the result to the output branch.")
+    rec = commands.add_parser(
+        "reconcile",
+        help="run one pass: pull, plan, commit, push",
+        description="Pull the source repo, validate, schedule, render, "
+        "and commit the result to the output branch.",
+    )
     _add_source_args(rec)
-    rec.add_argument("--once", action="store_true", required=True,
-                     help="run a single pass and exit (the loop is `dro run`)")
-    rec.add_argument("--output-branch", default=settings.env("OUTPUT_BRANCH",
-                                                             settings.DEFAULT_OUTPUT_BRANCH))
-    rec.add_argument("--no-push", action="store_true",
-                     help="commit to the local cache only; do not push to the remote")
+    rec.add_argument(
+        "--once",
+        action="store_true",
+        required=True,
+        help="run a single pass and exit (the loop is `dro run`)",
+    )
+    rec.add_argument(
+        "--output-branch", default=settings.env("OUTPUT_BRANCH", settings.DEFAULT_OUTPUT_BRANCH)
+    )
+    rec.add_argument(
+        "--no-push",
+        action="store_true",
+        help="commit to the local cache only; do not push to the remote",
+    )
     return parser
 
 
@@ -92,8 +138,13 @@ def _progress(enabled: bool) -> Iterator[pipeline.StageHook]:
         return
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  transient=True, console=report.console(sys.stderr)) as progress:
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        transient=True,
+        console=report.console(sys.stderr),
+    ) as progress:
         task = progress.add_task("starting", total=None)
         yield lambda stage: progress.update(task, description=str(stage))
 
@@ -109,10 +160,14 @@ def _settings(args: argparse.Namespace) -> settings.Settings:
     if path is not None and not path.is_dir():
         raise UsageError(f"{path}: not a directory")
     return settings.Settings(
-        repo=args.repo, path=path, ref=args.ref, state_dir=args.state_dir,
+        repo=args.repo,
+        path=path,
+        ref=args.ref,
+        state_dir=args.state_dir,
         credentials_file=args.git_credentials_file,
         output_branch=getattr(args, "output_branch", settings.DEFAULT_OUTPUT_BRANCH),
-        push=not getattr(args, "no_push", False))
+        push=not getattr(args, "no_push", False),
+    )
 
 
 def _cmd_validate(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
@@ -124,15 +179,19 @@ def _cmd_validate(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     if result.spec is None:
         return 1
     spec = result.spec
-    sys.stderr.write(f"ok: {len(source.files)} files, {len(spec.clusters)} clusters, "
-                     f"{len(spec.workloads)} objects, {len(spec.placement_policies)} placement "
-                     f"and {len(spec.override_policies)} override policies\n")
+    sys.stderr.write(
+        f"ok: {len(source.files)} files, {len(spec.clusters)} clusters, "
+        f"{len(spec.workloads)} objects, {len(spec.placement_policies)} placement "
+        f"and {len(spec.override_policies)} override policies\n"
+    )
     return 0
 
 
 def _schedule_document(source: Source, planned: pipeline.Planned) -> dict[str, Any]:
-    return {"source": source.commit,
-            "decisions": [render.decision_entry(d) for d in planned.decisions]}
+    return {
+        "source": source.commit,
+        "decisions": [render.decision_entry(d) for d in planned.decisions],
+    }
 
 
 def _cmd_schedule(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
@@ -180,8 +239,12 @@ def _cmd_reconcile(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     return 0
 
 
-_COMMANDS = {"validate": _cmd_validate, "schedule": _cmd_schedule, "render": _cmd_render,
-             "reconcile": _cmd_reconcile}
+_COMMANDS = {
+    "validate": _cmd_validate,
+    "schedule": _cmd_schedule,
+    "render": _cmd_render,
+    "reconcile": _cmd_reconcile,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

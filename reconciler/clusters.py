@@ -26,14 +26,24 @@ def quantities(doc: Document, field: str, problems: list[Problem]) -> Mapping[st
         try:
             amount = float(kube.parse_quantity(value))
         except ValueError:
-            problems.append(Problem(path=doc.origin.path, line=doc.origin.line_of(pointer),
-                                    pointer=pointer,
-                                    message=f"{value!r} is not a Kubernetes quantity "
-                                            "(examples: 500m, 4Gi, 1e3)"))
+            problems.append(
+                Problem(
+                    path=doc.origin.path,
+                    line=doc.origin.line_of(pointer),
+                    pointer=pointer,
+                    message=f"{value!r} is not a Kubernetes quantity (examples: 500m, 4Gi, 1e3)",
+                )
+            )
             continue
         if amount < 0:
-            problems.append(Problem(path=doc.origin.path, line=doc.origin.line_of(pointer),
-                                    pointer=pointer, message=f"{value!r} is negative"))
+            problems.append(
+                Problem(
+                    path=doc.origin.path,
+                    line=doc.origin.line_of(pointer),
+                    pointer=pointer,
+                    message=f"{value!r} is negative",
+                )
+            )
             continue
         parsed[resource] = amount
     return MappingProxyType(parsed)
@@ -48,16 +58,28 @@ def cluster(doc: Document, problems: list[Problem]) -> Cluster:
     for resource, used in allocated.items():
         if resource in capacity and used > capacity[resource]:
             pointer = f"/spec/allocated/{escape_pointer_token(resource)}"
-            problems.append(Problem(
-                path=doc.origin.path, line=doc.origin.line_of(pointer), pointer=pointer,
-                message=f"allocated {resource} exceeds the cluster's capacity"))
+            problems.append(
+                Problem(
+                    path=doc.origin.path,
+                    line=doc.origin.line_of(pointer),
+                    pointer=pointer,
+                    message=f"allocated {resource} exceeds the cluster's capacity",
+                )
+            )
     return Cluster(
-        name=meta["name"], origin=doc.origin,
+        name=meta["name"],
+        origin=doc.origin,
         labels=MappingProxyType({str(k): str(v) for k, v in (meta.get("labels") or {}).items()}),
-        capacity=capacity, allocated=allocated, largest_node_free=amounts["largestNodeFree"],
-        taints=tuple(Taint(key=t["key"], value=str(t.get("value", "")), effect=t["effect"])
-                     for t in spec.get("taints") or ()),
+        capacity=capacity,
+        allocated=allocated,
+        largest_node_free=amounts["largestNodeFree"],
+        taints=tuple(
+            Taint(key=t["key"], value=str(t.get("value", "")), effect=t["effect"])
+            for t in spec.get("taints") or ()
+        ),
         cost=MappingProxyType({k: float(v) for k, v in (spec.get("cost") or {}).items()}),
         kubeconfig_context=(spec.get("kubeconfig") or {}).get("context"),
-        suspend=bool(spec.get("suspend", False)), cordon=bool(spec.get("cordon", False)),
-        drain=bool(spec.get("drain", False)))
+        suspend=bool(spec.get("suspend", False)),
+        cordon=bool(spec.get("cordon", False)),
+        drain=bool(spec.get("drain", False)),
+    )

@@ -29,9 +29,11 @@ class PublishResult:
 def message(source_sha: str | None, observations: str, files: int) -> str:
     """The commit message with dro's trailers."""
     subject = f"Render {source_sha[:12]}" if source_sha else "Render a local source"
-    return (f"{subject}: {files} files\n\n"
-            f"Dro-Source-Commit: {source_sha or 'none'}\n"
-            f"Dro-Observations: {observations}\n")
+    return (
+        f"{subject}: {files} files\n\n"
+        f"Dro-Source-Commit: {source_sha or 'none'}\n"
+        f"Dro-Observations: {observations}\n"
+    )
 
 
 _WRITERS: dict[str, gitrepo.TreeWriter] = {}
@@ -44,24 +46,38 @@ def _writer(url: str, state_dir: Path) -> gitrepo.TreeWriter:
     return _WRITERS[key]
 
 
-def publish(url: str, state_dir: Path, *, branch: str, tree: Mapping[str, bytes],
-            source_sha: str | None, commit_time: int | None, push: bool = True,
-            observations: str = "declared", author: tuple[str, str] = ("dro", "dro@localhost"),
-            credentials: gitrepo.Credentials | None = None) -> PublishResult:
+def publish(
+    url: str,
+    state_dir: Path,
+    *,
+    branch: str,
+    tree: Mapping[str, bytes],
+    source_sha: str | None,
+    commit_time: int | None,
+    push: bool = True,
+    observations: str = "declared",
+    author: tuple[str, str] = ("dro", "dro@localhost"),
+    credentials: gitrepo.Credentials | None = None,
+) -> PublishResult:
     """Commit `tree` on `branch` in the cache of `url` unless unchanged, then push it."""
     writer = _writer(url, state_dir)
     repo = writer.repo
     root = writer.write(tree)
     text = message(source_sha, observations, len(tree))
     for attempt in range(1, MAX_PUSH_ATTEMPTS + 1):
-        tip = (gitrepo.remote_tip(repo, branch) if push else None) or \
-            gitrepo.branch_tip(repo, branch)
+        tip = (gitrepo.remote_tip(repo, branch) if push else None) or gitrepo.branch_tip(
+            repo, branch
+        )
         if tip is not None and gitrepo.tree_of(tip) == root:
             return PublishResult(commit=None, pushed=False, attempts=attempt)
-        when = commit_time if commit_time is not None else (
-            gitrepo.commit_info(tip)[1] if tip is not None else 0)
-        oid = gitrepo.commit(repo, branch=branch, tree=root, parent=tip, message=text,
-                             author=author, time=when)
+        when = (
+            commit_time
+            if commit_time is not None
+            else (gitrepo.commit_info(tip)[1] if tip is not None else 0)
+        )
+        oid = gitrepo.commit(
+            repo, branch=branch, tree=root, parent=tip, message=text, author=author, time=when
+        )
         if not push:
             return PublishResult(commit=gitrepo.sha(oid), pushed=False, attempts=attempt)
         try:

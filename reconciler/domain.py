@@ -21,6 +21,7 @@ EMPTY: Mapping[str, Any] = MappingProxyType({})
 def _empty() -> Mapping[str, Any]:
     return EMPTY
 
+
 DRO_API_VERSION = "multicluster.io/v1alpha1"
 KARMADA_POLICY_API_VERSION = "policy.karmada.io/v1alpha1"
 
@@ -396,7 +397,8 @@ class SchedulerConfig:
 
     origin: Origin | None = None
     water_level_limit: Mapping[str, float] = field(
-        default_factory=lambda: MappingProxyType({"cpu": 0.85, "memory": 0.85}))
+        default_factory=lambda: MappingProxyType({"cpu": 0.85, "memory": 0.85})
+    )
     default_placement: Placement = Placement()
     plugin_weights: Mapping[str, float] = field(default_factory=_empty)
     kubernetes_version: str | None = None

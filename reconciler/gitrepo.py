@@ -36,14 +36,13 @@ def redact(url: str) -> str:
     return re.sub(r"(?<=://)[^/@]*@", "", url)
 
 
-class _Callbacks(pygit2.RemoteCallbacks):  # type: ignore[misc]
+class _Callbacks(pygit2.RemoteCallbacks):
     """Credentials for https, and a record of refs the remote refused on push."""
 
     def __init__(self, credentials: Credentials | None) -> None:
         user_pass = None
         if credentials is not None and credentials.token:
-            user_pass = pygit2.UserPass(credentials.username or "x-access-token",
-                                        credentials.token)
+            user_pass = pygit2.UserPass(credentials.username or "x-access-token", credentials.token)
         elif credentials is not None:
             user_pass = pygit2.UserPass(credentials.username or "", credentials.password or "")
         super().__init__(credentials=user_pass)
@@ -116,8 +115,9 @@ def branch_tip(repo: pygit2.Repository, branch: str) -> pygit2.Commit | None:
     return None
 
 
-def walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = "") -> Iterator[
-        tuple[str, pygit2.Object]]:
+def walk(
+    repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = ""
+) -> Iterator[tuple[str, pygit2.Object]]:
     """(path, blob) for every file under `tree`, depth first, in git's (sorted) order."""
     for entry in tree:
         path = f"{prefix}{entry.name}"
@@ -129,8 +129,9 @@ def walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = "") -> Iterat
             yield path, repo[entry.id]
 
 
-def read_files(repo: pygit2.Repository, commit: pygit2.Commit,
-               wanted: tuple[str, ...] = ()) -> dict[str, bytes]:
+def read_files(
+    repo: pygit2.Repository, commit: pygit2.Commit, wanted: tuple[str, ...] = ()
+) -> dict[str, bytes]:
     """Files of a commit whose path starts with one of `wanted` (all files when empty)."""
     files = {}
     for path, blob in walk(repo, commit.tree):
@@ -190,9 +191,16 @@ class TreeWriter:
         return oid
 
 
-def commit(repo: pygit2.Repository, *, branch: str, tree: pygit2.Oid,
-           parent: pygit2.Commit | None, message: str, author: tuple[str, str],
-           time: int) -> pygit2.Oid:
+def commit(
+    repo: pygit2.Repository,
+    *,
+    branch: str,
+    tree: pygit2.Oid,
+    parent: pygit2.Commit | None,
+    message: str,
+    author: tuple[str, str],
+    time: int,
+) -> pygit2.Oid:
     """Create a commit on `refs/heads/<branch>` with one parent (or none)."""
     signature = pygit2.Signature(author[0], author[1], time, 0)
     parents = [parent.id] if parent is not None else []
@@ -215,8 +223,10 @@ def push(repo: pygit2.Repository, branch: str, credentials: Credentials | None =
         remote.push([spec], callbacks=callbacks)
     except pygit2.GitError as error:
         text = str(error)
-        if any(sign in text for sign in ("fastforward", "fast-forward", "fetch first",
-                                         "not present locally")):
+        if any(
+            sign in text
+            for sign in ("fastforward", "fast-forward", "fetch first", "not present locally")
+        ):
             raise NonFastForward(f"push to {where} rejected: {text}") from error
         raise GitError(f"push to {where} failed: {text}") from error
     if callbacks.rejected:

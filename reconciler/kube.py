@@ -6,9 +6,13 @@ the apply stage adds cluster access here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
+from typing import Any, cast
 
-from kubernetes.utils.quantity import parse_quantity as _parse_quantity
+from kubernetes.utils import quantity
+
+_parse_quantity = cast(Callable[[Any], Decimal], quantity.parse_quantity)
 
 
 def parse_quantity(quantity: str | int | float) -> Decimal:

@@ -52,8 +52,8 @@ def credentials_from(path: Path | None) -> Credentials | None:
     """https credentials from a file (`user:password` or a token) or DRO_GIT_* variables."""
     if path is not None:
         text = path.read_text(encoding="utf-8").strip()
-        user, sep, secret = text.partition(":")
-        return Credentials(username=user, password=secret) if sep else Credentials(token=text)
+        name, sep, secret = text.partition(":")
+        return Credentials(username=name, password=secret) if sep else Credentials(token=text)
     token = os.environ.get("DRO_GIT_TOKEN")
     user, password = os.environ.get("DRO_GIT_USERNAME"), os.environ.get("DRO_GIT_PASSWORD")
     if token:
@@ -63,17 +63,22 @@ def credentials_from(path: Path | None) -> Credentials | None:
     return None
 
 
-def from_git(url: str, ref: str, state_dir: Path, *,
-             credentials: Credentials | None = None) -> Source:
+def from_git(
+    url: str, ref: str, state_dir: Path, *, credentials: Credentials | None = None
+) -> Source:
     """The source files at `ref` of the repository at `url`, via a fetched bare cache."""
     repo = gitrepo.open_cache(url, state_dir)
     gitrepo.fetch(repo, credentials)
     commit = gitrepo.resolve(repo, ref)
     sha, when, _ = gitrepo.commit_info(commit)
     files = gitrepo.read_files(repo, commit, SOURCE_FOLDERS + SOURCE_FILES)
-    return Source(files=tuple(SourceFile(path=p, data=d) for p, d in sorted(files.items())
-                              if is_source_path(p)),
-                  commit=sha, commit_time=when)
+    return Source(
+        files=tuple(
+            SourceFile(path=p, data=d) for p, d in sorted(files.items()) if is_source_path(p)
+        ),
+        commit=sha,
+        commit_time=when,
+    )
 
 
 def previous_state(url: str, branch: str, state_dir: Path) -> dict[str, bytes]:

@@ -18,10 +18,17 @@ import jsonpatch
 
 PathToken = str | int
 
-_TOKEN = re.compile(r'\.?(?:(?P<key>[^.\[\]"]+)|\[(?P<index>\d+)\]|\["(?P<quoted>(?:[^"\\]|\\.)*)"\])')
-_POD_KINDS = {"Pod": (), "ReplicaSet": ("spec", "template", "spec"),
-              "Deployment": ("spec", "template", "spec"), "DaemonSet": ("spec", "template", "spec"),
-              "StatefulSet": ("spec", "template", "spec"), "Job": ("spec", "template", "spec")}
+_TOKEN = re.compile(
+    r'\.?(?:(?P<key>[^.\[\]"]+)|\[(?P<index>\d+)\]|\["(?P<quoted>(?:[^"\\]|\\.)*)"\])'
+)
+_POD_KINDS = {
+    "Pod": (),
+    "ReplicaSet": ("spec", "template", "spec"),
+    "Deployment": ("spec", "template", "spec"),
+    "DaemonSet": ("spec", "template", "spec"),
+    "StatefulSet": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"),
+}
 
 
 class OverrideError(ValueError):
@@ -35,8 +42,10 @@ def parse_field_path(path: str) -> list[PathToken]:
     while position < len(path):
         match = _TOKEN.match(path, position)
         if match is None or match.end() == position or (position == 0 and path[0] == "."):
-            raise OverrideError(f"bad field path {path!r} at character {position + 1}: use "
-                                'a.b[0].c, and ["key.with.dots"] for keys with dots or slashes')
+            raise OverrideError(
+                f"bad field path {path!r} at character {position + 1}: use "
+                'a.b[0].c, and ["key.with.dots"] for keys with dots or slashes'
+            )
         if match["index"] is not None:
             tokens.append(int(match["index"]))
         elif match["quoted"] is not None:
@@ -158,8 +167,14 @@ def image_overrider(manifest: dict[str, Any], op: Mapping[str, Any]) -> None:
             current = pointer.resolve(manifest)
         except jsonpatch.JsonPointerException as error:
             raise OverrideError(f"imageOverrider predicate {predicate['path']}: {error}") from error
-        plaintext(manifest, {"operator": "replace", "path": predicate["path"],
-                             "value": _rewrite_image(str(current), op)})
+        plaintext(
+            manifest,
+            {
+                "operator": "replace",
+                "path": predicate["path"],
+                "value": _rewrite_image(str(current), op),
+            },
+        )
         return
     for container in _containers(manifest):
         if isinstance(container.get("image"), str):
@@ -176,6 +191,7 @@ def _list_overrider(field: str) -> Callable[[dict[str, Any], Mapping[str, Any]],
                 container[field] = list(container.get(field) or []) + values
             elif field in container:
                 container[field] = [v for v in container[field] if v not in values]
+
     apply.__doc__ = f"Karmada's {field}Overrider: append to or remove from `{field}`."
     return apply
 
@@ -194,6 +210,7 @@ def _map_overrider(field: str) -> Callable[[dict[str, Any], Mapping[str, Any]], 
                         current[key] = value
                     else:
                         del current[key]
+
     apply.__doc__ = f"Karmada's {field}Overrider: add, replace or remove {field}."
     return apply
 

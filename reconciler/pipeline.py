@@ -62,15 +62,20 @@ def _noop(_stage: str) -> None:
 def read_source(settings: Settings) -> Source:
     """Load: the source tree from git (`settings.repo`) or from a plain directory."""
     if settings.repo is not None:
-        return load.from_git(settings.repo, settings.ref, settings.state_dir,
-                             credentials=load.credentials_from(settings.credentials_file))
+        return load.from_git(
+            settings.repo,
+            settings.ref,
+            settings.state_dir,
+            credentials=load.credentials_from(settings.credentials_file),
+        )
     if settings.path is None:
         raise ValueError("settings need either a repo or a path")
     return load.from_directory(settings.path)
 
 
-def plan(source: Source, *, on_stage: StageHook = _noop,
-         previous: Sequence[Decision] = ()) -> Planned:
+def plan(
+    source: Source, *, on_stage: StageHook = _noop, previous: Sequence[Decision] = ()
+) -> Planned:
     """Validate → schedule → render: the pure part of a pass, shared by every command."""
     on_stage(Stage.VALIDATE)
     spec = validate.spec(source)
@@ -89,15 +94,35 @@ def reconcile_once(settings: Settings, *, on_stage: StageHook = _noop) -> PassRe
     source = read_source(settings)
     log.info("source_loaded", stage=Stage.LOAD, source=source.commit, files=len(source.files))
     planned = plan(source, on_stage=on_stage)
-    log.info("planned", stage=Stage.RENDER, source=source.commit,
-             decisions=len(planned.decisions), files=len(planned.tree))
+    log.info(
+        "planned",
+        stage=Stage.RENDER,
+        source=source.commit,
+        decisions=len(planned.decisions),
+        files=len(planned.tree),
+    )
     on_stage(Stage.COMMIT)
     published = commit.publish(
-        settings.repo, settings.state_dir, branch=settings.output_branch, tree=planned.tree, source_sha=source.commit,
-        commit_time=source.commit_time, push=settings.push,
+        settings.repo,
+        settings.state_dir,
+        branch=settings.output_branch,
+        tree=planned.tree,
+        source_sha=source.commit,
+        commit_time=source.commit_time,
+        push=settings.push,
         author=(settings.author_name, settings.author_email),
-        credentials=load.credentials_from(settings.credentials_file))
-    log.info("committed", stage=Stage.COMMIT, source=source.commit, commit=published.commit,
-             pushed=published.pushed)
-    return PassResult(planned=planned, commit=published.commit, pushed=published.pushed,
-                      apply_skipped="apply skipped: cluster access is not part of this build yet")
+        credentials=load.credentials_from(settings.credentials_file),
+    )
+    log.info(
+        "committed",
+        stage=Stage.COMMIT,
+        source=source.commit,
+        commit=published.commit,
+        pushed=published.pushed,
+    )
+    return PassResult(
+        planned=planned,
+        commit=published.commit,
+        pushed=published.pushed,
+        apply_skipped="apply skipped: cluster access is not part of this build yet",
+    )

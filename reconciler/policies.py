@@ -17,6 +17,7 @@ from reconciler import selectors
 from reconciler.domain import (
     DRO_API_VERSION,
     AffinityTerm,
+    ClusterAffinity,
     Document,
     OverridePolicy,
     OverrideRule,
@@ -29,8 +30,14 @@ from reconciler.domain import (
 )
 
 EXTENSIONS_ANNOTATION = "multicluster.io/extensions"
-KARMADA_OPERATION_ORDER = ("imageOverrider", "commandOverrider", "argsOverrider",
-                           "labelsOverrider", "annotationsOverrider", "plaintext")
+KARMADA_OPERATION_ORDER = (
+    "imageOverrider",
+    "commandOverrider",
+    "argsOverrider",
+    "labelsOverrider",
+    "annotationsOverrider",
+    "plaintext",
+)
 
 
 def _ref(doc: Document) -> PolicyRef:
@@ -42,18 +49,25 @@ def dro_placement(spec: Mapping[str, Any]) -> Placement:
     """The placement of a ResourcePlacementPolicy, or of `defaultPlacement` in dro.yaml."""
     placement = spec.get("placement") or {}
     replica = placement.get("replicaScheduling") or {}
-    weights = tuple((selectors.dro_cluster_term(w), int(w["weight"]))
-                    for w in replica.get("weights") or ())
+    weights = tuple(
+        (selectors.dro_cluster_term(w), int(w["weight"])) for w in replica.get("weights") or ()
+    )
     return Placement(
         targets=selectors.target_clusters(spec.get("targetClusters")),
         tolerations=selectors.tolerations(placement.get("tolerations")),
-        replicas=ReplicaScheduling(type=replica.get("type", "Duplicated"),
-                                   division=replica.get("division", "StaticWeight"),
-                                   static_weights=weights),
-        spread=tuple(SpreadConstraint(by=s["by"], min_groups=s.get("minGroups", 1),
-                                      max_groups=s.get("maxGroups"))
-                     for s in placement.get("spread") or ()),
-        water_level_limit=MappingProxyType(dict(placement.get("waterLevelLimit") or {})))
+        replicas=ReplicaScheduling(
+            type=replica.get("type", "Duplicated"),
+            division=replica.get("division", "StaticWeight"),
+            static_weights=weights,
+        ),
+        spread=tuple(
+            SpreadConstraint(
+                by=s["by"], min_groups=s.get("minGroups", 1), max_groups=s.get("maxGroups")
+            )
+            for s in placement.get("spread") or ()
+        ),
+        water_level_limit=MappingProxyType(dict(placement.get("waterLevelLimit") or {})),
+    )
 
 
 def _rpp(doc: Document) -> PlacementPolicy:
@@ -61,29 +75,43 @@ def _rpp(doc: Document) -> PlacementPolicy:
     namespace = doc.body["metadata"].get("namespace")
     raw = spec.get("resourceSelectors") or [spec["resourceSelector"]]
     return PlacementPolicy(
-        ref=_ref(doc), origin=doc.origin, api_version=DRO_API_VERSION,
-        namespaced=namespace is not None, priority=int(spec.get("priority", 0)),
+        ref=_ref(doc),
+        origin=doc.origin,
+        api_version=DRO_API_VERSION,
+        namespaced=namespace is not None,
+        priority=int(spec.get("priority", 0)),
         selectors=tuple(selectors.resource_selector(r, namespace) for r in raw),
-        placement=dro_placement(spec))
+        placement=dro_placement(spec),
+    )
 
 
 def _draft_pp(doc: Document) -> PlacementPolicy:
     spec = doc.body["spec"]
     kind = spec["resourceType"]
     api_version = _API_VERSION_OF_KIND.get(kind, "v1")
-    placement = Placement(targets=(selectors.ClusterAffinity(names=tuple(spec["targetClusters"])),))
+    placement = Placement(targets=(ClusterAffinity(names=tuple(spec["targetClusters"])),))
     return PlacementPolicy(
-        ref=_ref(doc), origin=doc.origin, api_version=DRO_API_VERSION,
-        namespaced=False, priority=0,
-        selectors=(ResourceSelector(api_version=api_version, kind=kind,
-                                    namespace=spec.get("namespace")),),
-        placement=placement)
+        ref=_ref(doc),
+        origin=doc.origin,
+        api_version=DRO_API_VERSION,
+        namespaced=False,
+        priority=0,
+        selectors=(
+            ResourceSelector(api_version=api_version, kind=kind, namespace=spec.get("namespace")),
+        ),
+        placement=placement,
+    )
 
 
 _API_VERSION_OF_KIND = {
-    "Deployment": "apps/v1", "StatefulSet": "apps/v1", "DaemonSet": "apps/v1",
-    "ReplicaSet": "apps/v1", "Job": "batch/v1", "CronJob": "batch/v1",
-    "Ingress": "networking.k8s.io/v1", "HorizontalPodAutoscaler": "autoscaling/v2",
+    "Deployment": "apps/v1",
+    "StatefulSet": "apps/v1",
+    "DaemonSet": "apps/v1",
+    "ReplicaSet": "apps/v1",
+    "Job": "batch/v1",
+    "CronJob": "batch/v1",
+    "Ingress": "networking.k8s.io/v1",
+    "HorizontalPodAutoscaler": "autoscaling/v2",
     "PodDisruptionBudget": "policy/v1",
 }
 """The draft's `resourceType` is a bare kind; these are the groups of the common ones."""
@@ -100,17 +128,22 @@ def karmada_replicas(raw: Mapping[str, Any] | None) -> ReplicaScheduling:
     preference = raw.get("weightPreference") or {}
     if preference.get("dynamicWeight"):
         return ReplicaScheduling(type="Divided", division="DynamicWeight")
-    weights = tuple((selectors.karmada_affinity(w["targetCluster"]), int(w["weight"]))
-                    for w in preference.get("staticWeightList") or ())
+    weights = tuple(
+        (selectors.karmada_affinity(w["targetCluster"]), int(w["weight"]))
+        for w in preference.get("staticWeightList") or ()
+    )
     return ReplicaScheduling(type="Divided", division="StaticWeight", static_weights=weights)
 
 
 def _karmada_spread(raw: Mapping[str, Any]) -> SpreadConstraint:
     by_label = raw.get("spreadByLabel")
     minimum = raw.get("minGroups") or 1
-    return SpreadConstraint(by=by_label or raw.get("spreadByField") or "cluster",
-                            min_groups=minimum, max_groups=raw.get("maxGroups"),
-                            by_label=bool(by_label))
+    return SpreadConstraint(
+        by=by_label or raw.get("spreadByField") or "cluster",
+        min_groups=minimum,
+        max_groups=raw.get("maxGroups"),
+        by_label=bool(by_label),
+    )
 
 
 def _karmada_pp(doc: Document) -> PlacementPolicy:
@@ -119,26 +152,38 @@ def _karmada_pp(doc: Document) -> PlacementPolicy:
     namespace = doc.body["metadata"].get("namespace", "default") if namespaced else None
     placement = spec.get("placement") or {}
     terms = tuple(
-        AffinityTerm(name=t["affinityName"], affinity=selectors.karmada_affinity(t),
-                     overflow=tuple((o["affinityName"], selectors.karmada_affinity(o))
-                                    for o in t.get("overflowAffinities") or ()))
-        for t in placement.get("clusterAffinities") or ())
+        AffinityTerm(
+            name=t["affinityName"],
+            affinity=selectors.karmada_affinity(t),
+            overflow=tuple(
+                (o["affinityName"], selectors.karmada_affinity(o))
+                for o in t.get("overflowAffinities") or ()
+            ),
+        )
+        for t in placement.get("clusterAffinities") or ()
+    )
     affinity = placement.get("clusterAffinity")
     annotations = doc.body["metadata"].get("annotations") or {}
     return PlacementPolicy(
-        ref=PolicyRef(kind=doc.body["kind"], namespace=namespace,
-                      name=doc.body["metadata"]["name"]),
-        origin=doc.origin, api_version=doc.body["apiVersion"], namespaced=namespaced,
+        ref=PolicyRef(
+            kind=doc.body["kind"], namespace=namespace, name=doc.body["metadata"]["name"]
+        ),
+        origin=doc.origin,
+        api_version=doc.body["apiVersion"],
+        namespaced=namespaced,
         priority=int(spec.get("priority", 0)),
-        selectors=tuple(selectors.resource_selector(r, namespace)
-                        for r in spec["resourceSelectors"]),
+        selectors=tuple(
+            selectors.resource_selector(r, namespace) for r in spec["resourceSelectors"]
+        ),
         placement=Placement(
             targets=(selectors.karmada_affinity(affinity),) if affinity is not None else (),
             affinity_terms=terms,
             tolerations=selectors.tolerations(placement.get("clusterTolerations")),
             replicas=karmada_replicas(placement.get("replicaScheduling")),
-            spread=tuple(_karmada_spread(s) for s in placement.get("spreadConstraints") or ())),
-        dro_extensions=annotations.get(EXTENSIONS_ANNOTATION) == "enabled")
+            spread=tuple(_karmada_spread(s) for s in placement.get("spreadConstraints") or ()),
+        ),
+        dro_extensions=annotations.get(EXTENSIONS_ANNOTATION) == "enabled",
+    )
 
 
 def placement_policy(doc: Document) -> PlacementPolicy:
@@ -151,27 +196,37 @@ def placement_policy(doc: Document) -> PlacementPolicy:
 
 def _dro_overrides(doc: Document) -> OverridePolicy:
     spec = doc.body["spec"]
-    raw = spec.get("resourceSelectors") or ([spec["resourceSelector"]]
-                                            if spec.get("resourceSelector") else [])
+    raw = spec.get("resourceSelectors") or (
+        [spec["resourceSelector"]] if spec.get("resourceSelector") else []
+    )
     rules = tuple(
         OverrideRule(
-            target=(selectors.dro_cluster_term(o["clusterSelector"])
-                    if o.get("clusterSelector") else None),
-            operations=tuple(("fieldPatch", MappingProxyType(dict(p))) for p in o["fieldPatches"]))
-        for o in spec["overrides"])
-    return OverridePolicy(ref=_ref(doc), origin=doc.origin, namespaced=False,
-                          selectors=tuple(selectors.resource_selector(r, None) for r in raw),
-                          rules=rules)
+            target=(
+                selectors.dro_cluster_term(o["clusterSelector"])
+                if o.get("clusterSelector")
+                else None
+            ),
+            operations=tuple(("fieldPatch", MappingProxyType(dict(p))) for p in o["fieldPatches"]),
+        )
+        for o in spec["overrides"]
+    )
+    return OverridePolicy(
+        ref=_ref(doc),
+        origin=doc.origin,
+        namespaced=False,
+        selectors=tuple(selectors.resource_selector(r, None) for r in raw),
+        rules=rules,
+    )
 
 
-def _karmada_rule(target: Mapping[str, Any] | None,
-                  overriders: Mapping[str, Any]) -> OverrideRule:
+def _karmada_rule(target: Mapping[str, Any] | None, overriders: Mapping[str, Any]) -> OverrideRule:
     operations: list[tuple[str, Mapping[str, Any]]] = []
     for name in KARMADA_OPERATION_ORDER:
         operations.extend((name, MappingProxyType(dict(op))) for op in overriders.get(name) or ())
     return OverrideRule(
         target=selectors.karmada_affinity(target) if target is not None else None,
-        operations=tuple(operations))
+        operations=tuple(operations),
+    )
 
 
 def _karmada_overrides(doc: Document) -> OverridePolicy:
@@ -179,17 +234,22 @@ def _karmada_overrides(doc: Document) -> OverridePolicy:
     namespaced = doc.body["kind"] == "OverridePolicy"
     namespace = doc.body["metadata"].get("namespace", "default") if namespaced else None
     if spec.get("overrideRules"):
-        rules = tuple(_karmada_rule(r.get("targetCluster"), r["overriders"])
-                      for r in spec["overrideRules"])
+        rules = tuple(
+            _karmada_rule(r.get("targetCluster"), r["overriders"]) for r in spec["overrideRules"]
+        )
     else:
         rules = (_karmada_rule(spec.get("targetCluster"), spec.get("overriders") or {}),)
     return OverridePolicy(
-        ref=PolicyRef(kind=doc.body["kind"], namespace=namespace,
-                      name=doc.body["metadata"]["name"]),
-        origin=doc.origin, namespaced=namespaced,
-        selectors=tuple(selectors.resource_selector(r, namespace)
-                        for r in spec.get("resourceSelectors") or ()),
-        rules=rules)
+        ref=PolicyRef(
+            kind=doc.body["kind"], namespace=namespace, name=doc.body["metadata"]["name"]
+        ),
+        origin=doc.origin,
+        namespaced=namespaced,
+        selectors=tuple(
+            selectors.resource_selector(r, namespace) for r in spec.get("resourceSelectors") or ()
+        ),
+        rules=rules,
+    )
 
 
 def override_policy(doc: Document) -> OverridePolicy:
@@ -202,9 +262,11 @@ def override_policy(doc: Document) -> OverridePolicy:
 def is_placement_kind(api_version: str, kind: str) -> bool:
     """True for the kinds `placement_policy` accepts."""
     return (api_version, kind) in {
-        (DRO_API_VERSION, "ResourcePlacementPolicy"), (DRO_API_VERSION, "PropagationPolicy"),
+        (DRO_API_VERSION, "ResourcePlacementPolicy"),
+        (DRO_API_VERSION, "PropagationPolicy"),
         ("policy.karmada.io/v1alpha1", "PropagationPolicy"),
-        ("policy.karmada.io/v1alpha1", "ClusterPropagationPolicy")}
+        ("policy.karmada.io/v1alpha1", "ClusterPropagationPolicy"),
+    }
 
 
 def is_override_kind(api_version: str, kind: str) -> bool:
@@ -212,4 +274,5 @@ def is_override_kind(api_version: str, kind: str) -> bool:
     return (api_version, kind) in {
         (DRO_API_VERSION, "ClusterOverridePolicy"),
         ("policy.karmada.io/v1alpha1", "OverridePolicy"),
-        ("policy.karmada.io/v1alpha1", "ClusterOverridePolicy")}
+        ("policy.karmada.io/v1alpha1", "ClusterOverridePolicy"),
+    }

@@ -24,24 +24,32 @@ from reconciler.errors import Problem, Severity
 SECRET_FIELDS = ("/data", "/stringData")
 
 
-def _problem(origin: Origin, pointer: str, message: str,
-             severity: Severity = Severity.ERROR) -> Problem:
-    return Problem(path=origin.path, line=origin.line_of(pointer), pointer=pointer,
-                   message=message, severity=severity)
+def _problem(
+    origin: Origin, pointer: str, message: str, severity: Severity = Severity.ERROR
+) -> Problem:
+    return Problem(
+        path=origin.path,
+        line=origin.line_of(pointer),
+        pointer=pointer,
+        message=message,
+        severity=severity,
+    )
 
 
 def _crds(objects: Sequence[Document]) -> dict[tuple[str, str], tuple[str, dict[str, Any]]]:
     found: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
     for doc in objects:
-        if doc.body["kind"] == "CustomResourceDefinition" and \
-                str(doc.body["apiVersion"]).startswith("apiextensions.k8s.io/"):
+        if doc.body["kind"] == "CustomResourceDefinition" and str(
+            doc.body["apiVersion"]
+        ).startswith("apiextensions.k8s.io/"):
             group, kind, scope, schemas = workloads.crd_facts(doc.body)
             found[(group, kind)] = (scope, schemas)
     return found
 
 
-def _schema_problems(doc: Document, version: str,
-                     crds: Mapping[tuple[str, str], tuple[str, dict[str, Any]]]) -> list[Problem]:
+def _schema_problems(
+    doc: Document, version: str, crds: Mapping[tuple[str, str], tuple[str, dict[str, Any]]]
+) -> list[Problem]:
     api_version, kind = str(doc.body["apiVersion"]), str(doc.body["kind"])
     group, _, crd_version = api_version.rpartition("/")
     if schemacheck.has_kube_schema(version, api_version, kind):
@@ -49,10 +57,15 @@ def _schema_problems(doc: Document, version: str,
     elif (group, kind) in crds and crds[(group, kind)][1].get(crd_version):
         errors = schemacheck.check_openapi_v3(crds[(group, kind)][1][crd_version], doc.body)
     else:
-        return [_problem(doc.origin, "/kind",
-                         f"no schema for {api_version} {kind} in Kubernetes {version} and no "
-                         "CustomResourceDefinition for it in the repo; not validated",
-                         Severity.WARNING)]
+        return [
+            _problem(
+                doc.origin,
+                "/kind",
+                f"no schema for {api_version} {kind} in Kubernetes {version} and no "
+                "CustomResourceDefinition for it in the repo; not validated",
+                Severity.WARNING,
+            )
+        ]
     secret = kind == "Secret" and group == ""
     problems = []
     for error in errors:
@@ -63,8 +76,9 @@ def _schema_problems(doc: Document, version: str,
     return problems
 
 
-def check_objects(objects: Sequence[Document], version: str,
-                  problems: list[Problem]) -> list[Workload]:
+def check_objects(
+    objects: Sequence[Document], version: str, problems: list[Problem]
+) -> list[Workload]:
     """Validate Kubernetes objects; return them as Workloads, reporting duplicates."""
     crds = _crds(objects)
     scopes = {key: scope for key, (scope, _) in crds.items()}
@@ -75,20 +89,29 @@ def check_objects(objects: Sequence[Document], version: str,
         problems.extend(found)
         if any(p.severity is Severity.ERROR for p in found):
             continue
-        cluster_scoped = workloads.is_cluster_scoped(str(doc.body["apiVersion"]),
-                                                     str(doc.body["kind"]), scopes)
+        cluster_scoped = workloads.is_cluster_scoped(
+            str(doc.body["apiVersion"]), str(doc.body["kind"]), scopes
+        )
         if cluster_scoped and (doc.body.get("metadata") or {}).get("namespace"):
-            problems.append(_problem(doc.origin, "/metadata/namespace",
-                                     f"{doc.body['kind']} is cluster-scoped and takes no "
-                                     "namespace"))
+            problems.append(
+                _problem(
+                    doc.origin,
+                    "/metadata/namespace",
+                    f"{doc.body['kind']} is cluster-scoped and takes no namespace",
+                )
+            )
             continue
         item = workloads.workload(doc, cluster_scoped)
         lowered = (item.key.group, item.key.kind.lower(), item.key.namespace, item.key.name.lower())
         if lowered in seen:
             first = seen[lowered]
-            problems.append(_problem(doc.origin, "/metadata/name",
-                                     f"{item.key} is declared twice: first at "
-                                     f"{first.path}:{first.line}"))
+            problems.append(
+                _problem(
+                    doc.origin,
+                    "/metadata/name",
+                    f"{item.key} is declared twice: first at {first.path}:{first.line}",
+                )
+            )
             continue
         seen[lowered] = doc.origin
         result.append(item)
@@ -101,28 +124,39 @@ def unique_clusters(found: Sequence[Cluster], problems: list[Problem]) -> list[C
     for cluster in found:
         if cluster.name in by_name:
             first = by_name[cluster.name].origin
-            problems.append(_problem(cluster.origin, "/metadata/name",
-                                     f"cluster {cluster.name!r} is declared twice: first at "
-                                     f"{first.path}:{first.line}"))
+            problems.append(
+                _problem(
+                    cluster.origin,
+                    "/metadata/name",
+                    f"cluster {cluster.name!r} is declared twice: first at "
+                    f"{first.path}:{first.line}",
+                )
+            )
             continue
         by_name[cluster.name] = cluster
     return list(by_name.values())
 
 
-def _unknown(names: Iterable[str], known: set[str], origin: Origin, pointer: str,
-             problems: list[Problem]) -> None:
+def _unknown(
+    names: Iterable[str], known: set[str], origin: Origin, pointer: str, problems: list[Problem]
+) -> None:
     for name in names:
         if name not in known:
             hint = ", ".join(sorted(known)[:8]) or "none declared"
-            problems.append(_problem(origin, pointer, f"unknown cluster {name!r} "
-                                                      f"(clusters/ declares: {hint})"))
+            problems.append(
+                _problem(origin, pointer, f"unknown cluster {name!r} (clusters/ declares: {hint})")
+            )
 
 
-def check_cluster_references(cluster_list: Sequence[Cluster],
-                             placement: Sequence[PlacementPolicy],
-                             overrides: Sequence[OverridePolicy], config: SchedulerConfig,
-                             datasets: Mapping[str, Document], topology: Document | None,
-                             problems: list[Problem]) -> None:
+def check_cluster_references(
+    cluster_list: Sequence[Cluster],
+    placement: Sequence[PlacementPolicy],
+    overrides: Sequence[OverridePolicy],
+    config: SchedulerConfig,
+    datasets: Mapping[str, Document],
+    topology: Document | None,
+    problems: list[Problem],
+) -> None:
     """Every cluster name a policy, dataset or topology mentions must be declared."""
     known = {c.name for c in cluster_list}
     for policy in placement:
@@ -130,30 +164,42 @@ def check_cluster_references(cluster_list: Sequence[Cluster],
         for term in place.targets:
             _unknown(selectors.affinity_names(term), known, policy.origin, "/spec", problems)
         for weight_term, _ in place.replicas.static_weights:
-            _unknown(selectors.affinity_names(weight_term), known, policy.origin, "/spec",
-                     problems)
+            _unknown(selectors.affinity_names(weight_term), known, policy.origin, "/spec", problems)
         for affinity_term in place.affinity_terms:
             for affinity in (affinity_term.affinity, *(o for _, o in affinity_term.overflow)):
-                _unknown(selectors.affinity_names(affinity), known, policy.origin, "/spec",
-                         problems)
+                _unknown(
+                    selectors.affinity_names(affinity), known, policy.origin, "/spec", problems
+                )
     for override in overrides:
         for rule in override.rules:
             if rule.target is not None:
-                _unknown(selectors.affinity_names(rule.target), known, override.origin,
-                         "/spec", problems)
+                _unknown(
+                    selectors.affinity_names(rule.target), known, override.origin, "/spec", problems
+                )
     if config.origin is not None:
         for term in config.default_placement.targets:
-            _unknown(selectors.affinity_names(term), known, config.origin,
-                     "/spec/defaultPlacement", problems)
+            _unknown(
+                selectors.affinity_names(term),
+                known,
+                config.origin,
+                "/spec/defaultPlacement",
+                problems,
+            )
     for doc in datasets.values():
         for index, location in enumerate(doc.body["spec"]["locations"]):
-            _unknown([location["cluster"]], known, doc.origin,
-                     f"/spec/locations/{index}/cluster", problems)
+            _unknown(
+                [location["cluster"]],
+                known,
+                doc.origin,
+                f"/spec/locations/{index}/cluster",
+                problems,
+            )
     if topology is not None:
         for index, link in enumerate(topology.body["spec"].get("links") or ()):
             for end in ("from", "to"):
-                _unknown([link[end]], known, topology.origin, f"/spec/links/{index}/{end}",
-                         problems)
+                _unknown(
+                    [link[end]], known, topology.origin, f"/spec/links/{index}/{end}", problems
+                )
 
 
 def check_karmada_rules(placement: Sequence[PlacementPolicy], problems: list[Problem]) -> None:
@@ -162,46 +208,69 @@ def check_karmada_rules(placement: Sequence[PlacementPolicy], problems: list[Pro
         if policy.namespaced and policy.api_version.startswith("policy.karmada.io"):
             for index, selector in enumerate(policy.selectors):
                 if selector.namespace != policy.ref.namespace:
-                    problems.append(_problem(
-                        policy.origin, f"/spec/resourceSelectors/{index}/namespace",
-                        f"a PropagationPolicy in namespace {policy.ref.namespace!r} cannot "
-                        f"select resources in {selector.namespace!r}"))
+                    problems.append(
+                        _problem(
+                            policy.origin,
+                            f"/spec/resourceSelectors/{index}/namespace",
+                            f"a PropagationPolicy in namespace {policy.ref.namespace!r} cannot "
+                            f"select resources in {selector.namespace!r}",
+                        )
+                    )
         spread = policy.placement.spread
         fields = [s.by for s in spread if not s.by_label]
         for index, constraint in enumerate(spread):
             if constraint.max_groups and constraint.max_groups < constraint.min_groups:
-                problems.append(_problem(policy.origin, "/spec/placement",
-                                         f"spread constraint {index} ({constraint.by}): "
-                                         "maxGroups is lower than minGroups"))
+                problems.append(
+                    _problem(
+                        policy.origin,
+                        "/spec/placement",
+                        f"spread constraint {index} ({constraint.by}): "
+                        "maxGroups is lower than minGroups",
+                    )
+                )
         if len(fields) != len(set(fields)):
-            problems.append(_problem(policy.origin, "/spec/placement",
-                                     "a spread field may appear only once"))
+            problems.append(
+                _problem(policy.origin, "/spec/placement", "a spread field may appear only once")
+            )
         karmada = policy.api_version.startswith("policy.karmada.io")
         if karmada and fields and "cluster" not in fields:
-            problems.append(_problem(policy.origin, "/spec/placement/spreadConstraints",
-                                     "spreading by a field needs a 'cluster' constraint too"))
+            problems.append(
+                _problem(
+                    policy.origin,
+                    "/spec/placement/spreadConstraints",
+                    "spreading by a field needs a 'cluster' constraint too",
+                )
+            )
 
 
-def check_claims(placement: Sequence[PlacementPolicy], objects: Sequence[Workload],
-                 problems: list[Problem]) -> None:
+def check_claims(
+    placement: Sequence[PlacementPolicy], objects: Sequence[Workload], problems: list[Problem]
+) -> None:
     """Two policies claiming one workload with the same precedence: name both files, once."""
     tied: dict[tuple[str, str], list[Workload]] = {}
-    policies: dict[str, PlacementPolicy] = {p.origin.path + f":{p.origin.line}": p
-                                            for p in placement}
+    policies: dict[str, PlacementPolicy] = {
+        p.origin.path + f":{p.origin.line}": p for p in placement
+    }
     for workload in objects:
         claim = claims.claim(placement, workload)
         if claim.policy is None:
             continue
         for other in claim.tied_with:
             pair = sorted([claim.policy, other], key=lambda p: (p.origin.path, p.origin.line))
-            ids = (f"{pair[0].origin.path}:{pair[0].origin.line}",
-                   f"{pair[1].origin.path}:{pair[1].origin.line}")
+            ids = (
+                f"{pair[0].origin.path}:{pair[0].origin.line}",
+                f"{pair[1].origin.path}:{pair[1].origin.line}",
+            )
             tied.setdefault(ids, []).append(workload)
     for (first_id, second_id), claimed in sorted(tied.items()):
         first, second = policies[first_id], policies[second_id]
         more = f" and {len(claimed) - 1} more" if len(claimed) > 1 else ""
-        problems.append(_problem(
-            second.origin, "/spec",
-            f"{second.ref} and {first.ref} ({first_id}) both claim {claimed[0].key}{more} "
-            f"with equal precedence (namespacing, priority {second.priority}, selector "
-            "specificity); set spec.priority or narrow a selector"))
+        problems.append(
+            _problem(
+                second.origin,
+                "/spec",
+                f"{second.ref} and {first.ref} ({first_id}) both claim {claimed[0].key}{more} "
+                f"with equal precedence (namespacing, priority {second.priority}, selector "
+                "specificity); set spec.priority or narrow a selector",
+            )
+        )

@@ -28,8 +28,16 @@ from reconciler.errors import Problem, ValidationFailed
 
 MANAGED_BY = ("app.kubernetes.io/managed-by", "dro")
 PLACEMENT_ANNOTATION = "multicluster.io/placement"
-SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields",
-                 "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds")
+SERVER_FIELDS = (
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "managedFields",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+)
 CORE_GROUPS = ("", "apps")
 
 decision_entry = summary.decision_entry
@@ -49,9 +57,11 @@ def decision_path(key: ResourceKey) -> str:
     return f"decisions/{key.namespace or '_cluster'}/{kind}-{key.name}.yaml".lower()
 
 
-def _rules_for(workload: Workload, policies: Sequence[OverridePolicy]) -> list[
-        tuple[OverridePolicy, int, OverrideRule]]:
+def _rules_for(
+    workload: Workload, policies: Sequence[OverridePolicy]
+) -> list[tuple[OverridePolicy, int, OverrideRule]]:
     """Override rules that apply to a workload, in stacking order (DESIGN: Overrides stack)."""
+
     def selects(policy: OverridePolicy) -> int:
         if policy.namespaced and policy.ref.namespace != workload.key.namespace:
             return 0
@@ -60,9 +70,10 @@ def _rules_for(workload: Workload, policies: Sequence[OverridePolicy]) -> list[
         return claims.best_specificity(policy.selectors, workload)
 
     chosen = [(p, selects(p)) for p in policies]
-    ordered = sorted(((p, s) for p, s in chosen if s > 0),
-                     key=lambda item: (item[0].namespaced, item[1], item[0].ref.name,
-                                       item[0].origin.path))
+    ordered = sorted(
+        ((p, s) for p, s in chosen if s > 0),
+        key=lambda item: (item[0].namespaced, item[1], item[0].ref.name, item[0].origin.path),
+    )
     return [(p, index, rule) for p, _ in ordered for index, rule in enumerate(p.rules)]
 
 
@@ -76,15 +87,20 @@ def _base(workload: Workload) -> dict[str, Any]:
         metadata["namespace"] = workload.key.namespace
     metadata["labels"] = {**(metadata.get("labels") or {}), MANAGED_BY[0]: MANAGED_BY[1]}
     key = workload.key
-    metadata["annotations"] = {**(metadata.get("annotations") or {}),
-                               PLACEMENT_ANNOTATION: f"{key.group}/{key.kind}/{key.namespace}/"
-                                                     f"{key.name}"}
+    metadata["annotations"] = {
+        **(metadata.get("annotations") or {}),
+        PLACEMENT_ANNOTATION: f"{key.group}/{key.kind}/{key.namespace}/{key.name}",
+    }
     return manifest
 
 
-def _render_one(base: Mapping[str, Any], replicas: int | None,
-                rules: Iterable[tuple[OverridePolicy, int, OverrideRule]], cluster: str,
-                key: ResourceKey) -> bytes:
+def _render_one(
+    base: Mapping[str, Any],
+    replicas: int | None,
+    rules: Iterable[tuple[OverridePolicy, int, OverrideRule]],
+    cluster: str,
+    key: ResourceKey,
+) -> bytes:
     manifest = copy.deepcopy(dict(base))
     if replicas is not None:
         manifest.setdefault("spec", {})["replicas"] = replicas
@@ -93,21 +109,37 @@ def _render_one(base: Mapping[str, Any], replicas: int | None,
             try:
                 overrides.apply(manifest, operation, op)
             except overrides.OverrideError as error:
-                raise ValidationFailed([Problem(
-                    path=policy.origin.path, line=policy.origin.line, pointer=f"/spec (rule {index})",
-                    message=f"{policy.ref}: {operation} failed on {key} for cluster {cluster}: "
-                            f"{error}")]) from error
+                raise ValidationFailed(
+                    [
+                        Problem(
+                            path=policy.origin.path,
+                            line=policy.origin.line,
+                            pointer=f"/spec (rule {index})",
+                            message=f"{policy.ref}: {operation} failed on {key} "
+                            f"for cluster {cluster}: {error}",
+                        )
+                    ]
+                ) from error
     return yamlio.dump(manifest).encode("utf-8")
 
 
-def _cluster_rules(rules: Sequence[tuple[OverridePolicy, int, OverrideRule]],
-                   cluster: Cluster) -> tuple[tuple[OverridePolicy, int, OverrideRule], ...]:
-    return tuple(item for item in rules if item[2].target is None or selectors.affinity_matches(
-        item[2].target, cluster.name, cluster.labels))
+def _cluster_rules(
+    rules: Sequence[tuple[OverridePolicy, int, OverrideRule]], cluster: Cluster
+) -> tuple[tuple[OverridePolicy, int, OverrideRule], ...]:
+    return tuple(
+        item
+        for item in rules
+        if item[2].target is None
+        or selectors.affinity_matches(item[2].target, cluster.name, cluster.labels)
+    )
 
 
-def tree(spec: Spec, decisions: Sequence[Decision], *,
-         observations: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, bytes]:
+def tree(
+    spec: Spec,
+    decisions: Sequence[Decision],
+    *,
+    observations: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, bytes]:
     """The whole output-branch tree: manifests, kustomizations, decisions, status, README."""
     workloads = {w.key: w for w in spec.workloads}
     clusters = {c.name: c for c in spec.clusters}
@@ -116,7 +148,8 @@ def tree(spec: Spec, decisions: Sequence[Decision], *,
     for decision in sorted(decisions, key=lambda d: d.key.sort_key):
         workload = workloads[decision.key]
         files[decision_path(decision.key)] = yamlio.dump(
-            summary.decision_document(decision)).encode("utf-8")
+            summary.decision_document(decision)
+        ).encode("utf-8")
         if not decision.clusters:
             continue
         base = _base(workload)
@@ -126,17 +159,20 @@ def tree(spec: Spec, decisions: Sequence[Decision], *,
             applied = _cluster_rules(rules, clusters[placed.cluster])
             fingerprint = (placed.replicas, tuple(id(rule) for _, _, rule in applied))
             if fingerprint not in rendered:
-                rendered[fingerprint] = _render_one(base, placed.replicas, applied,
-                                                    placed.cluster, decision.key)
+                rendered[fingerprint] = _render_one(
+                    base, placed.replicas, applied, placed.cluster, decision.key
+                )
             path = object_path(placed.cluster, decision.key)
             files[path] = rendered[fingerprint]
             per_cluster[placed.cluster].append(path.split("/", 2)[2])
     for name, resources in per_cluster.items():
         files[f"clusters/{name}/kustomization.yaml"] = yamlio.dump(
-            summary.kustomization(sorted(resources))).encode("utf-8")
+            summary.kustomization(sorted(resources))
+        ).encode("utf-8")
     for name, cluster in clusters.items():
         observed = (observations or {}).get(name)
         files[f"status/clusters/{name}.yaml"] = yamlio.dump(
-            summary.observation(cluster, observed)).encode("utf-8")
+            summary.observation(cluster, observed)
+        ).encode("utf-8")
     files["README.md"] = summary.readme(spec, decisions).encode("utf-8")
     return dict(sorted(files.items()))

@@ -16,7 +16,7 @@ from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jsonschema
 import jsonschema.exceptions
@@ -98,7 +98,10 @@ def _kube_folder(version: str) -> Traversable:
 def _kube_registry(version: str) -> Registry[Any]:
     definitions = json.loads(_kube_folder(version).joinpath("_definitions.json").read_text())
     resource: Resource[Any] = Resource.from_contents(definitions)
-    return Registry().with_resource("https://kubernetes.io/api/_definitions.json", resource)
+    registry: Registry[Any] = Registry().with_resource(
+        "https://kubernetes.io/api/_definitions.json", resource
+    )
+    return registry
 
 
 def _kube_schema_name(api_version: str, kind: str) -> str:
@@ -109,7 +112,9 @@ def _kube_schema_name(api_version: str, kind: str) -> str:
 
 
 @cache
-def _kube_validator(version: str, api_version: str, kind: str) -> jsonschema.protocols.Validator | None:
+def _kube_validator(
+    version: str, api_version: str, kind: str
+) -> jsonschema.protocols.Validator | None:
     schema_file = _kube_folder(version).joinpath(_kube_schema_name(api_version, kind))
     if not schema_file.is_file():
         return None
@@ -121,7 +126,8 @@ def _kube_validator(version: str, api_version: str, kind: str) -> jsonschema.pro
     if gvks and not any(g.get("group", "") == group and g.get("kind") == kind for g in gvks):
         return None
     validator: jsonschema.protocols.Validator = jsonschema.Draft202012Validator(
-        schema, registry=_kube_registry(version))
+        schema, registry=_kube_registry(version)
+    )
     return validator
 
 
@@ -146,7 +152,8 @@ def check_openapi_v3(schema: Mapping[str, Any], body: Mapping[str, Any]) -> list
 @cache
 def _crd_validator(schema_text: str) -> jsonschema.protocols.Validator:
     validator: jsonschema.protocols.Validator = jsonschema.Draft202012Validator(
-        json.loads(schema_text))
+        json.loads(schema_text)
+    )
     return validator
 
 
@@ -161,32 +168,47 @@ def _describe(error: jsonschema.exceptions.ValidationError) -> list[SchemaError]
     if error.validator in ("oneOf", "anyOf") and error.context:
         return _describe(jsonschema.exceptions.best_match(error.context))
     base = _pointer(error.absolute_path)
+    schema: Mapping[str, Any] = error.schema if isinstance(error.schema, Mapping) else {}
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        known = set(error.schema.get("properties", {}))
-        patterns = error.schema.get("patternProperties", {})
-        extras = sorted(k for k in error.instance if k not in known
-                        and not any(re.search(p, k) for p in patterns))
+        known = set(schema.get("properties", {}))
+        patterns = schema.get("patternProperties", {})
+        extras = sorted(
+            k
+            for k in error.instance
+            if k not in known and not any(re.search(p, k) for p in patterns)
+        )
         if extras:
-            return [SchemaError(pointer=f"{base}/{escape_pointer_token(k)}",
-                                message=f"unknown field {k!r}"
-                                        + (f" (expected one of: {', '.join(sorted(known))})"
-                                           if 0 < len(known) <= 12 else ""))
-                    for k in extras]
-    if error.validator == "pattern" and "description" in error.schema:
-        return [SchemaError(pointer=base, message=f"{error.instance!r}: "
-                                                  f"{error.schema['description']}")]
+            return [
+                SchemaError(
+                    pointer=f"{base}/{escape_pointer_token(k)}",
+                    message=f"unknown field {k!r}"
+                    + (
+                        f" (expected one of: {', '.join(sorted(known))})"
+                        if 0 < len(known) <= 12
+                        else ""
+                    ),
+                )
+                for k in extras
+            ]
+    if error.validator == "pattern" and "description" in schema:
+        return [SchemaError(pointer=base, message=f"{error.instance!r}: {schema['description']}")]
     if error.validator == "required":
         return [SchemaError(pointer=base, message=error.message.replace("property", "field"))]
     if error.validator == "const":
-        return [SchemaError(pointer=base, message=f"must be {error.validator_value!r}, "
-                                                  f"got {error.instance!r}")]
+        return [
+            SchemaError(
+                pointer=base, message=f"must be {error.validator_value!r}, got {error.instance!r}"
+            )
+        ]
     if error.validator == "enum":
-        allowed = ", ".join(repr(v) for v in error.validator_value)
+        allowed = ", ".join(repr(v) for v in cast(list[Any], error.validator_value))
         return [SchemaError(pointer=base, message=f"{error.instance!r} is not one of {allowed}")]
     return [SchemaError(pointer=base, message=error.message)]
 
 
-def _errors(validator: jsonschema.protocols.Validator, body: Mapping[str, Any]) -> list[SchemaError]:
+def _errors(
+    validator: jsonschema.protocols.Validator, body: Mapping[str, Any]
+) -> list[SchemaError]:
     found: list[SchemaError] = []
     for error in validator.iter_errors(body):
         found.extend(_describe(error))

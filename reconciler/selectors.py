@@ -26,9 +26,13 @@ def label_selector(raw: Mapping[str, Any] | None) -> LabelSelector | None:
     if raw is None:
         return None
     expressions = tuple(
-        LabelRequirement(key=e["key"], operator=e["operator"],
-                         values=tuple(str(v) for v in e.get("values") or ()))
-        for e in raw.get("matchExpressions") or ())
+        LabelRequirement(
+            key=e["key"],
+            operator=e["operator"],
+            values=tuple(str(v) for v in e.get("values") or ()),
+        )
+        for e in raw.get("matchExpressions") or ()
+    )
     labels = {str(k): str(v) for k, v in (raw.get("matchLabels") or {}).items()}
     return LabelSelector(match_labels=MappingProxyType(labels), match_expressions=expressions)
 
@@ -38,14 +42,19 @@ def karmada_affinity(raw: Mapping[str, Any] | None) -> ClusterAffinity:
     raw = raw or {}
     names = raw.get("clusterNames")
     fields = tuple(
-        FieldRequirement(key=e["key"], operator=e["operator"],
-                         values=tuple(str(v) for v in e.get("values") or ()))
-        for e in (raw.get("fieldSelector") or {}).get("matchExpressions") or ())
+        FieldRequirement(
+            key=e["key"],
+            operator=e["operator"],
+            values=tuple(str(v) for v in e.get("values") or ()),
+        )
+        for e in (raw.get("fieldSelector") or {}).get("matchExpressions") or ()
+    )
     return ClusterAffinity(
         names=tuple(names) if names else None,
         label_selector=label_selector(raw.get("labelSelector")),
         field_selector=fields,
-        exclude=tuple(raw.get("exclude") or ()))
+        exclude=tuple(raw.get("exclude") or ()),
+    )
 
 
 def parse_label_term(term: str) -> tuple[str, str]:
@@ -76,25 +85,38 @@ def dro_cluster_term(raw: Mapping[str, Any]) -> ClusterAffinity:
     labels = raw.get("labels")
     return ClusterAffinity(
         names=tuple(names) if names else None,
-        label_selector=(LabelSelector(match_labels=MappingProxyType(
-            {str(k): str(v) for k, v in labels.items()})) if labels else None))
+        label_selector=(
+            LabelSelector(
+                match_labels=MappingProxyType({str(k): str(v) for k, v in labels.items()})
+            )
+            if labels
+            else None
+        ),
+    )
 
 
 def tolerations(raw: Sequence[Mapping[str, Any]] | None) -> tuple[Toleration, ...]:
     """core/v1 tolerations; `operator` defaults to Equal as in Kubernetes."""
     return tuple(
-        Toleration(key=t.get("key", ""), operator=cast(Any, t.get("operator", "Equal")),
-                   value=str(t.get("value", "")), effect=t.get("effect", ""))
-        for t in raw or ())
+        Toleration(
+            key=t.get("key", ""),
+            operator=cast(Any, t.get("operator", "Equal")),
+            value=str(t.get("value", "")),
+            effect=t.get("effect", ""),
+        )
+        for t in raw or ()
+    )
 
 
 def resource_selector(raw: Mapping[str, Any], default_namespace: str | None) -> ResourceSelector:
     """A resource selector; an empty namespace takes `default_namespace` (Karmada's webhook)."""
     return ResourceSelector(
-        api_version=raw["apiVersion"], kind=raw["kind"],
+        api_version=raw["apiVersion"],
+        kind=raw["kind"],
         namespace=raw.get("namespace") or default_namespace,
         name=raw.get("name") or None,
-        label_selector=label_selector(raw.get("labelSelector")))
+        label_selector=label_selector(raw.get("labelSelector")),
+    )
 
 
 def affinity_names(affinity: ClusterAffinity) -> tuple[str, ...]:

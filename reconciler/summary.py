@@ -18,13 +18,19 @@ def decision_entry(decision: Decision) -> dict[str, Any]:
     key = decision.key
     policy = decision.policy
     return {
-        "resource": {"apiVersion": decision.api_version, "kind": key.kind,
-                     "namespace": key.namespace, "name": key.name},
-        "policy": None if policy is None else {"kind": policy.kind,
-                                               "namespace": policy.namespace,
-                                               "name": policy.name},
-        "clusters": [{"name": p.cluster, "replicas": p.replicas}
-                     for p in sorted(decision.clusters, key=lambda p: p.cluster)],
+        "resource": {
+            "apiVersion": decision.api_version,
+            "kind": key.kind,
+            "namespace": key.namespace,
+            "name": key.name,
+        },
+        "policy": None
+        if policy is None
+        else {"kind": policy.kind, "namespace": policy.namespace, "name": policy.name},
+        "clusters": [
+            {"name": p.cluster, "replicas": p.replicas}
+            for p in sorted(decision.clusters, key=lambda p: p.cluster)
+        ],
         "unschedulable": decision.unschedulable,
     }
 
@@ -40,8 +46,11 @@ def _diagnosis(decision: Decision) -> dict[str, Any]:
             entry["scores"] = dict(verdict.scores)
             entry["score"] = verdict.total_score
         verdicts.append(entry)
-    return {"strategy": decision.diagnosis.strategy,
-            "weights": dict(decision.diagnosis.weights), "clusters": verdicts}
+    return {
+        "strategy": decision.diagnosis.strategy,
+        "weights": dict(decision.diagnosis.weights),
+        "clusters": verdicts,
+    }
 
 
 def decision_document(decision: Decision) -> dict[str, Any]:
@@ -51,20 +60,30 @@ def decision_document(decision: Decision) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": f"{kind}-{key.name}".lower()}
     if key.namespace:
         metadata["namespace"] = key.namespace
-    return {"apiVersion": DRO_API_VERSION, "kind": "PlacementDecision", "metadata": metadata,
-            "status": {**decision_entry(decision), "diagnosis": _diagnosis(decision)}}
+    return {
+        "apiVersion": DRO_API_VERSION,
+        "kind": "PlacementDecision",
+        "metadata": metadata,
+        "status": {**decision_entry(decision), "diagnosis": _diagnosis(decision)},
+    }
 
 
 def kustomization(resources: Sequence[str]) -> dict[str, Any]:
     """A kustomization listing one cluster's files, so Argo CD or Flux can sync the folder."""
-    return {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-            "resources": list(resources)}
+    return {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": list(resources),
+    }
 
 
 def water_levels(cluster: Cluster) -> dict[str, float]:
     """RWL = allocated / capacity per declared resource, rounded to 4 places."""
-    return {resource: round(cluster.allocated.get(resource, 0.0) / total, 4)
-            for resource, total in sorted(cluster.capacity.items()) if total > 0}
+    return {
+        resource: round(cluster.allocated.get(resource, 0.0) / total, 4)
+        for resource, total in sorted(cluster.capacity.items())
+        if total > 0
+    }
 
 
 def observation(cluster: Cluster, observed: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -72,12 +91,18 @@ def observation(cluster: Cluster, observed: Mapping[str, Any] | None) -> dict[st
     if observed is not None:
         status = dict(observed)
     else:
-        status = {"source": "declared",
-                  "capacity": dict(sorted(cluster.capacity.items())),
-                  "allocated": dict(sorted(cluster.allocated.items())),
-                  "waterLevel": water_levels(cluster)}
-    return {"apiVersion": DRO_API_VERSION, "kind": "ClusterObservation",
-            "metadata": {"name": cluster.name}, "status": status}
+        status = {
+            "source": "declared",
+            "capacity": dict(sorted(cluster.capacity.items())),
+            "allocated": dict(sorted(cluster.allocated.items())),
+            "waterLevel": water_levels(cluster),
+        }
+    return {
+        "apiVersion": DRO_API_VERSION,
+        "kind": "ClusterObservation",
+        "metadata": {"name": cluster.name},
+        "status": status,
+    }
 
 
 def _cell(decision: Decision, cluster: str) -> str:
@@ -91,18 +116,29 @@ def readme(spec: Spec, decisions: Sequence[Decision]) -> str:
     """The generated README of the output branch: placements, unschedulable, water levels."""
     names = [c.name for c in spec.clusters]
     ordered = sorted(decisions, key=lambda d: d.key.sort_key)
-    lines = ["# Rendered by dro", "",
-             "Generated from the source repository named in each commit's `Dro-Source-Commit` "
-             "trailer. Do not edit: the next pass rewrites this branch.", "",
-             "## Placements", "",
-             "| workload | " + " | ".join(names) + " |",
-             "|---|" + "---:|" * len(names)]
+    lines = [
+        "# Rendered by dro",
+        "",
+        "Generated from the source repository named in each commit's `Dro-Source-Commit` "
+        "trailer. Do not edit: the next pass rewrites this branch.",
+        "",
+        "## Placements",
+        "",
+        "| workload | " + " | ".join(names) + " |",
+        "|---|" + "---:|" * len(names),
+    ]
     lines += [f"| `{d.key}` | " + " | ".join(_cell(d, n) for n in names) + " |" for d in ordered]
     blocked = [d for d in ordered if d.unschedulable]
     if blocked:
         lines += ["", "## Unschedulable", ""]
         lines += [f"- `{d.key}`: {d.unschedulable}" for d in blocked]
-    lines += ["", "## Water levels (declared)", "", "| cluster | resource | RWL |", "|---|---|---:|"]
+    lines += [
+        "",
+        "## Water levels (declared)",
+        "",
+        "| cluster | resource | RWL |",
+        "|---|---|---:|",
+    ]
     for cluster in spec.clusters:
         for resource, level in water_levels(cluster).items():
             lines.append(f"| {cluster.name} | {resource} | {level:.2f} |")

@@ -52,10 +52,18 @@ class _Collector:
         self.datasets: dict[str, Document] = {}
         self.topology: Document | None = None
 
-    def problem(self, doc: Document, pointer: str, message: str,
-                severity: Severity = Severity.ERROR) -> None:
-        self.problems.append(Problem(path=doc.origin.path, line=doc.origin.line_of(pointer),
-                                     pointer=pointer, message=message, severity=severity))
+    def problem(
+        self, doc: Document, pointer: str, message: str, severity: Severity = Severity.ERROR
+    ) -> None:
+        self.problems.append(
+            Problem(
+                path=doc.origin.path,
+                line=doc.origin.line_of(pointer),
+                pointer=pointer,
+                message=message,
+                severity=severity,
+            )
+        )
 
 
 def _route(path: str) -> str | None:
@@ -64,12 +72,20 @@ def _route(path: str) -> str | None:
     if path == "topology.yaml":
         return "topology"
     top = path.split("/", 1)[0]
-    return {"clusters": "cluster", "datasets": "dataset", "workloads": "object",
-            "policies": "policy"}.get(top)
+    return {
+        "clusters": "cluster",
+        "datasets": "dataset",
+        "workloads": "object",
+        "policies": "policy",
+    }.get(top)
 
 
-_EXPECTED = {"config": {"SchedulerConfiguration"}, "topology": {"Topology"},
-             "cluster": {"Cluster"}, "dataset": {"DataSet"}}
+_EXPECTED = {
+    "config": {"SchedulerConfiguration"},
+    "topology": {"Topology"},
+    "cluster": {"Cluster"},
+    "dataset": {"DataSet"},
+}
 
 
 def _shape_ok(doc: Document, into: _Collector) -> bool:
@@ -98,17 +114,27 @@ def _shape_ok(doc: Document, into: _Collector) -> bool:
 def _check_dro_doc(doc: Document, route: str, into: _Collector) -> bool:
     api_version, kind = doc.body["apiVersion"], doc.body["kind"]
     if route in _EXPECTED and (api_version != DRO or kind not in _EXPECTED[route]):
-        into.problem(doc, "/kind", f"{doc.origin.path} must hold a {DRO} "
-                                   f"{' or '.join(sorted(_EXPECTED[route]))}, got "
-                                   f"{api_version} {kind}")
+        into.problem(
+            doc,
+            "/kind",
+            f"{doc.origin.path} must hold a {DRO} "
+            f"{' or '.join(sorted(_EXPECTED[route]))}, got "
+            f"{api_version} {kind}",
+        )
         return False
-    if route == "policy" and not (policies.is_placement_kind(api_version, kind)
-                                  or policies.is_override_kind(api_version, kind)):
-        into.problem(doc, "/kind", f"unknown policy kind {api_version} {kind}; expected "
-                                   "ResourcePlacementPolicy, ClusterOverridePolicy or "
-                                   "PropagationPolicy (multicluster.io/v1alpha1), or Karmada's "
-                                   "PropagationPolicy, ClusterPropagationPolicy, OverridePolicy "
-                                   "or ClusterOverridePolicy (policy.karmada.io/v1alpha1)")
+    if route == "policy" and not (
+        policies.is_placement_kind(api_version, kind)
+        or policies.is_override_kind(api_version, kind)
+    ):
+        into.problem(
+            doc,
+            "/kind",
+            f"unknown policy kind {api_version} {kind}; expected "
+            "ResourcePlacementPolicy, ClusterOverridePolicy or "
+            "PropagationPolicy (multicluster.io/v1alpha1), or Karmada's "
+            "PropagationPolicy, ClusterPropagationPolicy, OverridePolicy "
+            "or ClusterOverridePolicy (policy.karmada.io/v1alpha1)",
+        )
         return False
     errors = schemacheck.check_dro(api_version, kind, doc.body)
     for error in errors:
@@ -140,8 +166,11 @@ def _accept_cluster(doc: Document, into: _Collector) -> None:
     name = doc.body["metadata"]["name"]
     stem = doc.origin.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     if stem != name:
-        into.problem(doc, "/metadata/name", f"cluster {name!r} must be declared in "
-                                            f"clusters/{name}.yaml, not {doc.origin.path}")
+        into.problem(
+            doc,
+            "/metadata/name",
+            f"cluster {name!r} must be declared in clusters/{name}.yaml, not {doc.origin.path}",
+        )
     into.cluster_list.append(clusters.cluster(doc, into.problems))
 
 
@@ -173,17 +202,23 @@ def _config(into: _Collector) -> SchedulerConfig:
     if version is not None:
         minor = ".".join(str(version).split(".")[:2])
         if minor not in schemacheck.kubernetes_versions():
-            into.problem(doc, "/spec/kubernetesVersion",
-                         f"Kubernetes {version} has no bundled schema; choose one of "
-                         f"{', '.join(schemacheck.kubernetes_versions())}")
+            into.problem(
+                doc,
+                "/spec/kubernetesVersion",
+                f"Kubernetes {version} has no bundled schema; choose one of "
+                f"{', '.join(schemacheck.kubernetes_versions())}",
+            )
             version = None
         else:
             version = minor
     return SchedulerConfig(
-        origin=doc.origin, water_level_limit=MappingProxyType(limit),
+        origin=doc.origin,
+        water_level_limit=MappingProxyType(limit),
         default_placement=policies.dro_placement(spec.get("defaultPlacement") or {}),
         plugin_weights=MappingProxyType(dict(spec.get("pluginWeights") or {})),
-        kubernetes_version=version, raw=spec)
+        kubernetes_version=version,
+        raw=spec,
+    )
 
 
 def check(source: Source) -> Result:
@@ -194,21 +229,30 @@ def check(source: Source) -> Result:
     version = config.kubernetes_version or schemacheck.kubernetes_versions()[-1]
     objects = refs.check_objects(into.objects, version, into.problems)
     cluster_list = refs.unique_clusters(into.cluster_list, into.problems)
-    refs.check_cluster_references(cluster_list, into.placement, into.overrides,
-                                  config, into.datasets, into.topology, into.problems)
+    refs.check_cluster_references(
+        cluster_list,
+        into.placement,
+        into.overrides,
+        config,
+        into.datasets,
+        into.topology,
+        into.problems,
+    )
     refs.check_karmada_rules(into.placement, into.problems)
     refs.check_claims(into.placement, objects, into.problems)
     problems = tuple(sorted(into.problems, key=lambda p: p.sort_key))
     if any(p.severity is Severity.ERROR for p in problems):
         return Result(spec=None, problems=problems)
     spec = Spec(
-        source=source, config=config,
+        source=source,
+        config=config,
         clusters=tuple(sorted(cluster_list, key=lambda c: c.name)),
         workloads=tuple(sorted(objects, key=lambda w: w.key.sort_key)),
         placement_policies=tuple(sorted(into.placement, key=lambda p: p.origin.path)),
         override_policies=tuple(sorted(into.overrides, key=lambda p: p.origin.path)),
         datasets=MappingProxyType({k: v.body for k, v in sorted(into.datasets.items())}),
-        topology=into.topology.body if into.topology else None)
+        topology=into.topology.body if into.topology else None,
+    )
     return Result(spec=spec, problems=problems)
 
 

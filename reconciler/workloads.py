@@ -12,26 +12,36 @@ from typing import Any
 
 from reconciler.domain import Document, ResourceKey, Workload, group_of
 
-CLUSTER_SCOPED_KINDS = frozenset({
-    ("", "Namespace"), ("", "Node"), ("", "PersistentVolume"), ("", "ComponentStatus"),
-    ("rbac.authorization.k8s.io", "ClusterRole"),
-    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
-    ("apiextensions.k8s.io", "CustomResourceDefinition"),
-    ("storage.k8s.io", "StorageClass"), ("storage.k8s.io", "CSIDriver"),
-    ("storage.k8s.io", "CSINode"), ("storage.k8s.io", "VolumeAttachment"),
-    ("scheduling.k8s.io", "PriorityClass"), ("networking.k8s.io", "IngressClass"),
-    ("node.k8s.io", "RuntimeClass"), ("apiregistration.k8s.io", "APIService"),
-    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
-    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
-    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
-    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"),
-    ("certificates.k8s.io", "CertificateSigningRequest"),
-    ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
-    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
-})
+CLUSTER_SCOPED_KINDS = frozenset(
+    {
+        ("", "Namespace"),
+        ("", "Node"),
+        ("", "PersistentVolume"),
+        ("", "ComponentStatus"),
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ("storage.k8s.io", "StorageClass"),
+        ("storage.k8s.io", "CSIDriver"),
+        ("storage.k8s.io", "CSINode"),
+        ("storage.k8s.io", "VolumeAttachment"),
+        ("scheduling.k8s.io", "PriorityClass"),
+        ("networking.k8s.io", "IngressClass"),
+        ("node.k8s.io", "RuntimeClass"),
+        ("apiregistration.k8s.io", "APIService"),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"),
+        ("certificates.k8s.io", "CertificateSigningRequest"),
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+    }
+)
 
-REPLICATED_KINDS = frozenset({("apps", "Deployment"), ("apps", "StatefulSet"),
-                              ("apps", "ReplicaSet")})
+REPLICATED_KINDS = frozenset(
+    {("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "ReplicaSet")}
+)
 """Kinds whose `spec.replicas` dro divides; every other kind is placed whole."""
 
 _UNSAFE_NAME = re.compile(r"[/\\\x00]|^\.{1,2}$|^$")
@@ -48,8 +58,9 @@ def unsafe_name_reason(name: Any) -> str | None:
     return None
 
 
-def is_cluster_scoped(api_version: str, kind: str,
-                      crd_scopes: Mapping[tuple[str, str], str]) -> bool:
+def is_cluster_scoped(
+    api_version: str, kind: str, crd_scopes: Mapping[tuple[str, str], str]
+) -> bool:
     """True for cluster-scoped kinds: the built-in list, or a CRD with scope Cluster."""
     group = group_of(api_version)
     if (group, kind) in CLUSTER_SCOPED_KINDS:
@@ -61,8 +72,12 @@ def key_of(body: Mapping[str, Any], cluster_scoped: bool) -> ResourceKey:
     """The `ResourceKey` of an object, with kubectl's `default` namespace rule."""
     meta = body.get("metadata") or {}
     namespace = "" if cluster_scoped else str(meta.get("namespace") or "default")
-    return ResourceKey(group=group_of(str(body["apiVersion"])), kind=str(body["kind"]),
-                       namespace=namespace, name=str(meta["name"]))
+    return ResourceKey(
+        group=group_of(str(body["apiVersion"])),
+        kind=str(body["kind"]),
+        namespace=namespace,
+        name=str(meta["name"]),
+    )
 
 
 def workload(doc: Document, cluster_scoped: bool) -> Workload:
@@ -72,15 +87,26 @@ def workload(doc: Document, cluster_scoped: bool) -> Workload:
     if (key.group, key.kind) in REPLICATED_KINDS:
         raw = (doc.body.get("spec") or {}).get("replicas")
         replicas = 1 if raw is None else int(raw)
-    return Workload(key=key, api_version=str(doc.body["apiVersion"]), manifest=doc.body,
-                    origin=doc.origin, replicas=replicas)
+    return Workload(
+        key=key,
+        api_version=str(doc.body["apiVersion"]),
+        manifest=doc.body,
+        origin=doc.origin,
+        replicas=replicas,
+    )
 
 
 def crd_facts(body: Mapping[str, Any]) -> tuple[str, str, str, dict[str, Mapping[str, Any]]]:
     """(group, kind, scope, {version: openAPIV3Schema}) of a CustomResourceDefinition."""
     spec = body.get("spec") or {}
     names = spec.get("names") or {}
-    schemas = {str(v.get("name")): (v.get("schema") or {}).get("openAPIV3Schema") or {}
-               for v in spec.get("versions") or ()}
-    return str(spec.get("group", "")), str(names.get("kind", "")), str(spec.get("scope", "")), \
-        schemas
+    schemas = {
+        str(v.get("name")): (v.get("schema") or {}).get("openAPIV3Schema") or {}
+        for v in spec.get("versions") or ()
+    }
+    return (
+        str(spec.get("group", "")),
+        str(names.get("kind", "")),
+        str(spec.get("scope", "")),
+        schemas,
+    )

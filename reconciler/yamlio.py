@@ -62,15 +62,18 @@ class _Builder:
     def build(self, node: yaml.Node, pointer: str, depth: int = 0) -> Any:
         self.nodes_built += 1
         if self.nodes_built > MAX_NODES_PER_FILE:
-            raise self.fail(node, f"more than {MAX_NODES_PER_FILE} nodes after expanding aliases "
-                                  "(alias bomb?)")
+            raise self.fail(
+                node, f"more than {MAX_NODES_PER_FILE} nodes after expanding aliases (alias bomb?)"
+            )
         if depth > 100:
             raise self.fail(node, "nesting deeper than 100 levels")
         self.lines.setdefault(pointer, node.start_mark.line + 1)
         if isinstance(node, yaml.MappingNode):
             return self.build_mapping(node, pointer, depth)
         if isinstance(node, yaml.SequenceNode):
-            return [self.build(item, f"{pointer}/{i}", depth + 1) for i, item in enumerate(node.value)]
+            return [
+                self.build(item, f"{pointer}/{i}", depth + 1) for i, item in enumerate(node.value)
+            ]
         return self.build_scalar(node)
 
     def build_mapping(self, node: yaml.MappingNode, pointer: str, depth: int) -> dict[str, Any]:
@@ -84,11 +87,15 @@ class _Builder:
             if not isinstance(key, str):
                 key = key_node.value if key is not None else "null"
             if key in result:
-                raise YamlError(Problem(
-                    path=self.path, line=key_node.start_mark.line + 1,
-                    pointer=f"{pointer}/{escape_pointer_token(key)}",
-                    message=f"duplicate key {key!r} (first at line "
-                            f"{self.lines.get(f'{pointer}/{escape_pointer_token(key)}', '?')})"))
+                raise YamlError(
+                    Problem(
+                        path=self.path,
+                        line=key_node.start_mark.line + 1,
+                        pointer=f"{pointer}/{escape_pointer_token(key)}",
+                        message=f"duplicate key {key!r} (first at line "
+                        f"{self.lines.get(f'{pointer}/{escape_pointer_token(key)}', '?')})",
+                    )
+                )
             child = f"{pointer}/{escape_pointer_token(key)}"
             self.lines[child] = key_node.start_mark.line + 1
             result[key] = self.build(value_node, child, depth + 1)
@@ -110,13 +117,23 @@ def parse_documents(path: str, data: bytes) -> list[Document]:
     Raises `YamlError` with the file and line on any syntax or safety problem.
     """
     if len(data) > MAX_FILE_BYTES:
-        raise YamlError(Problem(path=path, line=1, message=f"file is {len(data)} bytes, "
-                                                           f"over the limit of {MAX_FILE_BYTES}"))
+        raise YamlError(
+            Problem(
+                path=path,
+                line=1,
+                message=f"file is {len(data)} bytes, over the limit of {MAX_FILE_BYTES}",
+            )
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise YamlError(Problem(path=path, line=data[: exc.start].count(b"\n") + 1,
-                                message="file is not valid UTF-8")) from exc
+        raise YamlError(
+            Problem(
+                path=path,
+                line=data[: exc.start].count(b"\n") + 1,
+                message="file is not valid UTF-8",
+            )
+        ) from exc
     loader = _Loader(text)
     documents: list[Document] = []
     try:
@@ -134,8 +151,9 @@ def parse_documents(path: str, data: bytes) -> list[Document]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else 1
-        raise YamlError(Problem(path=path, line=line,
-                                message=f"malformed YAML: {exc.problem or exc}")) from exc
+        raise YamlError(
+            Problem(path=path, line=line, message=f"malformed YAML: {exc.problem or exc}")
+        ) from exc
     except yaml.YAMLError as exc:
         raise YamlError(Problem(path=path, line=1, message=f"malformed YAML: {exc}")) from exc
     finally:
@@ -145,8 +163,14 @@ def parse_documents(path: str, data: bytes) -> list[Document]:
 
 def dump(value: Any) -> str:
     """One YAML document with sorted keys in block style; identical input gives identical text."""
-    text: str = yaml.dump(value, Dumper=_Dumper, sort_keys=True, default_flow_style=False,
-                          allow_unicode=True, width=4096)
+    text: str = yaml.dump(
+        value,
+        Dumper=_Dumper,
+        sort_keys=True,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=4096,
+    )
     return text
 
 

@@ -6,159 +6,437 @@ Each case starts from the valid example repo. Files map to new text, or None to 
 from __future__ import annotations
 
 CM = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: shop\n"
-RPP = ("apiVersion: multicluster.io/v1alpha1\nkind: ResourcePlacementPolicy\nmetadata:\n"
-       "  name: {name}\nspec:\n")
-CLUSTER = ("apiVersion: multicluster.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: {name}\n"
-           "  labels: {{region: eu-west}}\nspec:\n")
-KPP = ("apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata:\n"
-       "  name: {name}\n  namespace: shop\nspec:\n")
-DRO_YAML = ("apiVersion: multicluster.io/v1alpha1\nkind: SchedulerConfiguration\nmetadata:\n"
-            "  name: dro\nspec:\n")
+RPP = (
+    "apiVersion: multicluster.io/v1alpha1\nkind: ResourcePlacementPolicy\nmetadata:\n"
+    "  name: {name}\nspec:\n"
+)
+CLUSTER = (
+    "apiVersion: multicluster.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: {name}\n"
+    "  labels: {{region: eu-west}}\nspec:\n"
+)
+KPP = (
+    "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata:\n"
+    "  name: {name}\n  namespace: shop\nspec:\n"
+)
+DRO_YAML = (
+    "apiVersion: multicluster.io/v1alpha1\nkind: SchedulerConfiguration\nmetadata:\n"
+    "  name: dro\nspec:\n"
+)
 W = "workloads/shop/bad.yaml"
 P = "policies/bad.yaml"
 
 CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
     ("malformed-yaml", {W: CM.format(name="x") + "data: {a: [1\n"}, W, 7, "malformed YAML"),
     ("unclosed-quote", {W: 'apiVersion: v1\nkind: "ConfigMap\n'}, W, 3, "malformed YAML"),
-    ("tab-indent", {W: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n\tname: x\n"}, W, 4,
-     "malformed YAML"),
-    ("duplicate-key", {W: "apiVersion: v1\nkind: ConfigMap\nkind: Secret\n"}, W, 3,
-     "duplicate key 'kind'"),
-    ("duplicate-nested-key", {W: CM.format(name="x") + "data:\n  a: '1'\n  a: '2'\n"}, W, 8,
-     "duplicate key 'a'"),
-    ("alias-bomb", {W: "a: &a [x,x,x,x,x,x,x,x,x,x]\n" + "".join(
-        f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n"
-        for p, c in zip("abcdef", "bcdefg", strict=True))}, W, 1, "alias bomb"),
+    (
+        "tab-indent",
+        {W: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n\tname: x\n"},
+        W,
+        4,
+        "malformed YAML",
+    ),
+    (
+        "duplicate-key",
+        {W: "apiVersion: v1\nkind: ConfigMap\nkind: Secret\n"},
+        W,
+        3,
+        "duplicate key 'kind'",
+    ),
+    (
+        "duplicate-nested-key",
+        {W: CM.format(name="x") + "data:\n  a: '1'\n  a: '2'\n"},
+        W,
+        8,
+        "duplicate key 'a'",
+    ),
+    (
+        "alias-bomb",
+        {
+            W: "a: &a [x,x,x,x,x,x,x,x,x,x]\n"
+            + "".join(
+                f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n"
+                for p, c in zip("abcdef", "bcdefg", strict=True)
+            )
+        },
+        W,
+        1,
+        "alias bomb",
+    ),
     ("oversized", {W: "# " + "x" * (4 * 1024 * 1024 + 10) + "\n"}, W, 1, "over the limit"),
-    ("python-tag", {W: "apiVersion: v1\nkind: !!python/object:os.system ConfigMap\n"}, W, 2,
-     "unsupported YAML tag"),
+    (
+        "python-tag",
+        {W: "apiVersion: v1\nkind: !!python/object:os.system ConfigMap\n"},
+        W,
+        2,
+        "unsupported YAML tag",
+    ),
     ("merge-key", {W: "base: &b {a: 1}\nother:\n  <<: *b\n"}, W, 3, "merge keys"),
     ("not-a-mapping", {W: "- apiVersion: v1\n- kind: ConfigMap\n"}, W, 1, "must be a mapping"),
     ("missing-kind", {W: "apiVersion: v1\nmetadata:\n  name: x\n"}, W, 1, "missing or empty kind"),
-    ("empty-apiversion", {W: "apiVersion: ''\nkind: ConfigMap\nmetadata: {name: x}\n"}, W, 1,
-     "missing or empty apiVersion"),
-    ("missing-name", {W: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  namespace: shop\n"}, W, 3,
-     "missing metadata.name"),
+    (
+        "empty-apiversion",
+        {W: "apiVersion: ''\nkind: ConfigMap\nmetadata: {name: x}\n"},
+        W,
+        1,
+        "missing or empty apiVersion",
+    ),
+    (
+        "missing-name",
+        {W: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  namespace: shop\n"},
+        W,
+        3,
+        "missing metadata.name",
+    ),
     ("name-with-slash", {W: CM.format(name="a/b")}, W, 4, "would escape its folder"),
     ("name-dot-dot", {W: CM.format(name="'..'")}, W, 4, "would escape its folder"),
-    ("namespace-escape", {W: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"
-                             "  namespace: ../etc\n"}, W, 5, "would escape its folder"),
+    (
+        "namespace-escape",
+        {W: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: ../etc\n"},
+        W,
+        5,
+        "would escape its folder",
+    ),
     ("name-not-string", {W: CM.format(name="123")}, W, 4, "must be a string"),
-    ("unknown-core-field", {W: CM.format(name="x") + "dataa:\n  a: b\n"}, W, 6,
-     "unknown field 'dataa'"),
-    ("unknown-nested-core-field", {W: CM.format(name="x").replace(
-        "  namespace: shop\n", "  namespace: shop\n  lables: {a: b}\n")}, W, 6,
-     "unknown field 'lables'"),
-    ("wrong-type", {W: "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\n"
-                       "  namespace: shop\nspec:\n  replicas: three\n"
-                       "  selector: {matchLabels: {a: b}}\n"
-                       "  template:\n    metadata: {labels: {a: b}}\n"
-                       "    spec: {containers: [{name: c, image: i}]}\n"}, W, 7, "'three'"),
-    ("secret-value-hidden", {W: "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: shop}\n"
-                                "data:\n  password: {nested: hunter2}\n"}, W, 5,
-     "the value is not shown"),
-    ("cluster-scoped-with-namespace", {W: "apiVersion: v1\nkind: Namespace\nmetadata:\n"
-                                          "  name: extra\n  namespace: shop\n"}, W, 5,
-     "cluster-scoped"),
-    ("duplicate-object", {"workloads/shop/zz-dup.yaml": CM.format(name="frontend-config")},
-     "workloads/shop/zz-dup.yaml", 4, "declared twice: first at workloads/shop/frontend.yaml"),
+    (
+        "unknown-core-field",
+        {W: CM.format(name="x") + "dataa:\n  a: b\n"},
+        W,
+        6,
+        "unknown field 'dataa'",
+    ),
+    (
+        "unknown-nested-core-field",
+        {
+            W: CM.format(name="x").replace(
+                "  namespace: shop\n", "  namespace: shop\n  lables: {a: b}\n"
+            )
+        },
+        W,
+        6,
+        "unknown field 'lables'",
+    ),
+    (
+        "wrong-type",
+        {
+            W: "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\n"
+            "  namespace: shop\nspec:\n  replicas: three\n"
+            "  selector: {matchLabels: {a: b}}\n"
+            "  template:\n    metadata: {labels: {a: b}}\n"
+            "    spec: {containers: [{name: c, image: i}]}\n"
+        },
+        W,
+        7,
+        "'three'",
+    ),
+    (
+        "secret-value-hidden",
+        {
+            W: "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: shop}\n"
+            "data:\n  password: {nested: hunter2}\n"
+        },
+        W,
+        5,
+        "the value is not shown",
+    ),
+    (
+        "cluster-scoped-with-namespace",
+        {W: "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: extra\n  namespace: shop\n"},
+        W,
+        5,
+        "cluster-scoped",
+    ),
+    (
+        "duplicate-object",
+        {"workloads/shop/zz-dup.yaml": CM.format(name="frontend-config")},
+        "workloads/shop/zz-dup.yaml",
+        4,
+        "declared twice: first at workloads/shop/frontend.yaml",
+    ),
     ("not-utf8", {W: None}, W, 2, "not valid UTF-8"),
-    ("unknown-policy-kind", {P: "apiVersion: multicluster.io/v1alpha1\nkind: Placement\n"
-                                "metadata: {name: p}\nspec: {}\n"}, P, 2, "unknown policy kind"),
-    ("unknown-rpp-field", {P: RPP.format(name="p") + "  resourceSelector: {apiVersion: v1, kind: "
-                              "ConfigMap}\n  targets: []\n"}, P, 7, "unknown field 'targets'"),
-    ("rpp-unknown-cluster", {P: RPP.format(name="p") + "  resourceSelector: {apiVersion: batch/v1, "
-                                "kind: Job}\n  targetClusters:\n    - {selectorType: name, "
-                                "values: [mars-1]}\n"}, P, 5, "unknown cluster 'mars-1'"),
-    ("rpp-weight-unknown-cluster", {P: RPP.format(name="p") + "  resourceSelector: {apiVersion: "
-                                       "batch/v1, kind: Job}\n  placement:\n    replicaScheduling:"
-                                       "\n      type: Divided\n      weights: [{clusters: [venus],"
-                                       " weight: 1}]\n"}, P, 5, "unknown cluster 'venus'"),
-    ("rpp-bad-label-target", {P: RPP.format(name="p") + "  resourceSelector: {apiVersion: batch/v1,"
-                                 " kind: Job}\n  targetClusters:\n    - {selectorType: label, "
-                                 "values: [region]}\n"}, P, 8, "must look like key=value"),
-    ("rpp-bad-division", {P: RPP.format(name="p") + "  resourceSelector: {apiVersion: batch/v1, "
-                             "kind: Job}\n  placement:\n    replicaScheduling: {type: Divided, "
-                             "division: Random}\n"}, P, 8, "'Random' is not one of"),
-    ("override-unknown-cluster", {P: "apiVersion: multicluster.io/v1alpha1\nkind: "
-                                     "ClusterOverridePolicy\nmetadata: {name: o}\nspec:\n  "
-                                     "overrides:\n    - clusterSelector: {names: [pluto]}\n      "
-                                     "fieldPatches: [{path: spec.replicas, value: 1}]\n"}, P, 4,
-     "unknown cluster 'pluto'"),
-    ("karmada-unknown-cluster", {P: KPP.format(name="k") + "  resourceSelectors: [{apiVersion: "
-                                    "batch/v1, kind: Job}]\n  placement:\n    clusterAffinity:"
-                                    " {clusterNames: [saturn]}\n"}, P, 6, "unknown cluster 'saturn'"),
-    ("karmada-other-namespace", {P: KPP.format(name="k") + "  resourceSelectors:\n    - "
-                                    "{apiVersion: batch/v1, kind: Job, namespace: payments}\n"}, P, 8,
-     "cannot select resources in 'payments'"),
-    ("karmada-spread-max-below-min", {P: KPP.format(name="k") + "  resourceSelectors: "
-                                         "[{apiVersion: batch/v1, kind: Job}]\n  placement:\n"
-                                         "    spreadConstraints:\n      - {spreadByField: cluster,"
-                                         " minGroups: 3, maxGroups: 2}\n"}, P, 8,
-     "maxGroups is lower than minGroups"),
-    ("karmada-spread-without-cluster", {P: KPP.format(name="k") + "  resourceSelectors: "
-                                           "[{apiVersion: batch/v1, kind: Job}]\n  placement:\n"
-                                           "    spreadConstraints:\n      - {spreadByField: region,"
-                                           " minGroups: 1, maxGroups: 2}\n"}, P, 9,
-     "needs a 'cluster' constraint"),
-    ("karmada-bad-field-selector", {P: KPP.format(name="k") + "  resourceSelectors: "
-                                       "[{apiVersion: batch/v1, kind: Job}]\n  placement:\n"
-                                       "    clusterAffinity:\n      fieldSelector:\n        "
-                                       "matchExpressions: [{key: city, operator: In, values: "
-                                       "[x]}]\n"}, P, 11, "'city' is not one of"),
-    ("draft-pp-unknown-cluster", {P: "apiVersion: multicluster.io/v1alpha1\nkind: "
-                                     "PropagationPolicy\nmetadata: {name: d}\nspec: {resourceType: "
-                                     "Job, targetClusters: [neptune]}\n"}, P, 4,
-     "unknown cluster 'neptune'"),
-    ("ambiguous-claim", {P: RPP.format(name="first") + "  resourceSelector: {apiVersion: apps/v1, "
-                            "kind: Deployment, namespace: shop, name: cart}\n---\n"
-                            + RPP.format(name="second") + "  resourceSelector: {apiVersion: "
-                            "apps/v1, kind: Deployment, namespace: shop, name: cart}\n"}, P, 12,
-     "both claim shop/Deployment.apps/cart"),
-    ("dataset-unknown-cluster", {"datasets/clickstream.yaml": "apiVersion: multicluster.io/v1alpha1"
-                                 "\nkind: DataSet\nmetadata: {name: clickstream}\nspec:\n  size: "
-                                 "1Ti\n  locations:\n    - {cluster: eu-west-9, role: primary}\n"},
-     "datasets/clickstream.yaml", 7, "unknown cluster 'eu-west-9'"),
-    ("topology-unknown-cluster", {"topology.yaml": "apiVersion: multicluster.io/v1alpha1\nkind: "
-                                  "Topology\nmetadata: {name: t}\nspec:\n  links:\n    - {from: "
-                                  "eu-west-1, to: moon-1}\n"}, "topology.yaml", 6,
-     "unknown cluster 'moon-1'"),
-    ("cluster-file-name-mismatch", {"clusters/eu-west-3.yaml": CLUSTER.format(name="eu-west-4")
-                                    + "  kubeconfig: {context: eu-west-4}\n"},
-     "clusters/eu-west-3.yaml", 4, "must be declared in clusters/eu-west-4.yaml"),
-    ("cluster-bad-quantity", {"clusters/eu-west-3.yaml": CLUSTER.format(name="eu-west-3")
-                              + "  capacity: {cpu: lots}\n"}, "clusters/eu-west-3.yaml", 7,
-     "'lots' is not a Kubernetes quantity"),
-    ("cluster-over-allocated", {"clusters/eu-west-3.yaml": CLUSTER.format(name="eu-west-3")
-                                + "  capacity: {cpu: '4'}\n  allocated: {cpu: '5'}\n"},
-     "clusters/eu-west-3.yaml", 8, "exceeds the cluster's capacity"),
-    ("cluster-unknown-field", {"clusters/eu-west-3.yaml": CLUSTER.format(name="eu-west-3")
-                               + "  kubeContext: x\n"}, "clusters/eu-west-3.yaml", 7,
-     "unknown field 'kubeContext'"),
-    ("cluster-bad-taint", {"clusters/eu-west-3.yaml": CLUSTER.format(name="eu-west-3")
-                           + "  taints:\n    - {key: a, effect: Sometimes}\n"},
-     "clusters/eu-west-3.yaml", 8, "'Sometimes' is not one of"),
-    ("cluster-wrong-kind", {"clusters/eu-west-3.yaml": CM.format(name="eu-west-3")},
-     "clusters/eu-west-3.yaml", 2, "must hold a multicluster.io/v1alpha1 Cluster"),
-    ("dro-yaml-operational-key", {"dro.yaml": DRO_YAML + "  interval: 60\n"}, "dro.yaml", 6,
-     "unknown field 'interval'"),
-    ("dro-yaml-unknown-k8s-version", {"dro.yaml": DRO_YAML + "  kubernetesVersion: '1.99'\n"},
-     "dro.yaml", 6, "no bundled schema"),
-    ("dro-yaml-water-level-above-one", {"dro.yaml": DRO_YAML + "  waterLevelLimit: {cpu: 1.5}\n"},
-     "dro.yaml", 6, "1.5 is greater than the maximum"),
-    ("dro-yaml-two-documents", {"dro.yaml": DRO_YAML + "  pluginWeights: {Balance: 1}\n---\n"
-                                + DRO_YAML}, "dro.yaml", 8,
-     "exactly one document"),
-    ("field-patch-bad-path", {P: "apiVersion: multicluster.io/v1alpha1\nkind: "
-                                 "ClusterOverridePolicy\nmetadata: {name: o}\nspec:\n  "
-                                 "resourceSelector: {apiVersion: apps/v1, kind: Deployment, "
-                                 "name: cart, namespace: shop}\n  overrides:\n    - fieldPatches:"
-                                 " [{path: 'spec..replicas', value: 1}]\n"}, P, 1,
-     "bad field path 'spec..replicas'"),
-    ("plaintext-remove-missing", {P: "apiVersion: policy.karmada.io/v1alpha1\nkind: "
-                                     "OverridePolicy\nmetadata: {name: o, namespace: shop}\nspec:\n"
-                                     "  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment,"
-                                     " name: cart}]\n  overrideRules:\n    - overriders:\n        "
-                                     "plaintext: [{path: /spec/nothing, operator: remove}]\n"}, P, 1,
-     "plaintext remove /spec/nothing"),
+    (
+        "unknown-policy-kind",
+        {
+            P: "apiVersion: multicluster.io/v1alpha1\nkind: Placement\n"
+            "metadata: {name: p}\nspec: {}\n"
+        },
+        P,
+        2,
+        "unknown policy kind",
+    ),
+    (
+        "unknown-rpp-field",
+        {
+            P: RPP.format(name="p") + "  resourceSelector: {apiVersion: v1, kind: "
+            "ConfigMap}\n  targets: []\n"
+        },
+        P,
+        7,
+        "unknown field 'targets'",
+    ),
+    (
+        "rpp-unknown-cluster",
+        {
+            P: RPP.format(name="p") + "  resourceSelector: {apiVersion: batch/v1, "
+            "kind: Job}\n  targetClusters:\n    - {selectorType: name, "
+            "values: [mars-1]}\n"
+        },
+        P,
+        5,
+        "unknown cluster 'mars-1'",
+    ),
+    (
+        "rpp-weight-unknown-cluster",
+        {
+            P: RPP.format(name="p") + "  resourceSelector: {apiVersion: "
+            "batch/v1, kind: Job}\n  placement:\n    replicaScheduling:"
+            "\n      type: Divided\n      weights: [{clusters: [venus],"
+            " weight: 1}]\n"
+        },
+        P,
+        5,
+        "unknown cluster 'venus'",
+    ),
+    (
+        "rpp-bad-label-target",
+        {
+            P: RPP.format(name="p") + "  resourceSelector: {apiVersion: batch/v1,"
+            " kind: Job}\n  targetClusters:\n    - {selectorType: label, "
+            "values: [region]}\n"
+        },
+        P,
+        8,
+        "must look like key=value",
+    ),
+    (
+        "rpp-bad-division",
+        {
+            P: RPP.format(name="p") + "  resourceSelector: {apiVersion: batch/v1, "
+            "kind: Job}\n  placement:\n    replicaScheduling: {type: Divided, "
+            "division: Random}\n"
+        },
+        P,
+        8,
+        "'Random' is not one of",
+    ),
+    (
+        "override-unknown-cluster",
+        {
+            P: "apiVersion: multicluster.io/v1alpha1\nkind: "
+            "ClusterOverridePolicy\nmetadata: {name: o}\nspec:\n  "
+            "overrides:\n    - clusterSelector: {names: [pluto]}\n      "
+            "fieldPatches: [{path: spec.replicas, value: 1}]\n"
+        },
+        P,
+        4,
+        "unknown cluster 'pluto'",
+    ),
+    (
+        "karmada-unknown-cluster",
+        {
+            P: KPP.format(name="k") + "  resourceSelectors: [{apiVersion: "
+            "batch/v1, kind: Job}]\n  placement:\n    clusterAffinity:"
+            " {clusterNames: [saturn]}\n"
+        },
+        P,
+        6,
+        "unknown cluster 'saturn'",
+    ),
+    (
+        "karmada-other-namespace",
+        {
+            P: KPP.format(name="k") + "  resourceSelectors:\n    - "
+            "{apiVersion: batch/v1, kind: Job, namespace: payments}\n"
+        },
+        P,
+        8,
+        "cannot select resources in 'payments'",
+    ),
+    (
+        "karmada-spread-max-below-min",
+        {
+            P: KPP.format(name="k") + "  resourceSelectors: "
+            "[{apiVersion: batch/v1, kind: Job}]\n  placement:\n"
+            "    spreadConstraints:\n      - {spreadByField: cluster,"
+            " minGroups: 3, maxGroups: 2}\n"
+        },
+        P,
+        8,
+        "maxGroups is lower than minGroups",
+    ),
+    (
+        "karmada-spread-without-cluster",
+        {
+            P: KPP.format(name="k") + "  resourceSelectors: "
+            "[{apiVersion: batch/v1, kind: Job}]\n  placement:\n"
+            "    spreadConstraints:\n      - {spreadByField: region,"
+            " minGroups: 1, maxGroups: 2}\n"
+        },
+        P,
+        9,
+        "needs a 'cluster' constraint",
+    ),
+    (
+        "karmada-bad-field-selector",
+        {
+            P: KPP.format(name="k") + "  resourceSelectors: "
+            "[{apiVersion: batch/v1, kind: Job}]\n  placement:\n"
+            "    clusterAffinity:\n      fieldSelector:\n        "
+            "matchExpressions: [{key: city, operator: In, values: "
+            "[x]}]\n"
+        },
+        P,
+        11,
+        "'city' is not one of",
+    ),
+    (
+        "draft-pp-unknown-cluster",
+        {
+            P: "apiVersion: multicluster.io/v1alpha1\nkind: "
+            "PropagationPolicy\nmetadata: {name: d}\nspec: {resourceType: "
+            "Job, targetClusters: [neptune]}\n"
+        },
+        P,
+        4,
+        "unknown cluster 'neptune'",
+    ),
+    (
+        "ambiguous-claim",
+        {
+            P: RPP.format(name="first") + "  resourceSelector: {apiVersion: apps/v1, "
+            "kind: Deployment, namespace: shop, name: cart}\n---\n"
+            + RPP.format(name="second")
+            + "  resourceSelector: {apiVersion: "
+            "apps/v1, kind: Deployment, namespace: shop, name: cart}\n"
+        },
+        P,
+        12,
+        "both claim shop/Deployment.apps/cart",
+    ),
+    (
+        "dataset-unknown-cluster",
+        {
+            "datasets/clickstream.yaml": "apiVersion: multicluster.io/v1alpha1"
+            "\nkind: DataSet\nmetadata: {name: clickstream}\nspec:\n  size: "
+            "1Ti\n  locations:\n    - {cluster: eu-west-9, role: primary}\n"
+        },
+        "datasets/clickstream.yaml",
+        7,
+        "unknown cluster 'eu-west-9'",
+    ),
+    (
+        "topology-unknown-cluster",
+        {
+            "topology.yaml": "apiVersion: multicluster.io/v1alpha1\nkind: "
+            "Topology\nmetadata: {name: t}\nspec:\n  links:\n    - {from: "
+            "eu-west-1, to: moon-1}\n"
+        },
+        "topology.yaml",
+        6,
+        "unknown cluster 'moon-1'",
+    ),
+    (
+        "cluster-file-name-mismatch",
+        {
+            "clusters/eu-west-3.yaml": CLUSTER.format(name="eu-west-4")
+            + "  kubeconfig: {context: eu-west-4}\n"
+        },
+        "clusters/eu-west-3.yaml",
+        4,
+        "must be declared in clusters/eu-west-4.yaml",
+    ),
+    (
+        "cluster-bad-quantity",
+        {"clusters/eu-west-3.yaml": CLUSTER.format(name="eu-west-3") + "  capacity: {cpu: lots}\n"},
+        "clusters/eu-west-3.yaml",
+        7,
+        "'lots' is not a Kubernetes quantity",
+    ),
+    (
+        "cluster-over-allocated",
+        {
+            "clusters/eu-west-3.yaml": CLUSTER.format(name="eu-west-3")
+            + "  capacity: {cpu: '4'}\n  allocated: {cpu: '5'}\n"
+        },
+        "clusters/eu-west-3.yaml",
+        8,
+        "exceeds the cluster's capacity",
+    ),
+    (
+        "cluster-unknown-field",
+        {"clusters/eu-west-3.yaml": CLUSTER.format(name="eu-west-3") + "  kubeContext: x\n"},
+        "clusters/eu-west-3.yaml",
+        7,
+        "unknown field 'kubeContext'",
+    ),
+    (
+        "cluster-bad-taint",
+        {
+            "clusters/eu-west-3.yaml": CLUSTER.format(name="eu-west-3")
+            + "  taints:\n    - {key: a, effect: Sometimes}\n"
+        },
+        "clusters/eu-west-3.yaml",
+        8,
+        "'Sometimes' is not one of",
+    ),
+    (
+        "cluster-wrong-kind",
+        {"clusters/eu-west-3.yaml": CM.format(name="eu-west-3")},
+        "clusters/eu-west-3.yaml",
+        2,
+        "must hold a multicluster.io/v1alpha1 Cluster",
+    ),
+    (
+        "dro-yaml-operational-key",
+        {"dro.yaml": DRO_YAML + "  interval: 60\n"},
+        "dro.yaml",
+        6,
+        "unknown field 'interval'",
+    ),
+    (
+        "dro-yaml-unknown-k8s-version",
+        {"dro.yaml": DRO_YAML + "  kubernetesVersion: '1.99'\n"},
+        "dro.yaml",
+        6,
+        "no bundled schema",
+    ),
+    (
+        "dro-yaml-water-level-above-one",
+        {"dro.yaml": DRO_YAML + "  waterLevelLimit: {cpu: 1.5}\n"},
+        "dro.yaml",
+        6,
+        "1.5 is greater than the maximum",
+    ),
+    (
+        "dro-yaml-two-documents",
+        {"dro.yaml": DRO_YAML + "  pluginWeights: {Balance: 1}\n---\n" + DRO_YAML},
+        "dro.yaml",
+        8,
+        "exactly one document",
+    ),
+    (
+        "field-patch-bad-path",
+        {
+            P: "apiVersion: multicluster.io/v1alpha1\nkind: "
+            "ClusterOverridePolicy\nmetadata: {name: o}\nspec:\n  "
+            "resourceSelector: {apiVersion: apps/v1, kind: Deployment, "
+            "name: cart, namespace: shop}\n  overrides:\n    - fieldPatches:"
+            " [{path: 'spec..replicas', value: 1}]\n"
+        },
+        P,
+        1,
+        "bad field path 'spec..replicas'",
+    ),
+    (
+        "plaintext-remove-missing",
+        {
+            P: "apiVersion: policy.karmada.io/v1alpha1\nkind: "
+            "OverridePolicy\nmetadata: {name: o, namespace: shop}\nspec:\n"
+            "  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment,"
+            " name: cart}]\n  overrideRules:\n    - overriders:\n        "
+            "plaintext: [{path: /spec/nothing, operator: remove}]\n"
+        },
+        P,
+        1,
+        "plaintext remove /spec/nothing",
+    ),
 ]

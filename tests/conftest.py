@@ -20,15 +20,26 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "example-repo"
-GIT_ENV = {"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
-           "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
-           "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test",
+    "GIT_AUTHOR_EMAIL": "test@example.com",
+    "GIT_COMMITTER_NAME": "Test",
+    "GIT_COMMITTER_EMAIL": "test@example.com",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+}
 
 
 def git(cwd: Path, *args: str) -> str:
     """Run the git CLI in tests (the product itself never does)."""
-    done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
-                          env={**os.environ, **GIT_ENV})
+    done = subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **GIT_ENV},
+    )
     return done.stdout.strip()
 
 
@@ -58,8 +69,13 @@ class SourceRepo:
 
     def branch_sha(self, branch: str) -> str | None:
         """The sha of a branch in the bare repo, or None."""
-        done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"],
-                              cwd=self.bare, capture_output=True, text=True)
+        done = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"],
+            cwd=self.bare,
+            check=False,
+            capture_output=True,
+            text=True,
+        )
         return done.stdout.strip() or None
 
 
@@ -113,10 +129,23 @@ def git_daemon(tmp_path: Path) -> Iterator[Daemon]:
     base.mkdir()
     port = _free_port()
     process = subprocess.Popen(
-        ["timeout", "300", "git", "daemon", "--reuseaddr", "--listen=127.0.0.1",
-         f"--port={port}", f"--base-path={base}", "--export-all", "--enable=receive-pack",
-         str(base)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        [
+            "timeout",
+            "300",
+            "git",
+            "daemon",
+            "--reuseaddr",
+            "--listen=127.0.0.1",
+            f"--port={port}",
+            f"--base-path={base}",
+            "--export-all",
+            "--enable=receive-pack",
+            str(base),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 15
     while True:
         try:

@@ -5,17 +5,25 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from badinputs import CASES
 from conftest import make_source_repo
+
 from reconciler import cli
 
 
-@pytest.mark.parametrize(("files", "path", "line", "fragment"),
-                         [case[1:] for case in CASES], ids=[case[0] for case in CASES])
+@pytest.mark.parametrize(
+    ("files", "path", "line", "fragment"),
+    [case[1:] for case in CASES],
+    ids=[case[0] for case in CASES],
+)
 def test_bad_input_is_reported_and_nothing_is_committed(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], files: dict[str, str | None],
-        path: str, line: int, fragment: str) -> None:
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    files: dict[str, str | None],
+    path: str,
+    line: int,
+    fragment: str,
+) -> None:
     repo = make_source_repo(tmp_path / "src")
     for relative, text in files.items():
         target = repo.work / relative
@@ -25,8 +33,9 @@ def test_bad_input_is_reported_and_nothing_is_committed(
         else:
             target.write_text(text)
     repo.commit("bad change")
-    code = cli.main(["reconcile", "--once", "--repo", str(repo.bare), "--state-dir",
-                     str(tmp_path / "state")])
+    code = cli.main(
+        ["reconcile", "--once", "--repo", str(repo.bare), "--state-dir", str(tmp_path / "state")]
+    )
     out = capsys.readouterr().out
     assert code == 1
     matching = [row for row in out.splitlines() if row.startswith(f"{path}:{line}: ")]
@@ -41,8 +50,9 @@ def test_there_are_at_least_forty_cases() -> None:
     assert len({case[0] for case in CASES}) == len(CASES)
 
 
-def test_a_bad_commit_leaves_the_last_good_state(tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_commit_leaves_the_last_good_state(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     repo = make_source_repo(tmp_path / "src")
     args = ["reconcile", "--once", "--repo", str(repo.bare), "--state-dir", str(tmp_path / "s")]
     assert cli.main(args) == 0

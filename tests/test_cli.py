@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import EXAMPLE, SourceRepo, git
+
 from reconciler import cli
 
 
@@ -29,8 +29,10 @@ def test_schedule_json_has_the_pinned_shape(capsys: pytest.CaptureFixture[str]) 
     assert set(document) == {"source", "decisions"}
     assert document["source"] is None
     decisions = document["decisions"]
-    keys = [(d["resource"]["namespace"], d["resource"]["kind"], d["resource"]["name"])
-            for d in decisions]
+    keys = [
+        (d["resource"]["namespace"], d["resource"]["kind"], d["resource"]["name"])
+        for d in decisions
+    ]
     assert keys == sorted(keys)
     for decision in decisions:
         assert set(decision) == {"resource", "policy", "clusters", "unschedulable"}
@@ -39,8 +41,11 @@ def test_schedule_json_has_the_pinned_shape(capsys: pytest.CaptureFixture[str]) 
         assert names == sorted(names)
     by_name = {(d["resource"]["kind"], d["resource"]["name"]): d for d in decisions}
     frontend = by_name[("Deployment", "frontend")]
-    assert frontend["policy"] == {"kind": "ResourcePlacementPolicy", "namespace": None,
-                                  "name": "shop-web"}
+    assert frontend["policy"] == {
+        "kind": "ResourcePlacementPolicy",
+        "namespace": None,
+        "name": "shop-web",
+    }
     assert sum(c["replicas"] for c in frontend["clusters"]) == 6
     assert by_name[("Deployment", "status-page")]["policy"] is None
     assert all(c["replicas"] is None for c in by_name[("Service", "frontend")]["clusters"])
@@ -51,32 +56,44 @@ def test_schedule_json_has_the_pinned_shape(capsys: pytest.CaptureFixture[str]) 
 
 def test_schedule_yaml_and_table(capsys: pytest.CaptureFixture[str]) -> None:
     code, out = run(capsys, "schedule", str(EXAMPLE), "-o", "yaml")
-    assert code == 0 and out.startswith("decisions:")
+    assert code == 0
+    assert out.startswith("decisions:")
     code, out = run(capsys, "schedule", str(EXAMPLE), "-o", "table")
-    assert code == 0 and "shop/Deployment.apps/frontend" in out and "us-east-gpu" in out
+    assert code == 0
+    assert "shop/Deployment.apps/frontend" in out
+    assert "us-east-gpu" in out
 
 
-def test_unschedulable_message_counts_reasons(tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_unschedulable_message_counts_reasons(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import shutil
+
     repo = tmp_path / "repo"
     shutil.copytree(EXAMPLE, repo)
     (repo / "policies" / "gpu-only.yaml").write_text(
         "apiVersion: multicluster.io/v1alpha1\nkind: ResourcePlacementPolicy\n"
         "metadata: {name: gpu-only, namespace: shop}\nspec:\n"
         "  resourceSelector: {apiVersion: apps/v1, kind: Deployment, name: cart}\n"
-        "  targetClusters: [{selectorType: label, values: ['accelerator=nvidia-a100']}]\n")
+        "  targetClusters: [{selectorType: label, values: ['accelerator=nvidia-a100']}]\n"
+    )
     code, out = run(capsys, "schedule", str(repo), "-o", "json")
     assert code == 0
-    cart = next(d for d in json.loads(out)["decisions"] if d["resource"]["name"] == "cart"
-                and d["resource"]["kind"] == "Deployment")
+    cart = next(
+        d
+        for d in json.loads(out)["decisions"]
+        if d["resource"]["name"] == "cart" and d["resource"]["kind"] == "Deployment"
+    )
     assert cart["clusters"] == []
-    assert cart["unschedulable"] == ("0/7 clusters are available: 6 cluster(s) did not match "
-                                     "the placement's targets, 1 untolerated taint")
+    assert cart["unschedulable"] == (
+        "0/7 clusters are available: 6 cluster(s) did not match "
+        "the placement's targets, 1 untolerated taint"
+    )
 
 
-def test_render_is_byte_identical_across_runs(tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_render_is_byte_identical_across_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     first, second = tmp_path / "one", tmp_path / "two"
     assert run(capsys, "render", str(EXAMPLE), "--out", str(first))[0] == 0
     assert run(capsys, "render", str(EXAMPLE), "--out", str(second))[0] == 0
@@ -86,32 +103,44 @@ def test_render_is_byte_identical_across_runs(tmp_path: Path,
     assert Path("clusters/eu-west-1/kustomization.yaml") in files
     assert Path("decisions/shop/deployment-frontend.yaml") in files
     assert Path("clusters/eu-west-1/_cluster/namespace-shop.yaml") in files
-    assert Path("clusters/eu-west-1/payments/horizontalpodautoscaler.autoscaling-checkout.yaml") \
+    assert (
+        Path("clusters/eu-west-1/payments/horizontalpodautoscaler.autoscaling-checkout.yaml")
         in files
+    )
 
 
-def test_render_refuses_a_non_empty_directory(tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_render_refuses_a_non_empty_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "keep.txt").write_text("mine")
     code = cli.main(["render", str(EXAMPLE), "--out", str(tmp_path)])
     assert code == 1
     assert (tmp_path / "keep.txt").read_text() == "mine"
 
 
-def test_reconcile_commits_once_then_nothing(source_repo: SourceRepo, tmp_path: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
-    args = ("reconcile", "--once", "--repo", str(source_repo.bare), "--state-dir",
-            str(tmp_path / "state"))
+def test_reconcile_commits_once_then_nothing(
+    source_repo: SourceRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = (
+        "reconcile",
+        "--once",
+        "--repo",
+        str(source_repo.bare),
+        "--state-dir",
+        str(tmp_path / "state"),
+    )
     code, out = run(capsys, *args)
     assert code == 0
     assert "apply skipped" in out
     tip = source_repo.branch_sha("dro/rendered")
     assert tip is not None
     source_sha = git(source_repo.bare, "rev-parse", "main")
-    assert f"Dro-Source-Commit: {source_sha}" in git(source_repo.bare, "log", "-1",
-                                                     "--format=%B", tip)
+    assert f"Dro-Source-Commit: {source_sha}" in git(
+        source_repo.bare, "log", "-1", "--format=%B", tip
+    )
     code, out = run(capsys, *args)
-    assert code == 0 and "unchanged (no commit)" in out
+    assert code == 0
+    assert "unchanged (no commit)" in out
     assert source_repo.branch_sha("dro/rendered") == tip
     # A change to one workload touches only that workload's files.
     frontend = source_repo.work / "workloads/shop/frontend.yaml"
@@ -120,7 +149,8 @@ def test_reconcile_commits_once_then_nothing(source_repo: SourceRepo, tmp_path: 
     assert run(capsys, *args)[0] == 0
     new_tip = source_repo.branch_sha("dro/rendered")
     changed = git(source_repo.bare, "diff", "--name-only", tip, str(new_tip)).splitlines()
-    assert changed and all("frontend" in path or path == "README.md" for path in changed)
+    assert changed
+    assert all("frontend" in path or path == "README.md" for path in changed)
     assert "decisions/shop/deployment-frontend.yaml" in changed
 
 

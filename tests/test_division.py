@@ -11,10 +11,19 @@ from reconciler.schedule import division
 WIKIPEDIA = {"PartyA": 100000, "PartyB": 80000, "PartyC": 30000, "PartyD": 20000}
 
 
-@pytest.mark.parametrize(("seats", "expected"), [
-    (1, (1, 0, 0, 0)), (2, (1, 1, 0, 0)), (3, (2, 1, 0, 0)), (4, (2, 1, 1, 0)),
-    (5, (2, 2, 1, 0)), (6, (2, 2, 1, 1)), (7, (3, 2, 1, 1)), (8, (3, 3, 1, 1)),
-])
+@pytest.mark.parametrize(
+    ("seats", "expected"),
+    [
+        (1, (1, 0, 0, 0)),
+        (2, (1, 1, 0, 0)),
+        (3, (2, 1, 0, 0)),
+        (4, (2, 1, 1, 0)),
+        (5, (2, 2, 1, 0)),
+        (6, (2, 2, 1, 1)),
+        (7, (3, 2, 1, 1)),
+        (8, (3, 3, 1, 1)),
+    ],
+)
 # Round 6 is a tie (100000/5 == 20000/1): the party with fewer seats wins it (Karmada ≥ 1.16).
 def test_webster_matches_the_classic_rounds(seats: int, expected: tuple[int, ...]) -> None:
     result = division.webster(seats, WIKIPEDIA)
@@ -22,22 +31,29 @@ def test_webster_matches_the_classic_rounds(seats: int, expected: tuple[int, ...
     assert list(result) == sorted(WIKIPEDIA)
 
 
-@pytest.mark.parametrize(("seats", "votes", "initial", "expected"), [
-    (4, {"Alpha": 1200, "Beta": 900, "Gamma": 400}, None, {"Alpha": 2, "Beta": 1, "Gamma": 1}),
-    (1, {}, None, {}),
-    (0, {"PartyA": 100, "PartyB": 200}, None, {"PartyA": 0, "PartyB": 0}),
-    (1, {"PartyA": 1, "PartyB": 2}, None, {"PartyA": 0, "PartyB": 1}),
-    (1, {"PartyA": 0, "PartyB": 0}, {"PartyA": 2, "PartyB": 1}, {"PartyA": 2, "PartyB": 2}),
-    (1, {"PartyA": 3, "PartyB": 1}, {"PartyA": 1, "PartyB": 0}, {"PartyA": 1, "PartyB": 1}),
-    (1, {"PartyA": 1, "PartyB": 1}, None, {"PartyA": 1, "PartyB": 0}),
-    (2, {"NewParty1": 1, "NewParty2": 1}, {"OldParty": 0},
-     {"NewParty1": 1, "NewParty2": 1, "OldParty": 0}),
-    (2, {"OldParty": 1, "NewParty": 1}, {"OldParty": 1}, {"NewParty": 2, "OldParty": 1}),
-    (2, {"PartyA": 100}, {"PartyB": 3}, {"PartyA": 2, "PartyB": 3}),
-])
-def test_webster_karmada_vectors(seats: int, votes: dict[str, int],
-                                 initial: dict[str, int] | None,
-                                 expected: dict[str, int]) -> None:
+@pytest.mark.parametrize(
+    ("seats", "votes", "initial", "expected"),
+    [
+        (4, {"Alpha": 1200, "Beta": 900, "Gamma": 400}, None, {"Alpha": 2, "Beta": 1, "Gamma": 1}),
+        (1, {}, None, {}),
+        (0, {"PartyA": 100, "PartyB": 200}, None, {"PartyA": 0, "PartyB": 0}),
+        (1, {"PartyA": 1, "PartyB": 2}, None, {"PartyA": 0, "PartyB": 1}),
+        (1, {"PartyA": 0, "PartyB": 0}, {"PartyA": 2, "PartyB": 1}, {"PartyA": 2, "PartyB": 2}),
+        (1, {"PartyA": 3, "PartyB": 1}, {"PartyA": 1, "PartyB": 0}, {"PartyA": 1, "PartyB": 1}),
+        (1, {"PartyA": 1, "PartyB": 1}, None, {"PartyA": 1, "PartyB": 0}),
+        (
+            2,
+            {"NewParty1": 1, "NewParty2": 1},
+            {"OldParty": 0},
+            {"NewParty1": 1, "NewParty2": 1, "OldParty": 0},
+        ),
+        (2, {"OldParty": 1, "NewParty": 1}, {"OldParty": 1}, {"NewParty": 2, "OldParty": 1}),
+        (2, {"PartyA": 100}, {"PartyB": 3}, {"PartyA": 2, "PartyB": 3}),
+    ],
+)
+def test_webster_karmada_vectors(
+    seats: int, votes: dict[str, int], initial: dict[str, int] | None, expected: dict[str, int]
+) -> None:
     assert division.webster(seats, votes, initial) == expected
 
 
@@ -55,34 +71,66 @@ def test_fnv1a_32_known_values() -> None:
     assert division.fnv1a_32("foobar") == 0xBF9CF968
 
 
-@pytest.mark.parametrize(("strategy", "replicas", "kwargs", "expected"), [
-    ("Duplicated", 3, {}, {"m1": 3, "m2": 3, "m3": 3}),
-    ("StaticWeight", 14, {"static_weights": [("m1", 3), ("m2", 2), ("m3", 1)]},
-     {"m1": 7, "m2": 5, "m3": 2}),
-    ("StaticWeight", 6, {"static_weights": [("m1", 1), ("m1", 3), ("m2", 1)]},
-     {"m1": 4, "m2": 2}),
-    ("StaticWeight", 4, {"static_weights": [("m1", 0), ("m2", 1)]}, {"m2": 4}),
-    ("StaticWeight", 3, {"static_weights": [("m1", 0)]}, {"m1": 1, "m2": 1, "m3": 1}),
-    ("StaticWeight", 3, {}, {"m1": 1, "m2": 1, "m3": 1}),
-    ("DynamicWeight", 12, {"available": {"m1": 8, "m2": 8, "m3": 10}},
-     {"m1": 4, "m2": 4, "m3": 4}),
-    ("Aggregated", 24, {"available": {"m1": 4, "m2": 6, "m3": 8},
-                        "previous": {"m1": 4, "m2": 8}}, {"m1": 7, "m2": 12, "m3": 5}),
-    ("Aggregated", 12, {"available": {"m1": 10, "m2": 8, "m3": 0}}, {"m1": 7, "m2": 5}),
-    ("DynamicWeight", 6, {"available": {"m1": 9, "m2": 9}, "previous": {"m1": 8, "m2": 4}},
-     {"m1": 4, "m2": 2}),
-    ("DynamicWeight", 12, {"available": {"m1": 1}, "previous": {"m1": 8, "m2": 4, "m3": 0}},
-     {"m1": 8, "m2": 4}),
-])
-def test_assign_karmada_vectors(strategy: str, replicas: int, kwargs: dict[str, object],
-                                expected: dict[str, int]) -> None:
+@pytest.mark.parametrize(
+    ("strategy", "replicas", "kwargs", "expected"),
+    [
+        ("Duplicated", 3, {}, {"m1": 3, "m2": 3, "m3": 3}),
+        (
+            "StaticWeight",
+            14,
+            {"static_weights": [("m1", 3), ("m2", 2), ("m3", 1)]},
+            {"m1": 7, "m2": 5, "m3": 2},
+        ),
+        (
+            "StaticWeight",
+            6,
+            {"static_weights": [("m1", 1), ("m1", 3), ("m2", 1)]},
+            {"m1": 4, "m2": 2},
+        ),
+        ("StaticWeight", 4, {"static_weights": [("m1", 0), ("m2", 1)]}, {"m2": 4}),
+        ("StaticWeight", 3, {"static_weights": [("m1", 0)]}, {"m1": 1, "m2": 1, "m3": 1}),
+        ("StaticWeight", 3, {}, {"m1": 1, "m2": 1, "m3": 1}),
+        (
+            "DynamicWeight",
+            12,
+            {"available": {"m1": 8, "m2": 8, "m3": 10}},
+            {"m1": 4, "m2": 4, "m3": 4},
+        ),
+        (
+            "Aggregated",
+            24,
+            {"available": {"m1": 4, "m2": 6, "m3": 8}, "previous": {"m1": 4, "m2": 8}},
+            {"m1": 7, "m2": 12, "m3": 5},
+        ),
+        ("Aggregated", 12, {"available": {"m1": 10, "m2": 8, "m3": 0}}, {"m1": 7, "m2": 5}),
+        (
+            "DynamicWeight",
+            6,
+            {"available": {"m1": 9, "m2": 9}, "previous": {"m1": 8, "m2": 4}},
+            {"m1": 4, "m2": 2},
+        ),
+        (
+            "DynamicWeight",
+            12,
+            {"available": {"m1": 1}, "previous": {"m1": 8, "m2": 4, "m3": 0}},
+            {"m1": 8, "m2": 4},
+        ),
+    ],
+)
+def test_assign_karmada_vectors(
+    strategy: str, replicas: int, kwargs: dict[str, object], expected: dict[str, int]
+) -> None:
     assert division.assign(strategy, replicas, ["m1", "m2", "m3"], **kwargs) == expected  # type: ignore[arg-type]
 
 
 def test_aggregated_after_a_cluster_is_lost() -> None:
-    result = division.assign("Aggregated", 24, ["m1", "m3", "m4"],
-                             available={"m1": 4, "m3": 8, "m4": 12},
-                             previous={"m1": 4, "m2": 8})
+    result = division.assign(
+        "Aggregated",
+        24,
+        ["m1", "m3", "m4"],
+        available={"m1": 4, "m3": 8, "m4": 12},
+        previous={"m1": 4, "m2": 8},
+    )
     assert result == {"m1": 7, "m3": 7, "m4": 10}
 
 
@@ -92,8 +140,14 @@ def test_short_capacity_is_all_or_nothing() -> None:
 
 
 def test_fresh_counts_previous_replicas_as_available() -> None:
-    result = division.assign("DynamicWeight", 6, ["m1", "m2"], available={"m1": 0, "m2": 3},
-                             previous={"m1": 3}, fresh=True)
+    result = division.assign(
+        "DynamicWeight",
+        6,
+        ["m1", "m2"],
+        available={"m1": 0, "m2": 3},
+        previous={"m1": 3},
+        fresh=True,
+    )
     assert result == {"m1": 3, "m2": 3}
 
 
@@ -102,16 +156,20 @@ def test_unknown_strategy_is_rejected() -> None:
         division.assign("Random", 1, ["a"])
 
 
-names = st.lists(st.text("abcdefgh", min_size=1, max_size=4), min_size=1, max_size=8,
-                 unique=True)
+names = st.lists(st.text("abcdefgh", min_size=1, max_size=4), min_size=1, max_size=8, unique=True)
 
 
 @settings(max_examples=200, deadline=None)
-@given(votes=st.dictionaries(st.text("abcxyz", min_size=1, max_size=3),
-                             st.integers(0, 1000), min_size=1, max_size=8),
-       seats=st.integers(0, 60), uid=st.text(max_size=8))
-def test_webster_preserves_total_and_is_monotone(votes: dict[str, int], seats: int,
-                                                 uid: str) -> None:
+@given(
+    votes=st.dictionaries(
+        st.text("abcxyz", min_size=1, max_size=3), st.integers(0, 1000), min_size=1, max_size=8
+    ),
+    seats=st.integers(0, 60),
+    uid=st.text(max_size=8),
+)
+def test_webster_preserves_total_and_is_monotone(
+    votes: dict[str, int], seats: int, uid: str
+) -> None:
     result = division.webster(seats, votes, uid=uid)
     assert sum(result.values()) == seats
     bigger = division.webster(seats + 1, votes, uid=uid)
@@ -121,26 +179,28 @@ def test_webster_preserves_total_and_is_monotone(votes: dict[str, int], seats: i
 
 @settings(max_examples=200, deadline=None)
 @given(clusters=names, data=st.data(), replicas=st.integers(0, 50), uid=st.text(max_size=6))
-def test_static_division_is_order_independent_and_exact(clusters: list[str], data: st.DataObject,
-                                                        replicas: int, uid: str) -> None:
+def test_static_division_is_order_independent_and_exact(
+    clusters: list[str], data: st.DataObject, replicas: int, uid: str
+) -> None:
     weights = [(name, data.draw(st.integers(0, 9))) for name in clusters]
     result = division.assign("StaticWeight", replicas, clusters, static_weights=weights, uid=uid)
     shuffled = data.draw(st.permutations(clusters))
-    again = division.assign("StaticWeight", replicas, shuffled,
-                            static_weights=list(reversed(weights)), uid=uid)
+    again = division.assign(
+        "StaticWeight", replicas, shuffled, static_weights=list(reversed(weights)), uid=uid
+    )
     assert result == again
     assert sum(result.values()) == replicas
     assert set(result) <= set(clusters)
     assert all(count > 0 for count in result.values())
-    more = division.assign("StaticWeight", replicas + 1, clusters, static_weights=weights,
-                           uid=uid)
+    more = division.assign("StaticWeight", replicas + 1, clusters, static_weights=weights, uid=uid)
     assert all(more.get(name, 0) >= count for name, count in result.items())
 
 
 @settings(max_examples=200, deadline=None)
 @given(clusters=names, data=st.data(), replicas=st.integers(1, 40))
 def test_dynamic_division_never_exceeds_total_or_leaves_candidates(
-        clusters: list[str], data: st.DataObject, replicas: int) -> None:
+    clusters: list[str], data: st.DataObject, replicas: int
+) -> None:
     available = {name: data.draw(st.integers(0, 20)) for name in clusters}
     strategy = data.draw(st.sampled_from(["DynamicWeight", "Aggregated"]))
     try:

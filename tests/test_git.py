@@ -6,20 +6,25 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from conftest import Daemon, SourceRepo, git, make_source_repo
+
 from reconciler import commit, gitrepo, load
 from reconciler.errors import UsageError
 
 
-def test_clone_and_fetch_over_git_protocol(served_repo: tuple[SourceRepo, str],
-                                           tmp_path: Path) -> None:
+def test_clone_and_fetch_over_git_protocol(
+    served_repo: tuple[SourceRepo, str], tmp_path: Path
+) -> None:
     repo, url = served_repo
     first = load.from_git(url, "main", tmp_path / "state")
     assert first.commit == git(repo.work, "rev-parse", "HEAD")
     assert "dro.yaml" in {f.path for f in first.files}
-    repo.write({"workloads/shop/extra.yaml": "apiVersion: v1\nkind: ConfigMap\n"
-                                             "metadata: {name: extra, namespace: shop}\n"})
+    repo.write(
+        {
+            "workloads/shop/extra.yaml": "apiVersion: v1\nkind: ConfigMap\n"
+            "metadata: {name: extra, namespace: shop}\n"
+        }
+    )
     second_sha = repo.commit("add a ConfigMap")
     second = load.from_git(url, "main", tmp_path / "state")
     assert second.commit == second_sha
@@ -28,13 +33,16 @@ def test_clone_and_fetch_over_git_protocol(served_repo: tuple[SourceRepo, str],
 
 
 @pytest.mark.parametrize("kind", ["branch", "tag", "sha"])
-def test_ref_resolves_as_branch_tag_or_sha(source_repo: SourceRepo, tmp_path: Path,
-                                           kind: str) -> None:
+def test_ref_resolves_as_branch_tag_or_sha(
+    source_repo: SourceRepo, tmp_path: Path, kind: str
+) -> None:
     sha = git(source_repo.work, "rev-parse", "HEAD")
     git(source_repo.work, "tag", "v1")
     git(source_repo.work, "push", "--quiet", "origin", "v1")
     git(source_repo.work, "checkout", "--quiet", "-b", "feature")
-    source_repo.write({"workloads/new.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: n}\n"})
+    source_repo.write(
+        {"workloads/new.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: n}\n"}
+    )
     git(source_repo.work, "add", "--all")
     git(source_repo.work, "commit", "--quiet", "-m", "feature")
     git(source_repo.work, "push", "--quiet", "origin", "feature")
@@ -50,8 +58,9 @@ def test_missing_ref_names_the_ref(source_repo: SourceRepo, tmp_path: Path) -> N
 
 def test_only_source_folders_are_read(tmp_path: Path) -> None:
     repo = make_source_repo(tmp_path)
-    repo.write({"notes.txt": "hello", "clusters/.hidden.yaml": "a: 1\n",
-                "workloads/readme.md": "# no"})
+    repo.write(
+        {"notes.txt": "hello", "clusters/.hidden.yaml": "a: 1\n", "workloads/readme.md": "# no"}
+    )
     repo.commit()
     source = load.from_git(str(repo.bare), "main", tmp_path / "state")
     paths = {f.path for f in source.files}
@@ -65,15 +74,23 @@ def test_publish_commits_once_with_trailers(source_repo: SourceRepo, tmp_path: P
     url, state = str(source_repo.bare), tmp_path / "state"
     load.from_git(url, "main", state)
     tree = {"README.md": b"hi\n", "clusters/a/x.yaml": b"a: 1\n"}
-    first = commit.publish(url, state, branch="dro/rendered", tree=tree, source_sha="abc123",
-                           commit_time=1_700_000_000)
-    assert first.commit is not None and first.pushed
+    first = commit.publish(
+        url, state, branch="dro/rendered", tree=tree, source_sha="abc123", commit_time=1_700_000_000
+    )
+    assert first.commit is not None
+    assert first.pushed
     assert source_repo.branch_sha("dro/rendered") == first.commit
     body = git(source_repo.bare, "log", "-1", "--format=%B", "dro/rendered")
     assert "Dro-Source-Commit: abc123" in body
     assert "Dro-Observations: declared" in body
-    again = commit.publish(url, state, branch="dro/rendered", tree=dict(tree),
-                           source_sha="def456", commit_time=1_700_000_100)
+    again = commit.publish(
+        url,
+        state,
+        branch="dro/rendered",
+        tree=dict(tree),
+        source_sha="def456",
+        commit_time=1_700_000_100,
+    )
     assert again.commit is None
     assert source_repo.branch_sha("dro/rendered") == first.commit
 
@@ -85,14 +102,16 @@ def test_one_changed_file_changes_one_path(source_repo: SourceRepo, tmp_path: Pa
     first = commit.publish(url, state, branch="out", tree=tree, source_sha="a", commit_time=1)
     tree["clusters/c7/x.yaml"] = b"n: changed\n"
     second = commit.publish(url, state, branch="out", tree=tree, source_sha="b", commit_time=2)
-    assert first.commit and second.commit
+    assert first.commit
+    assert second.commit
     changed = git(source_repo.bare, "diff", "--name-only", first.commit, second.commit)
     assert changed.splitlines() == ["clusters/c7/x.yaml"]
     assert git(source_repo.bare, "rev-parse", f"{second.commit}^") == first.commit
 
 
-def test_concurrent_push_race_rebuilds_on_the_new_tip(served_repo: tuple[SourceRepo, str],
-                                                      tmp_path: Path) -> None:
+def test_concurrent_push_race_rebuilds_on_the_new_tip(
+    served_repo: tuple[SourceRepo, str], tmp_path: Path
+) -> None:
     repo, url = served_repo
     state_a, state_b = tmp_path / "a", tmp_path / "b"
     load.from_git(url, "main", state_a)
@@ -102,12 +121,18 @@ def test_concurrent_push_race_rebuilds_on_the_new_tip(served_repo: tuple[SourceR
 
     def run(name: str, state: Path) -> None:
         barrier.wait()
-        results[name] = commit.publish(url, state, branch="dro/rendered",
-                                       tree={"who.txt": name.encode()}, source_sha=name,
-                                       commit_time=10)
+        results[name] = commit.publish(
+            url,
+            state,
+            branch="dro/rendered",
+            tree={"who.txt": name.encode()},
+            source_sha=name,
+            commit_time=10,
+        )
 
-    threads = [threading.Thread(target=run, args=(n, s)) for n, s in (("a", state_a),
-                                                                      ("b", state_b))]
+    threads = [
+        threading.Thread(target=run, args=(n, s)) for n, s in (("a", state_a), ("b", state_b))
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -122,36 +147,56 @@ def test_concurrent_push_race_rebuilds_on_the_new_tip(served_repo: tuple[SourceR
     assert git(repo.bare, "show", f"{tip}:who.txt") == loser
 
 
-def test_non_fast_forward_is_retried_on_the_new_tip(served_repo: tuple[SourceRepo, str],
-                                                    tmp_path: Path) -> None:
+def test_non_fast_forward_is_retried_on_the_new_tip(
+    served_repo: tuple[SourceRepo, str], tmp_path: Path
+) -> None:
     repo, url = served_repo
     state_a, state_b = tmp_path / "a", tmp_path / "b"
     load.from_git(url, "main", state_a)
     load.from_git(url, "main", state_b)
-    first = commit.publish(url, state_b, branch="out", tree={"f": b"b"}, source_sha="b",
-                           commit_time=5)
-    second = commit.publish(url, state_a, branch="out", tree={"f": b"a"}, source_sha="a",
-                            commit_time=6)
-    assert second.attempts == 2 and second.pushed
+    first = commit.publish(
+        url, state_b, branch="out", tree={"f": b"b"}, source_sha="b", commit_time=5
+    )
+    second = commit.publish(
+        url, state_a, branch="out", tree={"f": b"a"}, source_sha="a", commit_time=6
+    )
+    assert second.attempts == 2
+    assert second.pushed
     assert git(repo.bare, "rev-parse", "out^") == first.commit
 
 
 def test_credentials_never_appear_in_urls_shown() -> None:
-    assert gitrepo.redact("https://user:s3cret@example.com/org/repo.git") == \
-        "https://example.com/org/repo.git"
-    assert "s3cret" not in str(gitrepo.cache_path(Path("/state"),
-                                                  "https://user:s3cret@example.com/r.git"))
+    assert (
+        gitrepo.redact("https://user:s3cret@example.com/org/repo.git")
+        == "https://example.com/org/repo.git"
+    )
+    assert "s3cret" not in str(
+        gitrepo.cache_path(Path("/state"), "https://user:s3cret@example.com/r.git")
+    )
 
 
-def test_previous_state_reads_only_decisions_and_status(source_repo: SourceRepo,
-                                                        tmp_path: Path) -> None:
+def test_previous_state_reads_only_decisions_and_status(
+    source_repo: SourceRepo, tmp_path: Path
+) -> None:
     url, state = str(source_repo.bare), tmp_path / "state"
     load.from_git(url, "main", state)
-    commit.publish(url, state, branch="dro/rendered", commit_time=1, source_sha="x",
-                   tree={"decisions/shop/d.yaml": b"d\n", "status/clusters/c.yaml": b"s\n",
-                         "clusters/c/shop/d.yaml": b"m\n", "README.md": b"r\n"})
+    commit.publish(
+        url,
+        state,
+        branch="dro/rendered",
+        commit_time=1,
+        source_sha="x",
+        tree={
+            "decisions/shop/d.yaml": b"d\n",
+            "status/clusters/c.yaml": b"s\n",
+            "clusters/c/shop/d.yaml": b"m\n",
+            "README.md": b"r\n",
+        },
+    )
     assert load.previous_state(url, "dro/rendered", state) == {
-        "decisions/shop/d.yaml": b"d\n", "status/clusters/c.yaml": b"s\n"}
+        "decisions/shop/d.yaml": b"d\n",
+        "status/clusters/c.yaml": b"s\n",
+    }
 
 
 def test_daemon_is_loopback_only(git_daemon: Daemon) -> None:

@@ -13,9 +13,21 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_wheel_ships_schemas_and_runs(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "--wheel-dir", str(wheels), str(ROOT)],
-        check=True, capture_output=True)
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--wheel-dir",
+            str(wheels),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+    )
     (wheel,) = wheels.glob("dro-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     shipped = {Path(n).name for n in names if n.startswith("reconciler/schemas/")}
@@ -24,15 +36,38 @@ def test_wheel_ships_schemas_and_runs(tmp_path: Path) -> None:
     assert in_repo <= shipped
 
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                    "--target", str(target), str(wheel)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+    )
     # Run from an unrelated directory so the source tree cannot be imported by accident.
     env = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"}
     probe = subprocess.run(
         [sys.executable, "-c", "import reconciler, sys; print(reconciler.__file__)"],
-        cwd=tmp_path, env=env, check=True, capture_output=True, text=True)
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     assert probe.stdout.startswith(str(target))
     done = subprocess.run(
         [sys.executable, "-m", "reconciler.cli", "validate", str(ROOT / "example-repo")],
-        cwd=tmp_path, env=env, capture_output=True, text=True)
+        check=False,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stdout + done.stderr

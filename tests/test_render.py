@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import EXAMPLE, ROOT
+
 from reconciler import load, render, schedule, validate, yamlio
 
 GOLDEN = ROOT / "tests" / "golden" / "example"
@@ -28,8 +28,9 @@ def test_example_render_matches_golden_files() -> None:
         for relative, data in tree.items():
             (GOLDEN / relative).parent.mkdir(parents=True, exist_ok=True)
             (GOLDEN / relative).write_bytes(data)
-    on_disk = {p.relative_to(GOLDEN).as_posix(): p.read_bytes()
-               for p in GOLDEN.rglob("*") if p.is_file()}
+    on_disk = {
+        p.relative_to(GOLDEN).as_posix(): p.read_bytes() for p in GOLDEN.rglob("*") if p.is_file()
+    }
     assert sorted(on_disk) == sorted(tree), "refresh with DRO_UPDATE_GOLDEN=1 and review the diff"
     different = [path for path in tree if tree[path] != on_disk[path]]
     assert different == []
@@ -52,14 +53,18 @@ def test_overrides_stack_cluster_wide_then_namespaced() -> None:
     assert body["metadata"]["labels"]["data-residency"] == "eu"
     assert body["metadata"]["annotations"]["shop.example.com/cdn"] == "eu-edge"
     assert body["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "dro"
-    assert body["metadata"]["annotations"]["multicluster.io/placement"] == \
-        "apps/Deployment/shop/frontend"
+    assert (
+        body["metadata"]["annotations"]["multicluster.io/placement"]
+        == "apps/Deployment/shop/frontend"
+    )
     us = yamlio.parse_documents("x", tree["clusters/us-east-1/shop/deployment-frontend.yaml"])
     assert us[0].body["spec"]["replicas"] == 5  # the override of spec.replicas wins
     ap = yamlio.parse_documents("x", tree["clusters/ap-south-1/shop/deployment-frontend.yaml"])
     ap_body = ap[0].body
-    assert ap_body["spec"]["template"]["spec"]["containers"][0]["image"] == \
-        "ap.registry.example.com/shop/frontend:3.4.1"
+    assert (
+        ap_body["spec"]["template"]["spec"]["containers"][0]["image"]
+        == "ap.registry.example.com/shop/frontend:3.4.1"
+    )
     assert ap_body["metadata"]["labels"]["mirror"] == "ap-south"
     assert ap_body["spec"]["template"]["spec"]["priorityClassName"] == "regional-standard"
 
@@ -69,28 +74,42 @@ def test_kustomization_lists_every_file_of_its_cluster() -> None:
     for cluster in ("eu-west-1", "us-east-gpu"):
         listed = yamlio.parse_documents("k", tree[f"clusters/{cluster}/kustomization.yaml"])
         resources = listed[0].body["resources"]
-        present = sorted(p.split("/", 2)[2] for p in tree
-                         if p.startswith(f"clusters/{cluster}/") and
-                         not p.endswith("kustomization.yaml"))
+        present = sorted(
+            p.split("/", 2)[2]
+            for p in tree
+            if p.startswith(f"clusters/{cluster}/") and not p.endswith("kustomization.yaml")
+        )
         assert resources == present
 
 
 def test_secret_is_rendered_as_written() -> None:
     tree = example_tree()
-    secret = yamlio.parse_documents("s", tree["clusters/us-east-1/payments/"
-                                              "secret-ledger-db-credentials.yaml"])[0].body
+    secret = yamlio.parse_documents(
+        "s", tree["clusters/us-east-1/payments/secret-ledger-db-credentials.yaml"]
+    )[0].body
     assert secret["stringData"]["POSTGRES_USER"] == "ledger"
 
 
-@pytest.mark.parametrize(("cluster", "key_group", "expected"), [
-    ("c1", ("apps", "Deployment", "prod", "web"), "clusters/c1/prod/deployment-web.yaml"),
-    ("c1", ("", "Namespace", "", "prod"), "clusters/c1/_cluster/namespace-prod.yaml"),
-    ("c1", ("networking.k8s.io", "Ingress", "prod", "web"),
-     "clusters/c1/prod/ingress.networking.k8s.io-web.yaml"),
-    ("c1", ("", "ConfigMap", "prod", "Web-Config"), "clusters/c1/prod/configmap-web-config.yaml"),
-])
+@pytest.mark.parametrize(
+    ("cluster", "key_group", "expected"),
+    [
+        ("c1", ("apps", "Deployment", "prod", "web"), "clusters/c1/prod/deployment-web.yaml"),
+        ("c1", ("", "Namespace", "", "prod"), "clusters/c1/_cluster/namespace-prod.yaml"),
+        (
+            "c1",
+            ("networking.k8s.io", "Ingress", "prod", "web"),
+            "clusters/c1/prod/ingress.networking.k8s.io-web.yaml",
+        ),
+        (
+            "c1",
+            ("", "ConfigMap", "prod", "Web-Config"),
+            "clusters/c1/prod/configmap-web-config.yaml",
+        ),
+    ],
+)
 def test_object_paths(cluster: str, key_group: tuple[str, str, str, str], expected: str) -> None:
     from reconciler.domain import ResourceKey
+
     assert render.object_path(cluster, ResourceKey(*key_group)) == expected
 
 

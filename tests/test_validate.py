@@ -10,7 +10,8 @@ from reconciler import validate
 from reconciler.domain import Source, SourceFile
 from reconciler.errors import Severity, ValidationFailed
 
-CLUSTERS = {f"clusters/{name}.yaml": textwrap.dedent(f"""\
+CLUSTERS = {
+    f"clusters/{name}.yaml": textwrap.dedent(f"""\
     apiVersion: multicluster.io/v1alpha1
     kind: Cluster
     metadata:
@@ -19,9 +20,13 @@ CLUSTERS = {f"clusters/{name}.yaml": textwrap.dedent(f"""\
     spec:
       capacity: {{cpu: "100", memory: 400Gi, pods: "1000"}}
       allocated: {{cpu: "10", memory: 40Gi, pods: "100"}}
-    """) for name, region, provider in [("eu-west-1", "eu-west", "aws"),
-                                        ("us-east-1", "us-east", "aws"),
-                                        ("us-east-2", "us-east", "gcp")]}
+    """)
+    for name, region, provider in [
+        ("eu-west-1", "eu-west", "aws"),
+        ("us-east-1", "us-east", "aws"),
+        ("us-east-2", "us-east", "gcp"),
+    ]
+}
 
 PINNED = {
     "clusters/eu-west-1.yaml": """\
@@ -91,8 +96,9 @@ spec: {resourceType: Deployment, targetClusters: [eu-west-1, us-east-1]}
 
 def source(files: dict[str, str]) -> Source:
     merged = {**CLUSTERS, **files}
-    return Source(files=tuple(SourceFile(path=p, data=t.encode())
-                              for p, t in sorted(merged.items())))
+    return Source(
+        files=tuple(SourceFile(path=p, data=t.encode()) for p, t in sorted(merged.items()))
+    )
 
 
 def test_pinned_documents_validate_exactly_as_written() -> None:
@@ -124,25 +130,42 @@ spec:
 """
 
 
-@pytest.mark.parametrize(("placement", "strategy", "weights"), [
-    ("    clusterAffinity: {clusterNames: [eu-west-1]}", "Duplicated", 0),
-    ("    replicaScheduling: {replicaSchedulingType: Divided}", "StaticWeight", 0),
-    ("    replicaScheduling: {replicaSchedulingType: Divided, replicaDivisionPreference: "
-     "Aggregated}", "Aggregated", 0),
-    ("    replicaScheduling:\n      replicaSchedulingType: Divided\n      weightPreference: "
-     "{dynamicWeight: AvailableReplicas, staticWeightList: [{targetCluster: {clusterNames: "
-     "[eu-west-1]}, weight: 2}]}", "DynamicWeight", 0),
-    ("    replicaScheduling:\n      replicaSchedulingType: Divided\n      weightPreference:\n"
-     "        staticWeightList:\n          - {targetCluster: {clusterNames: [eu-west-1]}, "
-     "weight: 2}\n          - {targetCluster: {labelSelector: {matchLabels: {region: "
-     "us-east}}}, weight: 1}", "StaticWeight", 2),
-])
+@pytest.mark.parametrize(
+    ("placement", "strategy", "weights"),
+    [
+        ("    clusterAffinity: {clusterNames: [eu-west-1]}", "Duplicated", 0),
+        ("    replicaScheduling: {replicaSchedulingType: Divided}", "StaticWeight", 0),
+        (
+            "    replicaScheduling: {replicaSchedulingType: Divided, replicaDivisionPreference: "
+            "Aggregated}",
+            "Aggregated",
+            0,
+        ),
+        (
+            "    replicaScheduling:\n      replicaSchedulingType: Divided\n      weightPreference: "
+            "{dynamicWeight: AvailableReplicas, staticWeightList: [{targetCluster: {clusterNames: "
+            "[eu-west-1]}, weight: 2}]}",
+            "DynamicWeight",
+            0,
+        ),
+        (
+            "    replicaScheduling:\n      replicaSchedulingType: Divided\n"
+            "      weightPreference:\n"
+            "        staticWeightList:\n          - {targetCluster: {clusterNames: [eu-west-1]}, "
+            "weight: 2}\n          - {targetCluster: {labelSelector: {matchLabels: {region: "
+            "us-east}}}, weight: 1}",
+            "StaticWeight",
+            2,
+        ),
+    ],
+)
 def test_karmada_defaults(placement: str, strategy: str, weights: int) -> None:
     spec = validate.spec(source({"policies/k.yaml": KARMADA.format(placement=placement)}))
     (policy,) = spec.placement_policies
     assert policy.placement.replicas.strategy == strategy
     assert len(policy.placement.replicas.static_weights) == weights
-    assert policy.namespaced and policy.selectors[0].namespace == "shop"
+    assert policy.namespaced
+    assert policy.selectors[0].namespace == "shop"
     assert policy.dro_extensions is False
 
 
@@ -160,9 +183,11 @@ spec:
 
 def rpp(name: str, selector: str, namespace: str | None = None, priority: int = 0) -> str:
     ns = f", namespace: {namespace}" if namespace else ""
-    return (f"apiVersion: multicluster.io/v1alpha1\nkind: ResourcePlacementPolicy\n"
-            f"metadata: {{name: {name}{ns}}}\nspec:\n  priority: {priority}\n"
-            f"  resourceSelector: {selector}\n")
+    return (
+        f"apiVersion: multicluster.io/v1alpha1\nkind: ResourcePlacementPolicy\n"
+        f"metadata: {{name: {name}{ns}}}\nspec:\n  priority: {priority}\n"
+        f"  resourceSelector: {selector}\n"
+    )
 
 
 BY_NAME = "{apiVersion: apps/v1, kind: Deployment, name: web}"
@@ -170,19 +195,25 @@ BY_LABEL = "{apiVersion: apps/v1, kind: Deployment, labelSelector: {matchLabels:
 BY_KIND = "{apiVersion: apps/v1, kind: Deployment}"
 
 
-@pytest.mark.parametrize(("policies", "winner"), [
-    ({"a": rpp("a", BY_KIND, "shop"), "b": rpp("b", BY_NAME, priority=100)}, "a"),
-    ({"a": rpp("a", BY_NAME), "b": rpp("b", BY_KIND, priority=1)}, "b"),
-    ({"a": rpp("a", BY_KIND), "b": rpp("b", BY_LABEL)}, "b"),
-    ({"a": rpp("a", BY_NAME), "b": rpp("b", BY_LABEL)}, "a"),
-])
-def test_precedence_namespaced_then_priority_then_specificity(policies: dict[str, str],
-                                                              winner: str) -> None:
+@pytest.mark.parametrize(
+    ("policies", "winner"),
+    [
+        ({"a": rpp("a", BY_KIND, "shop"), "b": rpp("b", BY_NAME, priority=100)}, "a"),
+        ({"a": rpp("a", BY_NAME), "b": rpp("b", BY_KIND, priority=1)}, "b"),
+        ({"a": rpp("a", BY_KIND), "b": rpp("b", BY_LABEL)}, "b"),
+        ({"a": rpp("a", BY_NAME), "b": rpp("b", BY_LABEL)}, "a"),
+    ],
+)
+def test_precedence_namespaced_then_priority_then_specificity(
+    policies: dict[str, str], winner: str
+) -> None:
     from reconciler import claims
+
     files = {f"policies/{n}.yaml": text for n, text in policies.items()}
     spec = validate.spec(source({"workloads/web.yaml": DEPLOY, **files}))
     claim = claims.claim(spec.placement_policies, spec.workloads[0])
-    assert claim.policy is not None and claim.policy.ref.name == winner
+    assert claim.policy is not None
+    assert claim.policy.ref.name == winner
     assert claim.tied_with == ()
 
 
@@ -197,9 +228,12 @@ def test_tie_names_both_files() -> None:
 
 
 def test_all_errors_are_reported_in_one_pass() -> None:
-    files = {"workloads/a.yaml": "a: [\n", "workloads/b.yaml": "x: 1\nx: 2\n",
-             "clusters/us-east-1.yaml": "apiVersion: multicluster.io/v1alpha1\nkind: Cluster\n"
-                                        "metadata: {name: us-east-1}\nspec: {capacity: {cpu: x}}\n"}
+    files = {
+        "workloads/a.yaml": "a: [\n",
+        "workloads/b.yaml": "x: 1\nx: 2\n",
+        "clusters/us-east-1.yaml": "apiVersion: multicluster.io/v1alpha1\nkind: Cluster\n"
+        "metadata: {name: us-east-1}\nspec: {capacity: {cpu: x}}\n",
+    }
     with pytest.raises(ValidationFailed) as failed:
         validate.spec(source(files))
     paths = [p.path for p in failed.value.problems]
@@ -211,7 +245,8 @@ def test_custom_resource_without_crd_is_a_warning() -> None:
     result = validate.check(source({"workloads/w.yaml": text}))
     assert result.spec is not None
     (warning,) = result.problems
-    assert warning.severity is Severity.WARNING and warning.line == 2
+    assert warning.severity is Severity.WARNING
+    assert warning.line == 2
 
 
 def test_custom_resource_is_checked_against_its_crd() -> None:

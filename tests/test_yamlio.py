@@ -32,12 +32,15 @@ def test_keys_with_slashes_are_escaped_in_pointers() -> None:
     assert doc.origin.line_of("/m/a~1b~0c") == 2
 
 
-@pytest.mark.parametrize(("text", "line", "fragment"), [
-    (b"a: 1\nb: 2\na: 3\n", 3, "duplicate key 'a' (first at line 1)"),
-    (b"a: !!binary aGVsbG8=\n", 1, "unsupported YAML tag"),
-    (b"? [a, b]\n: 1\n", 1, "mapping keys must be scalars"),
-    (b"a: b: c\n", 1, "malformed YAML"),
-])
+@pytest.mark.parametrize(
+    ("text", "line", "fragment"),
+    [
+        (b"a: 1\nb: 2\na: 3\n", 3, "duplicate key 'a' (first at line 1)"),
+        (b"a: !!binary aGVsbG8=\n", 1, "unsupported YAML tag"),
+        (b"? [a, b]\n: 1\n", 1, "mapping keys must be scalars"),
+        (b"a: b: c\n", 1, "malformed YAML"),
+    ],
+)
 def test_rejections_name_the_line(text: bytes, line: int, fragment: str) -> None:
     with pytest.raises(yamlio.YamlError) as error:
         yamlio.parse_documents("bad.yaml", text)
@@ -47,9 +50,13 @@ def test_rejections_name_the_line(text: bytes, line: int, fragment: str) -> None
 
 
 values = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=12),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(
-        st.text(min_size=1, max_size=6), children, max_size=4), max_leaves=20)
+    st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.text(max_size=12),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.text(min_size=1, max_size=6), children, max_size=4)
+    ),
+    max_leaves=20,
+)
 
 
 @given(value=st.dictionaries(st.text(min_size=1, max_size=8), values, max_size=6))

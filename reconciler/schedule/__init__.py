@@ -29,8 +29,9 @@ from reconciler.schedule.fleet import BoolArray, Fleet
 __all__ = ["division", "framework", "place", "plugins"]
 
 
-def place(spec: Spec, previous: Mapping[ResourceKey, Decision] | None = None) -> tuple[
-        Decision, ...]:
+def place(
+    spec: Spec, previous: Mapping[ResourceKey, Decision] | None = None
+) -> tuple[Decision, ...]:
     """One decision per workload of `spec`, in (namespace, kind, name) order."""
     fleet = Fleet(clusters=spec.clusters)
     previous = previous or {}
@@ -40,13 +41,13 @@ def place(spec: Spec, previous: Mapping[ResourceKey, Decision] | None = None) ->
         policy = claim.policy
         placement = policy.placement if policy else spec.config.default_placement
         ref = policy.ref if policy else None
-        decisions.append(_decide(spec, fleet, workload, placement, ref,
-                                 previous.get(workload.key)))
+        decisions.append(_decide(spec, fleet, workload, placement, ref, previous.get(workload.key)))
     return tuple(decisions)
 
 
-def _target_mask(fleet: Fleet, placement: Placement, context: framework.Context,
-                 weights: Mapping[str, float]) -> BoolArray | None:
+def _target_mask(
+    fleet: Fleet, placement: Placement, context: framework.Context, weights: Mapping[str, float]
+) -> BoolArray | None:
     """For ordered `clusterAffinities`, the first term (with its overflow) that fits."""
     if not placement.affinity_terms:
         return None
@@ -55,30 +56,54 @@ def _target_mask(fleet: Fleet, placement: Placement, context: framework.Context,
         mask = fleet.affinity_mask(term.affinity)
         for _, overflow in term.overflow:
             mask |= fleet.affinity_mask(overflow)
-        trial = framework.Context(fleet=fleet, placement=placement, workload=context.workload,
-                                  demand=context.demand, target_mask=mask)
+        trial = framework.Context(
+            fleet=fleet,
+            placement=placement,
+            workload=context.workload,
+            demand=context.demand,
+            target_mask=mask,
+        )
         if framework.run(trial, weights).feasible.any():
             return mask
     return mask
 
 
-def _decide(spec: Spec, fleet: Fleet, workload: Workload, placement: Placement,
-            ref: PolicyRef | None, before: Decision | None) -> Decision:
+def _decide(
+    spec: Spec,
+    fleet: Fleet,
+    workload: Workload,
+    placement: Placement,
+    ref: PolicyRef | None,
+    before: Decision | None,
+) -> Decision:
     weights = spec.config.plugin_weights
-    context = framework.Context(fleet=fleet, placement=placement, workload=workload,
-                                demand=demand.per_replica(workload))
+    context = framework.Context(
+        fleet=fleet, placement=placement, workload=workload, demand=demand.per_replica(workload)
+    )
     target = _target_mask(fleet, placement, context, weights)
     if target is not None:
-        context = framework.Context(fleet=fleet, placement=placement, workload=workload,
-                                    demand=context.demand, target_mask=target)
+        context = framework.Context(
+            fleet=fleet,
+            placement=placement,
+            workload=workload,
+            demand=context.demand,
+            target_mask=target,
+        )
     outcome = framework.run(context, weights)
     strategy = placement.replicas.strategy if workload.replicas is not None else "Duplicated"
-    diagnosis = Diagnosis(verdicts=outcome.diagnosis.verdicts, weights=outcome.diagnosis.weights,
-                          strategy=strategy)
+    diagnosis = Diagnosis(
+        verdicts=outcome.diagnosis.verdicts, weights=outcome.diagnosis.weights, strategy=strategy
+    )
 
     def unschedulable(message: str) -> Decision:
-        return Decision(key=workload.key, api_version=workload.api_version, policy=ref,
-                        clusters=(), unschedulable=message, diagnosis=diagnosis)
+        return Decision(
+            key=workload.key,
+            api_version=workload.api_version,
+            policy=ref,
+            clusters=(),
+            unschedulable=message,
+            diagnosis=diagnosis,
+        )
 
     if outcome.fit_error is not None:
         return unschedulable(outcome.fit_error)
@@ -87,26 +112,37 @@ def _decide(spec: Spec, fleet: Fleet, workload: Workload, placement: Placement,
     ordered = sorted(rows, key=lambda i: (-outcome.total[i], str(fleet.names[i])))
     candidates = [str(fleet.names[i]) for i in ordered]
     if workload.replicas is None:
-        return Decision(key=workload.key, api_version=workload.api_version, policy=ref,
-                        clusters=tuple(Placed(cluster=c, replicas=None)
-                                       for c in sorted(candidates)),
-                        diagnosis=diagnosis)
+        return Decision(
+            key=workload.key,
+            api_version=workload.api_version,
+            policy=ref,
+            clusters=tuple(Placed(cluster=c, replicas=None) for c in sorted(candidates)),
+            diagnosis=diagnosis,
+        )
     try:
         split = division.assign(
-            strategy, workload.replicas, candidates,
+            strategy,
+            workload.replicas,
+            candidates,
             static_weights=_static_weights(fleet, placement, outcome.feasible),
             available=_available(fleet, context.demand, outcome.feasible),
             previous={p.cluster: p.replicas or 0 for p in before.clusters} if before else None,
-            uid=workload.uid)
+            uid=workload.uid,
+        )
     except division.Unschedulable as error:
         return unschedulable(str(error))
-    return Decision(key=workload.key, api_version=workload.api_version, policy=ref,
-                    clusters=tuple(Placed(cluster=c, replicas=n) for c, n in split.items()),
-                    diagnosis=diagnosis)
+    return Decision(
+        key=workload.key,
+        api_version=workload.api_version,
+        policy=ref,
+        clusters=tuple(Placed(cluster=c, replicas=n) for c, n in split.items()),
+        diagnosis=diagnosis,
+    )
 
 
-def _static_weights(fleet: Fleet, placement: Placement,
-                    feasible: BoolArray) -> list[tuple[str, int]]:
+def _static_weights(
+    fleet: Fleet, placement: Placement, feasible: BoolArray
+) -> list[tuple[str, int]]:
     """(cluster, weight) for every weight rule that matches a feasible cluster."""
     pairs: list[tuple[str, int]] = []
     for affinity, weight in placement.replicas.static_weights:

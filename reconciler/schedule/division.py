@@ -43,8 +43,9 @@ def names_descending(uid: str) -> bool:
     return bool(uid) and fnv1a_32(uid) % 2 == 1
 
 
-def webster(seats: int, votes: Mapping[str, int], initial: Mapping[str, int] | None = None,
-            uid: str = "") -> dict[str, int]:
+def webster(
+    seats: int, votes: Mapping[str, int], initial: Mapping[str, int] | None = None, uid: str = ""
+) -> dict[str, int]:
     """Allocate `seats` new seats by the Webster / Sainte-Laguë method.
 
     Parties are the union of `votes` and `initial` (a party only in `initial` has 0 votes and
@@ -56,16 +57,18 @@ def webster(seats: int, votes: Mapping[str, int], initial: Mapping[str, int] | N
     parties = sorted(set(votes) | set(initial or {}))
     if not parties:
         return {}
-    order = {name: (-index if names_descending(uid) else index)
-             for index, name in enumerate(parties)}
+    order = {
+        name: (-index if names_descending(uid) else index) for index, name in enumerate(parties)
+    }
     current = {name: int((initial or {}).get(name, 0)) for name in parties}
     heap = [(-_priority(votes.get(n, 0), current[n]), current[n], order[n], n) for n in parties]
     heapq.heapify(heap)
     for _ in range(seats):
         _, held, _, name = heapq.heappop(heap)
         current[name] = held + 1
-        heapq.heappush(heap, (-_priority(votes.get(name, 0), held + 1), held + 1,
-                              order[name], name))
+        heapq.heappush(
+            heap, (-_priority(votes.get(name, 0), held + 1), held + 1, order[name], name)
+        )
     return dict(sorted(current.items()))
 
 
@@ -73,11 +76,17 @@ def _priority(votes: int, seats: int) -> float:
     return float(votes) / float(2 * seats + 1)
 
 
-def assign(strategy: str, replicas: int, candidates: Sequence[str], *,
-           static_weights: Sequence[tuple[str, int]] | None = None,
-           available: Mapping[str, int] | None = None,
-           previous: Mapping[str, int] | None = None,
-           uid: str = "", fresh: bool = False) -> dict[str, int]:
+def assign(
+    strategy: str,
+    replicas: int,
+    candidates: Sequence[str],
+    *,
+    static_weights: Sequence[tuple[str, int]] | None = None,
+    available: Mapping[str, int] | None = None,
+    previous: Mapping[str, int] | None = None,
+    uid: str = "",
+    fresh: bool = False,
+) -> dict[str, int]:
     """Divide `replicas` over `candidates` (in the caller's order) by `strategy`.
 
     `static_weights` lists (cluster, weight) for every rule that matches a cluster; the largest
@@ -90,7 +99,7 @@ def assign(strategy: str, replicas: int, candidates: Sequence[str], *,
     if replicas < 0:
         raise ValueError(f"replicas must be >= 0, got {replicas}")
     if strategy == "Duplicated":
-        return {name: replicas for name in sorted(set(candidates))}
+        return dict.fromkeys(sorted(set(candidates)), replicas)
     if strategy == "StaticWeight":
         return _static(replicas, candidates, static_weights, uid)
     return _dynamic(strategy, replicas, candidates, available or {}, previous or {}, uid, fresh)
@@ -100,8 +109,12 @@ def _nonzero(result: Mapping[str, int]) -> dict[str, int]:
     return {name: count for name, count in sorted(result.items()) if count > 0}
 
 
-def _static(replicas: int, candidates: Sequence[str],
-            static_weights: Sequence[tuple[str, int]] | None, uid: str) -> dict[str, int]:
+def _static(
+    replicas: int,
+    candidates: Sequence[str],
+    static_weights: Sequence[tuple[str, int]] | None,
+    uid: str,
+) -> dict[str, int]:
     names = set(candidates)
     weights = dict.fromkeys(names, 0)
     if not static_weights:
@@ -115,9 +128,15 @@ def _static(replicas: int, candidates: Sequence[str],
     return _nonzero(webster(replicas, votes, uid=uid))
 
 
-def _dynamic(strategy: str, replicas: int, candidates: Sequence[str],
-             available: Mapping[str, int], previous: Mapping[str, int], uid: str,
-             fresh: bool) -> dict[str, int]:
+def _dynamic(
+    strategy: str,
+    replicas: int,
+    candidates: Sequence[str],
+    available: Mapping[str, int],
+    previous: Mapping[str, int],
+    uid: str,
+    fresh: bool,
+) -> dict[str, int]:
     names = list(dict.fromkeys(candidates))
     scheduled = {n: previous[n] for n in names if previous.get(n, 0) > 0}
     assigned = sum(scheduled.values())
@@ -140,8 +159,7 @@ def _dynamic(strategy: str, replicas: int, candidates: Sequence[str],
     if total < target:
         raise Unschedulable(f"Clusters available replicas {total} are not enough to schedule.")
     if strategy == "Aggregated":
-        ordered = _aggregated_prefix(ordered, weights, target,
-                                     scheduled if merge else {})
+        ordered = _aggregated_prefix(ordered, weights, target, scheduled if merge else {})
     votes = {n: weights[n] for n in ordered if weights[n] > 0}
     result = webster(target, votes, uid=uid)
     if merge:
@@ -150,8 +168,9 @@ def _dynamic(strategy: str, replicas: int, candidates: Sequence[str],
     return _nonzero(result)
 
 
-def _aggregated_prefix(ordered: list[str], weights: Mapping[str, int], target: int,
-                       holders: Mapping[str, int]) -> list[str]:
+def _aggregated_prefix(
+    ordered: list[str], weights: Mapping[str, int], target: int, holders: Mapping[str, int]
+) -> list[str]:
     """The shortest prefix covering `target`, previous holders first (scale-up only)."""
     front = [n for n in ordered if n in holders] + [n for n in ordered if n not in holders]
     covered = 0

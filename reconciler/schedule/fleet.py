@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -20,7 +21,10 @@ BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
 
 
-def frozen(array: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
+ArrayT = TypeVar("ArrayT", bound=np.ndarray[Any, Any])
+
+
+def frozen(array: ArrayT) -> ArrayT:
     """Mark an array read-only and return it."""
     array.flags.writeable = False
     return array
@@ -41,8 +45,9 @@ class Fleet:
         object.__setattr__(self, "names", frozen(np.array([c.name for c in ordered], dtype=str)))
         resources = sorted({r for c in ordered for r in (*c.capacity, *c.allocated)})
         object.__setattr__(self, "resources", tuple(resources))
-        taints = sorted({t for c in ordered for t in c.taints},
-                        key=lambda t: (t.key, t.value, t.effect))
+        taints = sorted(
+            {t for c in ordered for t in c.taints}, key=lambda t: (t.key, t.value, t.effect)
+        )
         object.__setattr__(self, "taints", tuple(taints))
 
     @property
@@ -66,8 +71,10 @@ class Fleet:
     @cached_property
     def _labels(self) -> Mapping[str, npt.NDArray[np.object_]]:
         keys = sorted({k for c in self.clusters for k in c.labels})
-        return {k: frozen(np.array([c.labels.get(k) for c in self.clusters], dtype=object))
-                for k in keys}
+        return {
+            k: frozen(np.array([c.labels.get(k) for c in self.clusters], dtype=object))
+            for k in keys
+        }
 
     @cached_property
     def taint_matrix(self) -> BoolArray:
@@ -117,9 +124,12 @@ class Fleet:
                 column = self.label(requirement.key)
                 present = column != None  # noqa: E711 - elementwise comparison with None
                 inside = np.isin(column, np.array(requirement.values, dtype=object))
-                mask &= {"Exists": present, "DoesNotExist": ~present,
-                         "In": present & inside, "NotIn": ~(present & inside)}[
-                    requirement.operator]
+                mask &= {
+                    "Exists": present,
+                    "DoesNotExist": ~present,
+                    "In": present & inside,
+                    "NotIn": ~(present & inside),
+                }[requirement.operator]
         for field_requirement in affinity.field_selector:
             column = self.label(field_requirement.key)
             inside = np.isin(column, np.array(field_requirement.values, dtype=object))

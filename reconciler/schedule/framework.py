@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from reconciler.domain import ClusterVerdict, Diagnosis, Placement, Workload
-from reconciler.schedule.fleet import BoolArray, FloatArray, Fleet, frozen
+from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, frozen
 
 SCORE_MAX = 100.0
 
@@ -54,18 +54,22 @@ DEFAULT_WEIGHTS: dict[str, float] = {}
 
 def register_filter(name: str) -> Callable[[Filter], Filter]:
     """Decorator adding a filter plugin to the registry under `name`."""
+
     def add(plugin: Filter) -> Filter:
         FILTERS[name] = plugin
         return plugin
+
     return add
 
 
 def register_scorer(name: str, weight: float = 1.0) -> Callable[[Scorer], Scorer]:
     """Decorator adding a scorer plugin with its default weight."""
+
     def add(plugin: Scorer) -> Scorer:
         SCORERS[name] = plugin
         DEFAULT_WEIGHTS[name] = weight
         return plugin
+
     return add
 
 
@@ -110,13 +114,21 @@ def run(context: Context, weights: Mapping[str, float]) -> Outcome:
         total += effective[name] * score
     verdicts = tuple(
         ClusterVerdict(
-            cluster=str(fleet.names[i]), rejected_by=rejected_by[i], reason=reasons[i],
+            cluster=str(fleet.names[i]),
+            rejected_by=rejected_by[i],
+            reason=reasons[i],
             scores={name: round(float(score[i]), 4) for name, score in scores.items()},
-            total_score=round(float(total[i]), 4) if feasible[i] else 0.0)
-        for i in range(fleet.size))
+            total_score=round(float(total[i]), 4) if feasible[i] else 0.0,
+        )
+        for i in range(fleet.size)
+    )
     fit_error = None if feasible.any() else fit_error_message(fleet.size, categories)
-    return Outcome(feasible=frozen(feasible), total=frozen(total),
-                   diagnosis=Diagnosis(verdicts=verdicts, weights=effective), fit_error=fit_error)
+    return Outcome(
+        feasible=frozen(feasible),
+        total=frozen(total),
+        diagnosis=Diagnosis(verdicts=verdicts, weights=effective),
+        fit_error=fit_error,
+    )
 
 
 def fit_error_message(clusters: int, categories: npt.NDArray[np.object_]) -> str:
@@ -127,5 +139,8 @@ def fit_error_message(clusters: int, categories: npt.NDArray[np.object_]) -> str
             counted[category] = counted.get(category, 0) + 1
     parts = sorted(counted.items(), key=lambda item: (-item[1], item[0]))
     detail = ", ".join(f"{count} {category}" for category, count in parts)
-    return f"0/{clusters} clusters are available: {detail}" if detail else \
-        f"0/{clusters} clusters are available"
+    return (
+        f"0/{clusters} clusters are available: {detail}"
+        if detail
+        else f"0/{clusters} clusters are available"
+    )

@@ -12,5 +12,8 @@ def cluster_affinity(context: framework.Context) -> framework.Verdict:
         mask = context.target_mask.copy()
     else:
         mask = context.fleet.any_affinity(context.placement.targets)
-    return framework.verdict(mask, "cluster(s) did not match the placement's targets",
-                             "not selected by the policy's targets")
+    return framework.verdict(
+        mask,
+        "cluster(s) did not match the placement's targets",
+        "not selected by the policy's targets",
+    )
