@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import shutil
 import sys
 from collections.abc import Iterator, Sequence
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import pipeline, render, report, settings, validate, yamlio
-from reconciler.domain import Source
+from reconciler.domain import Decision, Source, Spec
 from reconciler.errors import DroError, UsageError, ValidationFailed
 
 
@@ -208,6 +209,51 @@ def _cmd_schedule(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     return 0
 
 
+def render_to(root: Path, spec: Spec, decisions: Sequence[Decision]) -> None:
+    """Render the tree into `root` on every core.
+
+    Rendering and writing tens of thousands of small files is CPU- and syscall-bound, so the
+    decisions are split into interleaved shards, each rendered and written by a forked worker
+    where the platform can fork. The union of the shards is exactly `render.tree`.
+    """
+    workers = min(os.cpu_count() or 1, max(1, len(decisions) // 50))
+    if workers == 1 or not hasattr(os, "fork"):
+        _render_shard(root, spec, decisions, (0, 1))
+        return
+    children = []
+    for index in range(1, workers):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child
+            code = 0
+            try:
+                _render_shard(root, spec, decisions, (index, workers))
+            except Exception:
+                code = 1
+            os._exit(code)
+        children.append(pid)
+    _render_shard(root, spec, decisions, (0, workers))
+    if any(os.waitpid(pid, 0)[1] != 0 for pid in children):
+        raise DroError(f"rendering into {root} failed in a worker")
+
+
+def _render_shard(
+    root: Path, spec: Spec, decisions: Sequence[Decision], shard: tuple[int, int]
+) -> None:
+    files = render.tree(spec, decisions, shard=shard)
+    for folder in sorted({(root / relative).parent for relative in files}):
+        folder.mkdir(parents=True, exist_ok=True)
+    _write_files(str(root), sorted(files.items()))
+
+
+def _write_files(root: str, items: Sequence[tuple[str, bytes]]) -> None:
+    for relative, data in items:
+        handle = os.open(f"{root}/{relative}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(handle, data)
+        finally:
+            os.close(handle)
+
+
 def _cmd_render(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     out: Path = args.out
     if out.exists() and any(out.iterdir()):
@@ -215,12 +261,10 @@ def _cmd_render(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
             raise UsageError(f"{out}: directory is not empty (use --clean to replace it)")
         shutil.rmtree(out)
     hook(pipeline.Stage.LOAD)
-    planned = pipeline.plan(_read(args), on_stage=hook)
-    for relative, data in planned.tree.items():
-        target = out / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-    sys.stderr.write(f"wrote {len(planned.tree)} files to {out}\n")
+    spec, decisions = pipeline.decide(_read(args), on_stage=hook)
+    hook(pipeline.Stage.RENDER)
+    render_to(out, spec, decisions)
+    sys.stderr.write(f"wrote the rendered tree to {out}\n")
     return 0
 
 

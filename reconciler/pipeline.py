@@ -73,14 +73,22 @@ def read_source(settings: Settings) -> Source:
     return load.from_directory(settings.path)
 
 
-def plan(
+def decide(
     source: Source, *, on_stage: StageHook = _noop, previous: Sequence[Decision] = ()
-) -> Planned:
-    """Validate → schedule → render: the pure part of a pass, shared by every command."""
+) -> tuple[Spec, tuple[Decision, ...]]:
+    """Validate → schedule: the spec and one decision per workload."""
     on_stage(Stage.VALIDATE)
     spec = validate.spec(source)
     on_stage(Stage.SCHEDULE)
     decisions = schedule.place(spec, {d.key: d for d in previous} or None)
+    return spec, decisions
+
+
+def plan(
+    source: Source, *, on_stage: StageHook = _noop, previous: Sequence[Decision] = ()
+) -> Planned:
+    """Validate → schedule → render: the pure part of a pass, shared by every command."""
+    spec, decisions = decide(source, on_stage=on_stage, previous=previous)
     on_stage(Stage.RENDER)
     tree = render.tree(spec, decisions)
     return Planned(spec=spec, decisions=decisions, tree=tree)
