@@ -239,8 +239,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--clusters", type=int, default=100)
     parser.add_argument("--apps", type=int, default=100)
-    parser.add_argument("--kustomize-workers", type=int, default=1,
-                        help="overlays rendered at once by kubectl (default 1, as a CI job would)")
+    parser.add_argument(
+        "--kustomize-workers",
+        type=int,
+        default=1,
+        help="overlays rendered at once by kubectl (default 1, as a CI job would)",
+    )
     args = parser.parse_args()
     if shutil.which("kubectl") is None:
         sys.exit("kubectl is not installed: the baseline cannot run")
