@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import render as render_bench  # noqa: E402 - the sibling benchmark generates the fleet
+import render as render_bench
 
-from reconciler import commit, load, render, schedule, validate  # noqa: E402
+from reconciler import commit, load, render, schedule, validate
 
 
 def rendered_tree(root: Path, clusters: int, apps: int) -> dict[str, bytes]:

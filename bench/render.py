@@ -12,7 +12,6 @@ Run: `make bench` or `.venv/bin/python bench/render.py [--clusters N] [--apps N]
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys

@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pygit2
 
+from reconciler import packfile
 from reconciler.errors import GitError, UsageError
 
 FETCH_REFSPECS = ["+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"]
-_BLOB = pygit2.enums.FileMode.BLOB
-_TREE = pygit2.enums.FileMode.TREE
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,32 +141,41 @@ def read_files(
 
 
 class TreeWriter:
-    """Writes nested trees from a path → bytes mapping, reusing what it wrote last time."""
+    """Writes nested trees from a path → bytes mapping, reusing what it wrote last time.
+
+    New blobs and trees go into one packfile per write (`packfile`), not one loose file per
+    object; objects the repository already has, or that this writer stored, are not written
+    again. After one file changes, only that blob and the trees above it are new.
+    """
 
     def __init__(self, repo: pygit2.Repository) -> None:
         self.repo = repo
-        self._blobs: dict[str, tuple[bytes, pygit2.Oid]] = {}
-        self._stored: set[pygit2.Oid] = set()
-        # Every oid a TreeWriter inserts was just written or checked, so libgit2's per-entry
-        # existence check on tree creation is redundant work (30,000 lookups per render).
+        self._blobs: dict[str, tuple[bytes, bytes]] = {}
+        self._trees: dict[str, tuple[tuple[tuple[str, bytes, bool], ...], bytes]] = {}
+        self._stored: set[bytes] = set()
+        self._pending: list[tuple[str, bytes, bytes]] = []
+        # Every oid a TreeWriter references was just written or checked, so libgit2's
+        # existence check on object creation is redundant work.
         pygit2.option(pygit2.enums.Option.ENABLE_STRICT_OBJECT_CREATION, False)
-        self._trees: dict[str, tuple[tuple[tuple[str, pygit2.Oid, int], ...], pygit2.Oid]] = {}
 
-    def _blob(self, path: str, data: bytes) -> pygit2.Oid:
+    def _store(self, kind: str, oid: bytes, content: bytes) -> None:
+        if oid in self._stored:
+            return
+        self._stored.add(oid)
+        if not self.repo.odb.exists(pygit2.Oid(raw=oid)):
+            self._pending.append((kind, oid, content))
+
+    def _blob(self, path: str, data: bytes) -> bytes:
         known = self._blobs.get(path)
         if known is not None and known[0] == data:
             return known[1]
-        # Many clusters get byte-identical files: hash first, write each object once.
-        oid = pygit2.hash(data)
-        if oid not in self._stored:
-            if not self.repo.odb.exists(oid):
-                self.repo.create_blob(data)
-            self._stored.add(oid)
+        oid = packfile.object_id("blob", data)
+        self._store("blob", oid, data)
         self._blobs[path] = (data, oid)
         return oid
 
     def write(self, files: Mapping[str, bytes]) -> pygit2.Oid:
-        """The oid of the root tree holding exactly `files`."""
+        """The oid of the root tree holding exactly `files`, written to the repository."""
         root: dict[str, object] = {}
         for path, data in files.items():
             node = root
@@ -177,25 +185,26 @@ class TreeWriter:
                 assert isinstance(child, dict)
                 node = child
             node[name] = data
-        return self._tree("", root)
+        oid = self._tree("", root)
+        pending, self._pending = self._pending, []
+        packfile.write_pack(Path(self.repo.path) / "objects", pending)
+        return pygit2.Oid(raw=oid)
 
-    def _tree(self, prefix: str, node: Mapping[str, object]) -> pygit2.Oid:
+    def _tree(self, prefix: str, node: Mapping[str, object]) -> bytes:
         entries = []
-        for name in sorted(node):
-            value = node[name]
+        for name, value in node.items():
             if isinstance(value, dict):
-                entries.append((name, self._tree(f"{prefix}{name}/", value), _TREE))
+                entries.append((name, self._tree(f"{prefix}{name}/", value), True))
             else:
                 assert isinstance(value, bytes)
-                entries.append((name, self._blob(f"{prefix}{name}", value), _BLOB))
-        key = tuple(entries)
+                entries.append((name, self._blob(f"{prefix}{name}", value), False))
+        key = tuple(sorted(entries))
         known = self._trees.get(prefix)
         if known is not None and known[0] == key:
             return known[1]
-        builder = self.repo.TreeBuilder()
-        for name, oid, mode in entries:
-            builder.insert(name, oid, mode)
-        oid = builder.write()
+        content = packfile.tree_content(entries)
+        oid = packfile.object_id("tree", content)
+        self._store("tree", oid, content)
         self._trees[prefix] = (key, oid)
         return oid
 

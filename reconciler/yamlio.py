@@ -166,7 +166,7 @@ def parse_documents(path: str, data: bytes) -> list[Document]:
 
 _STR_TAG = _STR
 _PLAIN = re.compile(r"[A-Za-z0-9_/](?:[A-Za-z0-9_./@+= -]*[A-Za-z0-9_./@+=-])?\Z")
-_RESOLVER = yaml.resolver.Resolver()
+_RESOLVER: Any = yaml.resolver.Resolver()
 _STRINGS: dict[str, str] = {}
 _MAX_CACHED = 200_000
 

@@ -201,3 +201,19 @@ def test_previous_state_reads_only_decisions_and_status(
 
 def test_daemon_is_loopback_only(git_daemon: Daemon) -> None:
     assert git_daemon.url("x").startswith("git://127.0.0.1:")
+
+
+def test_written_packs_pass_git_fsck(source_repo: SourceRepo, tmp_path: Path) -> None:
+    url, state = str(source_repo.bare), tmp_path / "state"
+    load.from_git(url, "main", state)
+    tree = {f"clusters/c{i % 7}/ns/obj-{i}.yaml": f"n: {i % 11}\n".encode() for i in range(300)}
+    tree["README.md"] = b"# x\n"
+    first = commit.publish(url, state, branch="out", tree=tree, source_sha="a", commit_time=1)
+    tree["clusters/c3/ns/obj-3.yaml"] = b"n: changed\n"
+    commit.publish(url, state, branch="out", tree=tree, source_sha="b", commit_time=2)
+    cache = gitrepo.cache_path(state, url)
+    git(cache, "fsck", "--strict", "--no-dangling")
+    git(source_repo.bare, "fsck", "--strict", "--no-dangling")
+    listed = git(source_repo.bare, "ls-tree", "-r", "--name-only", str(first.commit))
+    assert sorted(listed.splitlines()) == sorted(p for p in tree)
+    assert git(source_repo.bare, "show", "out:clusters/c3/ns/obj-3.yaml") == "n: changed"
