@@ -67,15 +67,56 @@ def test_dump_round_trips_and_is_deterministic(value: dict[str, object]) -> None
     assert (parsed[0].body if parsed else {}) == value
 
 
-tricky = st.sampled_from(["yes", "No", "on", "null", "~", "1.0", "0x1F", "1_000", "1:20",
-                          "2021-01-01", "-", "- a", "a: b", "a #b", "#x", "'q'", '"q"', " lead",
-                          "trail ", "", "=", "<<", "!tag", "&a", "*a", "@x", "%x", "`x", "|",
-                          ">", "[a]", "{a}", "a,b", "é", "\u2028", "tab\there", ".inf", ".5"])
+tricky = st.sampled_from(
+    [
+        "yes",
+        "No",
+        "on",
+        "null",
+        "~",
+        "1.0",
+        "0x1F",
+        "1_000",
+        "1:20",
+        "2021-01-01",
+        "-",
+        "- a",
+        "a: b",
+        "a #b",
+        "#x",
+        "'q'",
+        '"q"',
+        " lead",
+        "trail ",
+        "",
+        "=",
+        "<<",
+        "!tag",
+        "&a",
+        "*a",
+        "@x",
+        "%x",
+        "`x",
+        "|",
+        ">",
+        "[a]",
+        "{a}",
+        "a,b",
+        "é",
+        "\u2028",
+        "tab\there",
+        ".inf",
+        ".5",
+    ]
+)
 
 
 @settings(max_examples=300)
-@given(value=st.dictionaries(st.one_of(tricky, st.text(min_size=1, max_size=8)),
-                             st.one_of(tricky, values), max_size=8))
+@given(
+    value=st.dictionaries(
+        st.one_of(tricky, st.text(min_size=1, max_size=8)), st.one_of(tricky, values), max_size=8
+    )
+)
 def test_fast_emitter_round_trips_tricky_strings(value: dict[str, object]) -> None:
     parsed = yamlio.parse_documents("r", yamlio.dump(value).encode())
     assert (parsed[0].body if parsed else {}) == value
