@@ -18,6 +18,12 @@ from reconciler.yamlio import escape_pointer_token
 QUANTITY_FIELDS = ("capacity", "allocated", "largestNodeFree")
 
 
+def _problem(doc: Document, pointer: str, message: str) -> Problem:
+    return Problem(
+        path=doc.origin.path, line=doc.origin.line_of(pointer), pointer=pointer, message=message
+    )
+
+
 def quantities(doc: Document, field: str, problems: list[Problem]) -> Mapping[str, float]:
     """Parse one resource map of a Cluster spec, reporting each bad value with its line."""
     parsed: dict[str, float] = {}
@@ -26,24 +32,11 @@ def quantities(doc: Document, field: str, problems: list[Problem]) -> Mapping[st
         try:
             amount = float(kube.parse_quantity(value))
         except ValueError:
-            problems.append(
-                Problem(
-                    path=doc.origin.path,
-                    line=doc.origin.line_of(pointer),
-                    pointer=pointer,
-                    message=f"{value!r} is not a Kubernetes quantity (examples: 500m, 4Gi, 1e3)",
-                )
-            )
+            message = f"{value!r} is not a Kubernetes quantity (examples: 500m, 4Gi, 1e3)"
+            problems.append(_problem(doc, pointer, message))
             continue
         if amount < 0:
-            problems.append(
-                Problem(
-                    path=doc.origin.path,
-                    line=doc.origin.line_of(pointer),
-                    pointer=pointer,
-                    message=f"{value!r} is negative",
-                )
-            )
+            problems.append(_problem(doc, pointer, f"{value!r} is negative"))
             continue
         parsed[resource] = amount
     return MappingProxyType(parsed)
@@ -58,14 +51,8 @@ def cluster(doc: Document, problems: list[Problem]) -> Cluster:
     for resource, used in allocated.items():
         if resource in capacity and used > capacity[resource]:
             pointer = f"/spec/allocated/{escape_pointer_token(resource)}"
-            problems.append(
-                Problem(
-                    path=doc.origin.path,
-                    line=doc.origin.line_of(pointer),
-                    pointer=pointer,
-                    message=f"allocated {resource} exceeds the cluster's capacity",
-                )
-            )
+            message = f"allocated {resource} exceeds the cluster's capacity"
+            problems.append(_problem(doc, pointer, message))
     return Cluster(
         name=meta["name"],
         origin=doc.origin,
