@@ -9,10 +9,10 @@ Karmada would silently pick by name. There is no memory of earlier claims.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from reconciler.domain import PlacementPolicy, ResourceKey, ResourceSelector, Workload, group_of
+from reconciler.domain import PlacementPolicy, ResourceSelector, Workload, group_of
 
 
 def selector_matches(selector: ResourceSelector, workload: Workload) -> bool:
@@ -65,11 +65,3 @@ def claim(policies: Iterable[PlacementPolicy], workload: Workload) -> Claim:
     best = rank(ranked[0], workload)
     tied = tuple(p for p in ranked[1:] if rank(p, workload) == best)
     return Claim(policy=ranked[0], tied_with=tied)
-
-
-def claim_all(
-    policies: Iterable[PlacementPolicy], workloads: Iterable[Workload]
-) -> Mapping[ResourceKey, Claim]:
-    """Claims for every workload, keyed by its `ResourceKey`."""
-    policy_list = tuple(policies)
-    return {w.key: claim(policy_list, w) for w in workloads}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -274,19 +274,3 @@ def dump(value: Any) -> str:
         _emit(value, 0, out)
         return "".join(out)
     return _scalar(value) + "\n"
-
-
-def dump_all(values: list[Any]) -> str:
-    """Several documents separated by `---`, each as `dump` writes it."""
-    return "---\n".join(dump(v) for v in values)
-
-
-def iter_pointers(value: Any, pointer: str = "") -> Iterator[str]:
-    """Every JSON pointer in a value, parents before children (used by tests and messages)."""
-    yield pointer
-    if isinstance(value, dict):
-        for key, child in value.items():
-            yield from iter_pointers(child, f"{pointer}/{escape_pointer_token(str(key))}")
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            yield from iter_pointers(child, f"{pointer}/{index}")
