@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from reconciler import pipeline, render, report, settings, validate, yamlio
+from reconciler import pipeline, render, report, settings, summary, validate, yamlio
 from reconciler.domain import Decision, Source, Spec
 from reconciler.errors import DroError, UsageError, ValidationFailed
 
@@ -191,7 +191,7 @@ def _cmd_validate(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
 def _schedule_document(source: Source, planned: pipeline.Planned) -> dict[str, Any]:
     return {
         "source": source.commit,
-        "decisions": [render.decision_entry(d) for d in planned.decisions],
+        "decisions": [summary.decision_entry(d) for d in planned.decisions],
     }
 
 

@@ -47,6 +47,20 @@ class ResourceKey:
         kind = f"{self.kind}.{self.group}" if self.group else self.kind
         return f"{self.namespace or '_cluster'}/{kind}/{self.name}"
 
+    @property
+    def file_stem(self) -> str:
+        """`<kind>-<name>`, with `.<group>` after the kind outside core and apps; lowercase.
+
+        The one naming rule for rendered manifests, decision files and decision names.
+        """
+        kind = self.kind if self.group in ("", "apps") else f"{self.kind}.{self.group}"
+        return f"{kind}-{self.name}".lower()
+
+    @property
+    def folder(self) -> str:
+        """The namespace, or `_cluster` for cluster-scoped objects."""
+        return self.namespace or "_cluster"
+
 
 def group_of(api_version: str) -> str:
     """The API group of an apiVersion: "" for core "v1", "apps" for "apps/v1"."""

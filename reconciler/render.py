@@ -38,23 +38,16 @@ SERVER_FIELDS = (
     "deletionTimestamp",
     "deletionGracePeriodSeconds",
 )
-CORE_GROUPS = ("", "apps")
-
-decision_entry = summary.decision_entry
-"""One entry of `dro schedule -o json` (re-exported: the decision files share it)."""
 
 
 def object_path(cluster: str, key: ResourceKey) -> str:
     """`clusters/<cluster>/<namespace|_cluster>/<kind>[.<group>]-<name>.yaml`, lowercase."""
-    kind = key.kind if key.group in CORE_GROUPS else f"{key.kind}.{key.group}"
-    folder = key.namespace or "_cluster"
-    return f"clusters/{cluster}/{folder}/{kind}-{key.name}.yaml".lower()
+    return f"clusters/{cluster}/{key.folder}/{key.file_stem}.yaml".lower()
 
 
 def decision_path(key: ResourceKey) -> str:
     """`decisions/<namespace|_cluster>/<kind>[.<group>]-<name>.yaml`, lowercase."""
-    kind = key.kind if key.group in CORE_GROUPS else f"{key.kind}.{key.group}"
-    return f"decisions/{key.namespace or '_cluster'}/{kind}-{key.name}.yaml".lower()
+    return f"decisions/{key.folder}/{key.file_stem}.yaml".lower()
 
 
 def _rules_for(

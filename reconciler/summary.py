@@ -56,8 +56,7 @@ def _diagnosis(decision: Decision) -> dict[str, Any]:
 def decision_document(decision: Decision) -> dict[str, Any]:
     """The PlacementDecision written to `decisions/`: the entry plus the diagnosis."""
     key = decision.key
-    kind = key.kind if key.group in ("", "apps") else f"{key.kind}.{key.group}"
-    metadata: dict[str, Any] = {"name": f"{kind}-{key.name}".lower()}
+    metadata: dict[str, Any] = {"name": key.file_stem}
     if key.namespace:
         metadata["namespace"] = key.namespace
     return {

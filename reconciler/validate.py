@@ -17,6 +17,7 @@ from typing import Any
 from reconciler import clusters, policies, schemacheck, workloads, yamlio
 from reconciler import references as refs
 from reconciler.domain import (
+    DRO_API_VERSION,
     Cluster,
     Document,
     OverridePolicy,
@@ -27,8 +28,7 @@ from reconciler.domain import (
 )
 from reconciler.errors import Problem, Severity, ValidationFailed
 
-DRO = "multicluster.io/v1alpha1"
-SECRET_FIELDS = ("/data", "/stringData")
+DRO = DRO_API_VERSION
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

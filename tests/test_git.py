@@ -109,13 +109,19 @@ def test_one_changed_file_changes_one_path(source_repo: SourceRepo, tmp_path: Pa
     assert git(source_repo.bare, "rev-parse", f"{second.commit}^") == first.commit
 
 
+def two_caches(url: str, tmp_path: Path) -> tuple[Path, Path]:
+    """Two independent dro state directories, each with a fetched cache of `url`."""
+    states = tmp_path / "a", tmp_path / "b"
+    for state in states:
+        load.from_git(url, "main", state)
+    return states
+
+
 def test_concurrent_push_race_rebuilds_on_the_new_tip(
     served_repo: tuple[SourceRepo, str], tmp_path: Path
 ) -> None:
     repo, url = served_repo
-    state_a, state_b = tmp_path / "a", tmp_path / "b"
-    load.from_git(url, "main", state_a)
-    load.from_git(url, "main", state_b)
+    state_a, state_b = two_caches(url, tmp_path)
     barrier = threading.Barrier(2)
     results: dict[str, commit.PublishResult] = {}
 
@@ -151,9 +157,7 @@ def test_non_fast_forward_is_retried_on_the_new_tip(
     served_repo: tuple[SourceRepo, str], tmp_path: Path
 ) -> None:
     repo, url = served_repo
-    state_a, state_b = tmp_path / "a", tmp_path / "b"
-    load.from_git(url, "main", state_a)
-    load.from_git(url, "main", state_b)
+    state_a, state_b = two_caches(url, tmp_path)
     first = commit.publish(
         url, state_b, branch="out", tree={"f": b"b"}, source_sha="b", commit_time=5
     )
