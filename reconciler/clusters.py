@@ -69,4 +69,5 @@ def cluster(doc: Document, problems: list[Problem]) -> Cluster:
         suspend=bool(spec.get("suspend", False)),
         cordon=bool(spec.get("cordon", False)),
         drain=bool(spec.get("drain", False)),
+        zones=tuple(str(z) for z in spec.get("zones") or ()),
     )

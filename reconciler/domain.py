@@ -165,6 +165,7 @@ class Cluster:
     suspend: bool = False
     cordon: bool = False
     drain: bool = False
+    zones: tuple[str, ...] = ()
 
     @property
     def provider(self) -> str:
@@ -178,8 +179,25 @@ class Cluster:
 
     @property
     def zone(self) -> str:
-        """The zone label, "" when unset."""
-        return self.labels.get("zone", "")
+        """The zone label, else the first of `spec.zones`, "" when neither is set."""
+        return self.labels.get("zone") or (self.zones[0] if self.zones else "")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Observation:
+    """A cluster's resources as measured live: the seam between observe and schedule.
+
+    Amounts are floats in base units. When a cluster has an observation, the scheduler uses it
+    in place of the declared `capacity`, `allocated` and `largestNodeFree`. `stale` marks the
+    last committed observation of a cluster that could not be reached this pass.
+    """
+
+    cluster: str
+    capacity: Mapping[str, float]
+    used: Mapping[str, float]
+    largest_node_free: Mapping[str, float] = field(default_factory=_empty)
+    observed_at: str | None = None
+    stale: bool = False
 
 
 # --- Policies -------------------------------------------------------------------------------
@@ -291,6 +309,10 @@ class Placement:
     replicas: ReplicaScheduling = ReplicaScheduling()
     spread: tuple[SpreadConstraint, ...] = ()
     water_level_limit: Mapping[str, float] = field(default_factory=_empty)
+    preferred: tuple[tuple[ClusterAffinity, int], ...] = ()
+    """Soft preference terms (weight 1..100); matching clusters score higher."""
+    digest: str = ""
+    """A hash of the placement as written; a change re-divides the workloads it places."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -406,6 +428,20 @@ class Workload:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Scoring:
+    """How scorer weights follow fleet load (`spec.scoring` in dro.yaml).
+
+    With L the fleet's water level, s = clip((L - low) / (high - low), 0, 1). Balance counts
+    (0.5 + s) times its base weight and Availability (1.5 - s) times its own: a loaded fleet
+    spreads replicas, an idle one aggregates them on fewer clusters.
+    """
+
+    adaptive: bool = True
+    low_water_level: float = 0.3
+    high_water_level: float = 0.8
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SchedulerConfig:
     """Scheduling settings from `dro.yaml` (kind SchedulerConfiguration)."""
 
@@ -415,6 +451,7 @@ class SchedulerConfig:
     )
     default_placement: Placement = Placement()
     plugin_weights: Mapping[str, float] = field(default_factory=_empty)
+    scoring: Scoring = Scoring()
     kubernetes_version: str | None = None
     raw: Manifest = field(default_factory=_empty)
     """The whole spec, for settings later stages read (rebalance, failover …)."""
@@ -459,6 +496,10 @@ class Diagnosis:
     verdicts: tuple[ClusterVerdict, ...] = ()
     weights: Mapping[str, float] = field(default_factory=_empty)
     strategy: str = "Duplicated"
+    fleet_water_level: float = 0.0
+    """The fleet's water level the weights were adjusted for."""
+    trigger: str = ""
+    """Why the replicas were divided this pass, or why the previous division stands."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -480,3 +521,10 @@ class Decision:
     """Sorted by cluster name."""
     unschedulable: str | None = None
     diagnosis: Diagnosis = Diagnosis()
+    placement_digest: str = ""
+    """The digest of the placement this decision was made under."""
+    affinity_term: str | None = None
+    """The `clusterAffinities` term in use (Karmada's schedulerObservedAffinityName)."""
+    recorded: Manifest | None = None
+    """The diagnosis as written by the pass that made this placement. While the placement
+    stands it is written again unchanged, so a steady pass changes no file."""

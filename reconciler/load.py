@@ -8,11 +8,16 @@ only its state (`decisions/`, `status/`), never the rendered manifests.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
-from reconciler import gitrepo
-from reconciler.domain import Source, SourceFile
+import structlog
+
+from reconciler import gitrepo, summary, yamlio
+from reconciler.domain import Decision, ResourceKey, Source, SourceFile
 from reconciler.errors import GitError, UsageError
+
+log = structlog.get_logger("dro")
 
 SOURCE_FILES = ("dro.yaml", "topology.yaml")
 SOURCE_FOLDERS = ("clusters/", "datasets/", "workloads/", "policies/")
@@ -84,10 +89,30 @@ def from_git(
 def previous_state(url: str, branch: str, state_dir: Path) -> dict[str, bytes]:
     """`decisions/` and `status/` from the output branch of an already fetched cache."""
     repo = gitrepo.open_cache(url, state_dir)
-    tip = gitrepo.branch_tip(repo, branch)
+    tip = gitrepo.remote_tip(repo, branch) or gitrepo.branch_tip(repo, branch)
     if tip is None:
         return {}
     try:
         return gitrepo.read_files(repo, tip, STATE_FOLDERS)
     except KeyError as error:
         raise GitError(f"output branch {branch} is unreadable: {error}") from error
+
+
+def previous_decisions(files: Mapping[str, bytes]) -> dict[ResourceKey, Decision]:
+    """The decisions of the last pass, from the output branch's `decisions/` files.
+
+    A file dro cannot read back (edited by hand, or from an older format) is skipped with a
+    warning: its workload is then placed as if for the first time.
+    """
+    result: dict[ResourceKey, Decision] = {}
+    for path, data in sorted(files.items()):
+        if not path.startswith("decisions/") or not path.endswith(".yaml"):
+            continue
+        try:
+            (document,) = yamlio.parse_documents(path, data)
+            decision = summary.decision_from_document(document.body)
+        except (yamlio.YamlError, KeyError, TypeError, ValueError) as error:
+            log.warning("previous_decision_unreadable", path=path, error=str(error))
+            continue
+        result[decision.key] = decision
+    return result

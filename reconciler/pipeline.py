@@ -100,8 +100,16 @@ def reconcile_once(settings: Settings, *, on_stage: StageHook = _noop) -> PassRe
         raise ValueError("reconcile needs a source repository (--repo)")
     on_stage(Stage.LOAD)
     source = read_source(settings)
-    log.info("source_loaded", stage=Stage.LOAD, source=source.commit, files=len(source.files))
-    planned = plan(source, on_stage=on_stage)
+    state = load.previous_state(settings.repo, settings.output_branch, settings.state_dir)
+    previous = load.previous_decisions(state)
+    log.info(
+        "source_loaded",
+        stage=Stage.LOAD,
+        source=source.commit,
+        files=len(source.files),
+        previous_decisions=len(previous),
+    )
+    planned = plan(source, on_stage=on_stage, previous=tuple(previous.values()))
     log.info(
         "planned",
         stage=Stage.RENDER,

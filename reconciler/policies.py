@@ -9,6 +9,8 @@ without a weightPreference gives every candidate weight 1. Documents are schema-
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -45,14 +47,30 @@ def _ref(doc: Document) -> PolicyRef:
     return PolicyRef(kind=doc.body["kind"], namespace=meta.get("namespace"), name=meta["name"])
 
 
+def digest(value: Any) -> str:
+    """A short, stable hash of a placement as written (canonical JSON, sorted keys)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def default_placement(raw: Mapping[str, Any]) -> Placement:
+    """`defaultPlacement` of dro.yaml: a placement with its `targetClusters` beside it."""
+    return dro_placement({"targetClusters": raw.get("targetClusters"), "placement": raw})
+
+
 def dro_placement(spec: Mapping[str, Any]) -> Placement:
-    """The placement of a ResourcePlacementPolicy, or of `defaultPlacement` in dro.yaml."""
+    """The placement of a ResourcePlacementPolicy: `targetClusters` and `placement`."""
     placement = spec.get("placement") or {}
     replica = placement.get("replicaScheduling") or {}
     weights = tuple(
         (selectors.dro_cluster_term(w), int(w["weight"])) for w in replica.get("weights") or ()
     )
     return Placement(
+        digest=digest({"targetClusters": spec.get("targetClusters"), "placement": placement}),
+        preferred=tuple(
+            (selectors.dro_cluster_term(p), int(p["weight"]))
+            for p in placement.get("preferred") or ()
+        ),
         targets=selectors.target_clusters(spec.get("targetClusters")),
         tolerations=selectors.tolerations(placement.get("tolerations")),
         replicas=ReplicaScheduling(
@@ -89,7 +107,10 @@ def _draft_pp(doc: Document) -> PlacementPolicy:
     spec = doc.body["spec"]
     kind = spec["resourceType"]
     api_version = _API_VERSION_OF_KIND.get(kind, "v1")
-    placement = Placement(targets=(ClusterAffinity(names=tuple(spec["targetClusters"])),))
+    placement = Placement(
+        targets=(ClusterAffinity(names=tuple(spec["targetClusters"])),),
+        digest=digest(spec["targetClusters"]),
+    )
     return PlacementPolicy(
         ref=_ref(doc),
         origin=doc.origin,
@@ -176,6 +197,7 @@ def _karmada_pp(doc: Document) -> PlacementPolicy:
             selectors.resource_selector(r, namespace) for r in spec["resourceSelectors"]
         ),
         placement=Placement(
+            digest=digest(placement),
             targets=(selectors.karmada_affinity(affinity),) if affinity is not None else (),
             affinity_terms=terms,
             tolerations=selectors.tolerations(placement.get("clusterTolerations")),

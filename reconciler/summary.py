@@ -10,7 +10,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reconciler.domain import DRO_API_VERSION, Cluster, Decision, Spec
+from reconciler.domain import (
+    DRO_API_VERSION,
+    Cluster,
+    Decision,
+    Placed,
+    PolicyRef,
+    ResourceKey,
+    Spec,
+    group_of,
+)
 
 
 def decision_entry(decision: Decision) -> dict[str, Any]:
@@ -36,7 +45,7 @@ def decision_entry(decision: Decision) -> dict[str, Any]:
 
 
 def _diagnosis(decision: Decision) -> dict[str, Any]:
-    verdicts = []
+    verdicts: list[dict[str, Any]] = []
     for verdict in decision.diagnosis.verdicts:
         entry: dict[str, Any] = {"name": verdict.cluster, "feasible": verdict.rejected_by is None}
         if verdict.rejected_by is not None:
@@ -46,9 +55,12 @@ def _diagnosis(decision: Decision) -> dict[str, Any]:
             entry["scores"] = dict(verdict.scores)
             entry["score"] = verdict.total_score
         verdicts.append(entry)
+    diagnosis = decision.diagnosis
     return {
-        "strategy": decision.diagnosis.strategy,
-        "weights": dict(decision.diagnosis.weights),
+        "strategy": diagnosis.strategy,
+        "trigger": diagnosis.trigger,
+        "fleetWaterLevel": diagnosis.fleet_water_level,
+        "weights": dict(diagnosis.weights),
         "clusters": verdicts,
     }
 
@@ -59,12 +71,53 @@ def decision_document(decision: Decision) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": key.file_stem}
     if key.namespace:
         metadata["namespace"] = key.namespace
+    status = {**decision_entry(decision), "placementDigest": decision.placement_digest}
+    if decision.affinity_term is not None:
+        status["affinityTerm"] = decision.affinity_term
+    status["diagnosis"] = (
+        dict(decision.recorded) if decision.recorded is not None else _diagnosis(decision)
+    )
     return {
         "apiVersion": DRO_API_VERSION,
         "kind": "PlacementDecision",
         "metadata": metadata,
-        "status": {**decision_entry(decision), "diagnosis": _diagnosis(decision)},
+        "status": status,
     }
+
+
+def decision_from_document(document: Mapping[str, Any]) -> Decision:
+    """Read back what `decision_document` wrote: the placement the next pass starts from.
+
+    Raises KeyError, TypeError or ValueError on a document of another shape.
+    """
+    if document.get("kind") != "PlacementDecision":
+        raise ValueError("not a PlacementDecision")
+    status = document["status"]
+    resource = status["resource"]
+    policy = status.get("policy")
+    return Decision(
+        key=ResourceKey(
+            group_of(resource["apiVersion"]),
+            resource["kind"],
+            resource.get("namespace") or "",
+            resource["name"],
+        ),
+        api_version=resource["apiVersion"],
+        policy=None
+        if policy is None
+        else PolicyRef(kind=policy["kind"], namespace=policy.get("namespace"), name=policy["name"]),
+        clusters=tuple(
+            Placed(
+                cluster=str(c["name"]),
+                replicas=None if c.get("replicas") is None else int(c["replicas"]),
+            )
+            for c in status.get("clusters") or ()
+        ),
+        unschedulable=status.get("unschedulable"),
+        placement_digest=str(status.get("placementDigest") or ""),
+        affinity_term=status.get("affinityTerm"),
+        recorded=status.get("diagnosis"),
+    )
 
 
 def kustomization(resources: Sequence[str]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from reconciler.domain import (
     OverridePolicy,
     PlacementPolicy,
     SchedulerConfig,
+    Scoring,
     Source,
     Spec,
 )
@@ -191,6 +192,15 @@ def _parse(source: Source, into: _Collector) -> None:
                 _accept(doc, route, into)
 
 
+def _scoring(raw: Mapping[str, Any]) -> Scoring:
+    default = Scoring()
+    return Scoring(
+        adaptive=bool(raw.get("adaptive", default.adaptive)),
+        low_water_level=float(raw.get("lowWaterLevel", default.low_water_level)),
+        high_water_level=float(raw.get("highWaterLevel", default.high_water_level)),
+    )
+
+
 def _config(into: _Collector) -> SchedulerConfig:
     if not into.config_docs:
         return SchedulerConfig()
@@ -214,8 +224,9 @@ def _config(into: _Collector) -> SchedulerConfig:
     return SchedulerConfig(
         origin=doc.origin,
         water_level_limit=MappingProxyType(limit),
-        default_placement=policies.dro_placement(spec.get("defaultPlacement") or {}),
+        default_placement=policies.default_placement(spec.get("defaultPlacement") or {}),
         plugin_weights=MappingProxyType(dict(spec.get("pluginWeights") or {})),
+        scoring=_scoring(spec.get("scoring") or {}),
         kubernetes_version=version,
         raw=spec,
     )

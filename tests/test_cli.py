@@ -86,8 +86,7 @@ def test_unschedulable_message_counts_reasons(
     )
     assert cart["clusters"] == []
     assert cart["unschedulable"] == (
-        "0/7 clusters are available: 6 cluster(s) did not match "
-        "the placement's targets, 1 untolerated taint"
+        "0/7 clusters are available: 6 not targeted by the placement, 1 untolerated taint"
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
@@ -27,11 +28,12 @@ from reconciler.domain import (
     SchedulerConfig,
     Source,
     Spec,
+    SpreadConstraint,
     Taint,
     Toleration,
     Workload,
 )
-from reconciler.schedule import framework
+from reconciler.schedule import batch, framework
 from reconciler.schedule.fleet import Fleet
 
 ORIGIN = Origin(path="test.yaml", line=1)
@@ -111,13 +113,48 @@ FLEET = Fleet(
 )
 
 
-def context(placement: Placement) -> framework.Context:
-    return framework.Context(
-        fleet=FLEET,
+PLAIN = Placement()
+
+
+def subject(
+    placement: Placement = PLAIN,
+    *,
+    fleet: Fleet = FLEET,
+    replicas: int = 1,
+    cpu: float = 1.0,
+    holders: tuple[str, ...] = (),
+    allocatable: list[int] | None = None,
+    limit: dict[str, float] | None = None,
+) -> framework.Subject:
+    """One workload as the plugins see it, built by hand for table-driven plugin tests."""
+    demand = np.array([{"cpu": cpu, "pods": 1.0}.get(r, 0.0) for r in fleet.resources])
+    held = np.isin(fleet.names, list(holders))
+    return framework.Subject(
+        workload=deployment("w", replicas),
         placement=placement,
-        workload=deployment("w", 1),
-        demand={"cpu": 1.0, "pods": 1.0},
+        extensions=True,
+        strategy=placement.replicas.strategy,
+        replicas=replicas,
+        demand=demand,
+        limit=np.array([(limit or {}).get(r, 1.0) for r in fleet.resources]),
+        target=fleet.any_affinity(placement.targets),
+        holders=held,
+        previous=held.astype(np.int64),
+        used=fleet.used,
+        allocatable=np.array(allocatable if allocatable is not None else [100] * fleet.size),
+        node_fit=batch.node_fit(fleet, demand[np.newaxis, :])[0],
     )
+
+
+def check(name: str, item: framework.Subject, fleet: Fleet = FLEET) -> framework.Verdict:
+    verdict: framework.Verdict = framework.FILTERS[name].plugin(fleet, item)
+    return verdict
+
+
+def score(name: str, item: framework.Subject, fleet: Fleet = FLEET) -> list[float]:
+    feasible = np.ones(fleet.size, dtype=bool)
+    scores: list[float] = framework.SCORERS[name].plugin(fleet, item, feasible).tolist()
+    return scores
 
 
 @pytest.mark.parametrize(
@@ -165,42 +202,153 @@ def context(placement: Placement) -> framework.Context:
 def test_cluster_affinity_filter(
     targets: tuple[ClusterAffinity, ...], expected: list[bool]
 ) -> None:
-    verdict = framework.FILTERS["ClusterAffinity"](context(Placement(targets=targets)))
+    verdict = check("ClusterAffinity", subject(Placement(targets=targets)))
     assert verdict.passed.tolist() == expected
-    assert all((r is None) == ok for r, ok in zip(verdict.reasons, expected, strict=True))
+    for row, ok in enumerate(expected):
+        if not ok:
+            assert verdict.label(row)[0] == "not targeted by the placement"
 
 
 @pytest.mark.parametrize(
-    ("tolerations", "expected"),
+    ("tolerations", "holders", "expected"),
     [
-        ((), [True, True, False, True]),
+        ((), (), [True, True, False, True]),
         (
             (Toleration(key="dedicated", operator="Equal", value="gpu", effect="NoSchedule"),),
+            (),
             [True, True, True, True],
         ),
-        ((Toleration(key="dedicated", operator="Equal", value="cpu"),), [True, True, False, True]),
-        ((Toleration(operator="Exists"),), [True, True, True, True]),
+        (
+            (Toleration(key="dedicated", operator="Equal", value="cpu"),),
+            (),
+            [True, True, False, True],
+        ),
+        ((Toleration(operator="Exists"),), (), [True, True, True, True]),
+        # A NoSchedule taint keeps what the cluster already holds.
+        ((), ("c",), [True, True, True, True]),
     ],
 )
-def test_taint_filter(tolerations: tuple[Toleration, ...], expected: list[bool]) -> None:
-    verdict = framework.FILTERS["TaintToleration"](context(Placement(tolerations=tolerations)))
+def test_taint_filter(
+    tolerations: tuple[Toleration, ...], holders: tuple[str, ...], expected: list[bool]
+) -> None:
+    verdict = check("TaintToleration", subject(Placement(tolerations=tolerations), holders=holders))
     assert verdict.passed.tolist() == expected
     if not expected[2]:
-        assert verdict.reasons[2] == "untolerated taint dedicated=gpu:NoSchedule"
+        assert verdict.label(2) == (
+            "untolerated taint",
+            "untolerated taint dedicated=gpu:NoSchedule",
+        )
+
+
+def test_no_execute_taint_evicts_even_holders() -> None:
+    evict = Taint(key="maintenance", value="", effect="NoExecute")
+    fleet = Fleet(clusters=(cluster("a", taints=(evict,)), cluster("b")))
+    verdict = check("TaintToleration", subject(fleet=fleet, holders=("a",)), fleet)
+    assert verdict.passed.tolist() == [False, True]
+
+
+def test_lifecycle_filter_drains_everything_and_cordons_new_work() -> None:
+    fleet = Fleet(
+        clusters=(
+            replace(cluster("a"), drain=True),
+            replace(cluster("b"), cordon=True),
+            replace(cluster("c"), cordon=True),
+            cluster("d"),
+        )
+    )
+    verdict = check("ClusterLifecycle", subject(fleet=fleet, holders=("a", "b")), fleet)
+    assert verdict.passed.tolist() == [False, True, False, True]
+    assert verdict.label(0)[0] == "cluster draining"
+    assert verdict.label(2)[0] == "cluster cordoned"
+
+
+def test_spread_filter_needs_the_grouping_field() -> None:
+    fleet = Fleet(clusters=(cluster("a"), replace(cluster("b"), labels=MappingProxyType({}))))
+    placement = Placement(spread=(SpreadConstraint(by="region", min_groups=1),))
+    verdict = check("SpreadConstraint", subject(placement, fleet=fleet), fleet)
+    assert verdict.passed.tolist() == [True, False]
+    assert verdict.label(1)[0] == "no region to spread by"
+
+
+@pytest.mark.parametrize(
+    ("used", "holders", "expected"),
+    [
+        ([50, 86, 90], (), [True, False, False]),
+        ([50, 86, 90], ("c",), [True, False, True]),
+        ([85, 85, 85], (), [True, True, True]),
+    ],
+)
+def test_water_level_filter(
+    used: list[int], holders: tuple[str, ...], expected: list[bool]
+) -> None:
+    fleet = Fleet(clusters=tuple(cluster(n, used=u) for n, u in zip("abc", used, strict=True)))
+    item = subject(fleet=fleet, holders=holders, limit={"cpu": 0.85})
+    verdict = check("WaterLevel", item, fleet)
+    assert verdict.passed.tolist() == expected
+    if not expected[1]:
+        assert verdict.label(1) == (
+            "water level above 0.85 (cpu)",
+            "cpu water level 0.86 is above the limit 0.85",
+        )
+
+
+def test_node_fit_filter_uses_the_largest_free_node() -> None:
+    small = replace(cluster("a"), largest_node_free=MappingProxyType({"cpu": 4.0}))
+    fleet = Fleet(clusters=(small, cluster("b")))
+    verdict = check("NodeFit", subject(fleet=fleet, cpu=8), fleet)
+    assert verdict.passed.tolist() == [False, True]
+    assert verdict.label(0) == (
+        "no node fits 8 cpu",
+        "the largest free node has 4 cpu; one replica needs 8 cpu",
+    )
+    held = check("NodeFit", subject(fleet=fleet, cpu=8, holders=("a",)), fleet)
+    assert held.passed.tolist() == [True, True]
+
+
+@pytest.mark.parametrize(
+    ("strategy", "allocatable", "expected"),
+    [
+        ("Duplicated", [5, 4, 0, 9], [True, False, False, True]),
+        ("DynamicWeight", [5, 4, 0, 9], [True, True, False, True]),
+    ],
+)
+def test_capacity_filter(strategy: str, allocatable: list[int], expected: list[bool]) -> None:
+    placement = Placement(
+        replicas=ReplicaScheduling(
+            type="Duplicated" if strategy == "Duplicated" else "Divided",
+            division="DynamicWeight",
+        )
+    )
+    verdict = check("Capacity", subject(placement, replicas=5, allocatable=allocatable))
+    assert verdict.passed.tolist() == expected
+    assert verdict.label(2)[0] == "insufficient cpu"
 
 
 def test_prefer_no_schedule_lowers_the_score() -> None:
-    scores = framework.SCORERS["TaintToleration"](context(Placement()))
-    assert scores.tolist() == [100.0, 100.0, 100.0, 75.0]
+    assert score("TaintToleration", subject()) == [100.0, 100.0, 100.0, 75.0]
 
 
 def test_balance_prefers_the_emptier_cluster() -> None:
     fleet = Fleet(clusters=(cluster("x", used=80), cluster("y", used=20)))
-    ctx = framework.Context(
-        fleet=fleet, placement=Placement(), workload=deployment("w", 1), demand={"cpu": 10.0}
+    assert score("Balance", subject(fleet=fleet, cpu=10), fleet) == pytest.approx([10.0, 70.0])
+
+
+def test_availability_scores_the_share_a_cluster_could_take() -> None:
+    item = subject(replicas=4, allocatable=[0, 1, 4, 10])
+    assert score("Availability", item) == [0.0, 25.0, 100.0, 100.0]
+
+
+def test_preference_scores_by_matching_weights() -> None:
+    us = ClusterAffinity(
+        label_selector=LabelSelector(match_labels=MappingProxyType({"region": "us"}))
     )
-    scores = framework.SCORERS["Balance"](ctx)
-    assert scores.tolist() == pytest.approx([10.0, 70.0])
+    placement = Placement(preferred=((us, 30), (ClusterAffinity(names=("b",)), 10)))
+    assert score("Preference", subject(placement)) == [0.0, 100.0, 75.0, 0.0]
+    assert score("Preference", subject()) == [0.0, 0.0, 0.0, 0.0]
+
+
+def test_locality_prefers_current_holders() -> None:
+    assert score("ClusterLocality", subject(holders=("b",))) == [0.0, 100.0, 0.0, 0.0]
 
 
 def test_fit_error_message_counts_each_reason() -> None:
@@ -209,12 +357,29 @@ def test_fit_error_message_counts_each_reason() -> None:
     (decision,) = schedule.place(spec_of(clusters, [deployment("w", 2)], placement))
     assert decision.clusters == ()
     assert decision.unschedulable == (
-        "0/3 clusters are available: 2 untolerated taint, "
-        "1 cluster(s) did not match the placement's targets"
+        "0/3 clusters are available: 2 untolerated taint, 1 not targeted by the placement"
     )
     verdicts = {v.cluster: v for v in decision.diagnosis.verdicts}
     assert verdicts["c"].rejected_by == "ClusterAffinity"
     assert verdicts["a"].rejected_by == "TaintToleration"
+
+
+def test_unschedulable_message_names_every_filter() -> None:
+    big = MappingProxyType({"cpu": 4.0})
+    clusters = [
+        cluster("t1", taints=(GPU,)),
+        cluster("t2", taints=(GPU,)),
+        cluster("t3", taints=(GPU,)),
+        cluster("hot1", used=90),
+        cluster("hot2", used=95),
+        replace(cluster("small"), largest_node_free=big),
+    ]
+    placement = Placement(replicas=ReplicaScheduling(type="Divided", division="DynamicWeight"))
+    (decision,) = schedule.place(spec_of(clusters, [deployment("w", 2, cpu="8")], placement))
+    assert decision.unschedulable == (
+        "0/6 clusters are available: 3 untolerated taint, "
+        "2 water level above 0.85 (cpu), 1 no node fits 8 cpu"
+    )
 
 
 def test_static_weights_take_the_largest_matching_rule() -> None:
@@ -235,7 +400,10 @@ def test_static_weights_take_the_largest_matching_rule() -> None:
 
 def test_dynamic_weight_follows_free_capacity() -> None:
     clusters = [cluster("a", cpu=100, used=90), cluster("b", cpu=100, used=60)]
-    placement = Placement(replicas=ReplicaScheduling(type="Divided", division="DynamicWeight"))
+    placement = Placement(
+        replicas=ReplicaScheduling(type="Divided", division="DynamicWeight"),
+        water_level_limit=MappingProxyType({"cpu": 1.0}),
+    )
     (decision,) = schedule.place(spec_of(clusters, [deployment("w", 10, cpu="2")], placement))
     assert {p.cluster: p.replicas for p in decision.clusters} == {"a": 2, "b": 8}
 

@@ -13,6 +13,9 @@ by name, in reverse name order when the FNV-1a-32 hash of the template's UID is 
   scale-up divides only the extra replicas and merges them into the previous assignment,
   scale-down uses the previous counts as weights, replicas on clusters that are no longer
   candidates are placed again, and a shortfall is all-or-nothing `Unschedulable`.
+
+`divide` is the same algorithm on arrays indexed by cluster row (rows in name order); the
+scheduler calls it so that a pass never builds a per-cluster dict. `assign` is a thin wrapper.
 """
 
 from __future__ import annotations
@@ -20,7 +23,14 @@ from __future__ import annotations
 import heapq
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 STRATEGIES = ("Duplicated", "StaticWeight", "DynamicWeight", "Aggregated")
+MAX_REPLICAS = 2**31 - 1
+"""Karmada's MaxInt32: the available replicas of a cluster that nothing limits."""
+
+IntArray = npt.NDArray[np.int64]
 
 _FNV_OFFSET = 0x811C9DC5
 _FNV_PRIME = 0x01000193
@@ -57,23 +67,154 @@ def webster(
     parties = sorted(set(votes) | set(initial or {}))
     if not parties:
         return {}
-    order = {
-        name: (-index if names_descending(uid) else index) for index, name in enumerate(parties)
-    }
-    current = {name: int((initial or {}).get(name, 0)) for name in parties}
-    heap = [(-_priority(votes.get(n, 0), current[n]), current[n], order[n], n) for n in parties]
+    start = np.array([(initial or {}).get(p, 0) for p in parties], dtype=np.int64)
+    counts = webster_seats(
+        seats,
+        np.array([votes.get(p, 0) for p in parties], dtype=np.int64),
+        start,
+        descending=names_descending(uid),
+    )
+    return dict(zip(parties, counts.tolist(), strict=True))
+
+
+def webster_seats(
+    seats: int, votes: IntArray, initial: IntArray, *, descending: bool = False
+) -> IntArray:
+    """`webster` on arrays: parties are positions in name order; returns seats per party.
+
+    Without initial seats, only the first `seats` parties by (votes descending, tie order) can
+    win a seat: each of them beats any later party to its first seat. So the heap never holds
+    more than `seats` parties, however many candidates there are.
+    """
+    result = initial.astype(np.int64, copy=True)
+    size = len(votes)
+    if seats <= 0 or size == 0:
+        return result
+    tie = -np.arange(size) if descending else np.arange(size)
+    members: list[int] = list(range(size))
+    if seats < size and not result.any():
+        members = np.lexsort((tie, -votes))[:seats].tolist()
+    vote = votes.tolist()
+    held = result.tolist()
+    order = tie.tolist()
+    heap = [(-_priority(vote[i], held[i]), held[i], order[i], i) for i in members]
     heapq.heapify(heap)
     for _ in range(seats):
-        _, held, _, name = heapq.heappop(heap)
-        current[name] = held + 1
-        heapq.heappush(
-            heap, (-_priority(votes.get(name, 0), held + 1), held + 1, order[name], name)
-        )
-    return dict(sorted(current.items()))
+        _, count, rank, party = heapq.heappop(heap)
+        held[party] = count + 1
+        heapq.heappush(heap, (-_priority(vote[party], count + 1), count + 1, rank, party))
+    return np.array(held, dtype=np.int64)
 
 
 def _priority(votes: int, seats: int) -> float:
     return float(votes) / float(2 * seats + 1)
+
+
+def divide(
+    strategy: str,
+    replicas: int,
+    candidates: IntArray,
+    *,
+    size: int,
+    static: IntArray | None = None,
+    available: IntArray | None = None,
+    previous: IntArray | None = None,
+    descending: bool = False,
+    fresh: bool = False,
+) -> IntArray:
+    """Divide `replicas` over the cluster rows `candidates` (in the caller's order).
+
+    Rows index arrays of length `size` and are in name order. `static` holds each row's
+    largest matching weight (None when the policy lists no weights), `available` each row's
+    free capacity in replicas (Karmada's AllocatableReplicas), `previous` the last assignment.
+    Returns replicas per row. Raises `Unschedulable` when capacity is short.
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
+    if replicas < 0:
+        raise ValueError(f"replicas must be >= 0, got {replicas}")
+    candidates = np.unique(candidates) if strategy != "Aggregated" else _first_seen(candidates)
+    result = np.zeros(size, dtype=np.int64)
+    if strategy == "Duplicated":
+        result[candidates] = replicas
+        return result
+    if strategy == "StaticWeight":
+        weights = np.ones(len(candidates), dtype=np.int64)
+        if static is not None and static[candidates].any():
+            weights = static[candidates]
+        keep = weights > 0
+        chosen = candidates[keep]  # unique rows, already in name order
+        result[chosen] = webster_seats(
+            replicas, weights[keep], _zeros(chosen), descending=descending
+        )
+        return result
+    free = np.zeros(size, dtype=np.int64) if available is None else np.maximum(available, 0)
+    before = np.zeros(size, dtype=np.int64) if previous is None else previous
+    return _dynamic(strategy, replicas, candidates, free, before, descending, fresh)
+
+
+def _zeros(rows: IntArray) -> IntArray:
+    return np.zeros(len(rows), dtype=np.int64)
+
+
+def _first_seen(rows: IntArray) -> IntArray:
+    _, first = np.unique(rows, return_index=True)
+    return rows[np.sort(first)]
+
+
+def _dynamic(
+    strategy: str,
+    replicas: int,
+    candidates: IntArray,
+    free: IntArray,
+    previous: IntArray,
+    descending: bool,
+    fresh: bool,
+) -> IntArray:
+    size = len(free)
+    scheduled = np.zeros(size, dtype=np.int64)
+    scheduled[candidates] = np.maximum(previous[candidates], 0)
+    assigned = int(scheduled.sum())
+    merge = False
+    members = candidates
+    if fresh:
+        target = replicas
+        weights = free + scheduled
+    elif assigned > replicas:
+        target = replicas
+        weights = scheduled
+        members = candidates[scheduled[candidates] > 0]
+    elif assigned < replicas:
+        target = replicas - assigned
+        weights = free
+        merge = True
+    else:
+        return scheduled
+    # A stable sort by weight descending keeps the caller's order among equals.
+    ordered = members[np.argsort(-weights[members], kind="stable")]
+    total = int(weights[ordered].sum())
+    if total < target:
+        raise Unschedulable(f"Clusters available replicas {total} are not enough to schedule.")
+    if strategy == "Aggregated":
+        ordered = _aggregated_prefix(ordered, weights, target, scheduled if merge else None)
+    voters = np.sort(ordered[weights[ordered] > 0])
+    result = np.zeros(size, dtype=np.int64)
+    result[voters] = webster_seats(target, weights[voters], _zeros(voters), descending=descending)
+    if merge:
+        result += scheduled
+    return result
+
+
+def _aggregated_prefix(
+    ordered: IntArray, weights: IntArray, target: int, holders: IntArray | None
+) -> IntArray:
+    """The shortest prefix covering `target`, previous holders first (scale-up only)."""
+    if holders is not None:
+        held = holders[ordered] > 0
+        ordered = np.concatenate([ordered[held], ordered[~held]])
+    covered = np.cumsum(weights[ordered])
+    end = int(np.searchsorted(covered, target, side="left")) + 1
+    return ordered[: min(end, len(ordered))]
 
 
 def assign(
@@ -94,88 +235,31 @@ def assign(
     (Karmada's AllocatableReplicas); `previous` the last assignment. Returns cluster → replicas
     with zero entries dropped, sorted by name. Raises `Unschedulable` when capacity is short.
     """
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
-    if replicas < 0:
-        raise ValueError(f"replicas must be >= 0, got {replicas}")
-    if strategy == "Duplicated":
-        return dict.fromkeys(sorted(set(candidates)), replicas)
-    if strategy == "StaticWeight":
-        return _static(replicas, candidates, static_weights, uid)
-    return _dynamic(strategy, replicas, candidates, available or {}, previous or {}, uid, fresh)
+    names = sorted(set(candidates) | set(previous or {}) | {n for n, _ in static_weights or ()})
+    row = {name: i for i, name in enumerate(names)}
+    size = len(names)
+    static = None
+    if static_weights:
+        static = np.zeros(size, dtype=np.int64)
+        for name, weight in static_weights:
+            static[row[name]] = max(static[row[name]], weight)
+    result = divide(
+        strategy,
+        replicas,
+        np.array([row[c] for c in candidates], dtype=np.int64),
+        size=size,
+        static=static,
+        available=_column(available, row, size),
+        previous=_column(previous, row, size),
+        descending=names_descending(uid),
+        fresh=fresh,
+    )
+    return {names[i]: int(result[i]) for i in np.flatnonzero(result > 0)}
 
 
-def _nonzero(result: Mapping[str, int]) -> dict[str, int]:
-    return {name: count for name, count in sorted(result.items()) if count > 0}
-
-
-def _static(
-    replicas: int,
-    candidates: Sequence[str],
-    static_weights: Sequence[tuple[str, int]] | None,
-    uid: str,
-) -> dict[str, int]:
-    names = set(candidates)
-    weights = dict.fromkeys(names, 0)
-    if not static_weights:
-        weights = dict.fromkeys(names, 1)
-    for name, weight in static_weights or ():
-        if name in weights:
-            weights[name] = max(weights[name], weight)
-    if weights and not any(weights.values()):
-        weights = dict.fromkeys(names, 1)
-    votes = {name: weight for name, weight in weights.items() if weight > 0}
-    return _nonzero(webster(replicas, votes, uid=uid))
-
-
-def _dynamic(
-    strategy: str,
-    replicas: int,
-    candidates: Sequence[str],
-    available: Mapping[str, int],
-    previous: Mapping[str, int],
-    uid: str,
-    fresh: bool,
-) -> dict[str, int]:
-    names = list(dict.fromkeys(candidates))
-    scheduled = {n: previous[n] for n in names if previous.get(n, 0) > 0}
-    assigned = sum(scheduled.values())
-    merge = False
-    if fresh:
-        target = replicas
-        weights = {n: max(0, available.get(n, 0)) + scheduled.get(n, 0) for n in names}
-    elif assigned > replicas:
-        target = replicas
-        weights = dict(scheduled)
-    elif assigned < replicas:
-        target = replicas - assigned
-        weights = {n: max(0, available.get(n, 0)) for n in names}
-        merge = True
-    else:
-        return _nonzero(scheduled)
-    # Stable sort by weight descending keeps the caller's order among equals.
-    ordered = sorted((n for n in names if n in weights), key=lambda n: -weights[n])
-    total = sum(weights[n] for n in ordered)
-    if total < target:
-        raise Unschedulable(f"Clusters available replicas {total} are not enough to schedule.")
-    if strategy == "Aggregated":
-        ordered = _aggregated_prefix(ordered, weights, target, scheduled if merge else {})
-    votes = {n: weights[n] for n in ordered if weights[n] > 0}
-    result = webster(target, votes, uid=uid)
-    if merge:
-        for name, count in scheduled.items():
-            result[name] = result.get(name, 0) + count
-    return _nonzero(result)
-
-
-def _aggregated_prefix(
-    ordered: list[str], weights: Mapping[str, int], target: int, holders: Mapping[str, int]
-) -> list[str]:
-    """The shortest prefix covering `target`, previous holders first (scale-up only)."""
-    front = [n for n in ordered if n in holders] + [n for n in ordered if n not in holders]
-    covered = 0
-    for index, name in enumerate(front):
-        covered += weights[name]
-        if covered >= target:
-            return front[: index + 1]
-    return front
+def _column(values: Mapping[str, int] | None, row: Mapping[str, int], size: int) -> IntArray:
+    column = np.zeros(size, dtype=np.int64)
+    for name, value in (values or {}).items():
+        if name in row:
+            column[row[name]] = value
+    return column

@@ -2,7 +2,13 @@
 
 Plugins work on whole columns: a label becomes an array of values over all clusters, taints a
 (clusters × distinct taints) matrix, resources (clusters × resources) matrices of capacity,
-allocation and largest free node. Arrays are read-only once built.
+usage and largest free node. Arrays are read-only once built.
+
+The resource model has one seam: a cluster with an `Observation` (measured live) uses it in
+place of its declared `capacity`, `allocated` and `largestNodeFree`. A resource a cluster does
+not declare has no capacity there, except `pods` and `ephemeral-storage`, which are unbounded
+until declared or observed. Without a declared largest free node, the whole free amount counts
+as one node.
 """
 
 from __future__ import annotations
@@ -15,11 +21,13 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from reconciler.domain import Cluster, ClusterAffinity, Taint
+from reconciler.domain import EMPTY, Cluster, ClusterAffinity, Observation, Taint
 
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 
+UNBOUNDED_WHEN_UNDECLARED = frozenset({"pods", "ephemeral-storage"})
 
 ArrayT = TypeVar("ArrayT", bound=np.ndarray[Any, Any])
 
@@ -35,6 +43,9 @@ class Fleet:
     """Columnar view of the clusters a pass schedules onto."""
 
     clusters: tuple[Cluster, ...]
+    observations: Mapping[str, Observation] = field(default_factory=lambda: EMPTY)
+    extra_resources: Sequence[str] = ()
+    """Resources that workloads request but no cluster declares (they get a zero column)."""
     names: npt.NDArray[np.str_] = field(init=False)
     resources: tuple[str, ...] = field(init=False)
     taints: tuple[Taint, ...] = field(init=False)
@@ -43,7 +54,9 @@ class Fleet:
         ordered = tuple(sorted(self.clusters, key=lambda c: c.name))
         object.__setattr__(self, "clusters", ordered)
         object.__setattr__(self, "names", frozen(np.array([c.name for c in ordered], dtype=str)))
-        resources = sorted({r for c in ordered for r in (*c.capacity, *c.allocated)})
+        declared = {r for c in ordered for r in (*c.capacity, *c.allocated)}
+        observed = {r for o in self.observations.values() for r in (*o.capacity, *o.used)}
+        resources = sorted(declared | observed | set(self.extra_resources))
         object.__setattr__(self, "resources", tuple(resources))
         taints = sorted(
             {t for c in ordered for t in c.taints}, key=lambda t: (t.key, t.value, t.effect)
@@ -60,9 +73,23 @@ class Fleet:
         """Cluster name → row."""
         return {c.name: i for i, c in enumerate(self.clusters)}
 
+    def rows(self, names: Sequence[str]) -> IntArray:
+        """The rows of the named clusters that exist, in the given order."""
+        index = self.index
+        return np.array([index[n] for n in names if n in index], dtype=np.int64)
+
     def label(self, key: str) -> npt.NDArray[np.object_]:
         """The value of one label on every cluster (None where unset)."""
         return self._labels.get(key, self._missing)
+
+    def topology(self, by: str) -> npt.NDArray[np.object_]:
+        """The spread group of every cluster: its name, provider, region, zone or a label."""
+        if by == "cluster":
+            return frozen(self.names.astype(object))
+        if by in ("provider", "region", "zone"):
+            values = [getattr(c, by) or None for c in self.clusters]
+            return frozen(np.array(values, dtype=object))
+        return self.label(by)
 
     @cached_property
     def _missing(self) -> npt.NDArray[np.object_]:
@@ -86,30 +113,71 @@ class Fleet:
                 matrix[i, column[taint]] = True
         return frozen(matrix)
 
-    def _resource_matrix(self, pick: str) -> FloatArray:
-        matrix = np.zeros((self.size, len(self.resources)), dtype=np.float64)
+    def _matrix(self, declared: str, observed: str) -> FloatArray:
+        matrix = np.full((self.size, len(self.resources)), np.nan, dtype=np.float64)
+        column = {r: j for j, r in enumerate(self.resources)}
         for i, cluster in enumerate(self.clusters):
-            values = getattr(cluster, pick)
-            for j, resource in enumerate(self.resources):
-                matrix[i, j] = values.get(resource, 0.0)
-        return frozen(matrix)
+            seen = self.observations.get(cluster.name)
+            values = getattr(seen, observed) if seen is not None else getattr(cluster, declared)
+            for resource, amount in values.items():
+                matrix[i, column[resource]] = amount
+        return matrix
 
     @cached_property
     def capacity(self) -> FloatArray:
-        """(clusters × resources) total capacity."""
-        return self._resource_matrix("capacity")
+        """(clusters × resources) total allocatable; inf where nothing limits it."""
+        matrix = self._matrix("capacity", "capacity")
+        unbounded = np.array([r in UNBOUNDED_WHEN_UNDECLARED for r in self.resources])
+        missing = np.isnan(matrix)
+        matrix[missing & unbounded[np.newaxis, :]] = np.inf
+        matrix[np.isnan(matrix)] = 0.0
+        return frozen(matrix)
 
     @cached_property
-    def allocated(self) -> FloatArray:
+    def used(self) -> FloatArray:
         """(clusters × resources) usage, dro's own replicas included."""
-        return self._resource_matrix("allocated")
+        matrix = self._matrix("allocated", "used")
+        matrix[np.isnan(matrix)] = 0.0
+        return frozen(matrix)
+
+    @cached_property
+    def largest_free(self) -> FloatArray:
+        """(clusters × resources) free amount of the emptiest node; the free total if unknown."""
+        matrix = self._matrix("largest_node_free", "largest_node_free")
+        free = np.maximum(self.capacity - self.used, 0.0)
+        missing = np.isnan(matrix)
+        matrix[missing] = free[missing]
+        return frozen(matrix)
 
     @cached_property
     def water_level(self) -> FloatArray:
-        """(clusters × resources) RWL = allocated / capacity; 1 where capacity is 0."""
+        """(clusters × resources) RWL = used / capacity; 0 where unbounded, 1 where none."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            level = np.where(self.capacity > 0, self.allocated / self.capacity, 1.0)
+            level = np.where(self.capacity > 0, self.used / self.capacity, 1.0)
         return frozen(level)
+
+    def load(self) -> float:
+        """The fleet's water level: the highest of Σused / Σcapacity over cpu and memory."""
+        levels = []
+        for resource in ("cpu", "memory"):
+            if resource not in self.resources:
+                continue
+            j = self.resources.index(resource)
+            finite = np.isfinite(self.capacity[:, j])
+            total = float(self.capacity[finite, j].sum())
+            if total > 0:
+                levels.append(float(self.used[finite, j].sum()) / total)
+        return max(levels, default=0.0)
+
+    @cached_property
+    def draining(self) -> BoolArray:
+        """Clusters with `spec.drain`."""
+        return frozen(np.array([c.drain for c in self.clusters], dtype=bool))
+
+    @cached_property
+    def cordoned(self) -> BoolArray:
+        """Clusters with `spec.cordon`."""
+        return frozen(np.array([c.cordon for c in self.clusters], dtype=bool))
 
     def affinity_mask(self, affinity: ClusterAffinity) -> BoolArray:
         """Clusters an affinity term selects: every non-empty part ANDed, `exclude` wins."""
@@ -131,12 +199,21 @@ class Fleet:
                     "NotIn": ~(present & inside),
                 }[requirement.operator]
         for field_requirement in affinity.field_selector:
-            column = self.label(field_requirement.key)
-            inside = np.isin(column, np.array(field_requirement.values, dtype=object))
+            inside = self._field_matches(field_requirement.key, field_requirement.values)
             mask &= inside if field_requirement.operator == "In" else ~inside
         if affinity.exclude:
             mask &= ~np.isin(self.names, np.array(affinity.exclude, dtype=str))
         return mask
+
+    def _field_matches(self, key: str, values: Sequence[str]) -> BoolArray:
+        """Karmada's fieldSelector: provider/region by value; zones overlap with any listed."""
+        wanted = set(values)
+        if key == "zone":
+            return np.array(
+                [bool(wanted & ({c.zone} | set(c.zones)) - {""}) for c in self.clusters],
+                dtype=bool,
+            )
+        return np.isin(self.topology(key), np.array(list(values), dtype=object))
 
     def any_affinity(self, terms: Sequence[ClusterAffinity]) -> BoolArray:
         """Clusters selected by at least one term; every cluster when there are no terms."""

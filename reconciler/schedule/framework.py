@@ -1,36 +1,71 @@
 """The scheduling framework: filters and scorers as batch callables over the whole fleet.
 
-A filter takes a `Context` and returns a `Verdict`: a boolean mask over every cluster and, for
-each rejected cluster, a reason. A scorer returns one score in [0, SCORE_MAX] per cluster.
-Plugins are plain callables in the `FILTERS` and `SCORERS` registries, so a new one is one file
-and one line. `run` applies them all and keeps every verdict and score for the diagnosis.
+A filter takes the fleet and a `Subject` (one workload at its turn in the pass) and returns a
+`Verdict`: a boolean mask over every cluster, and a way to name why a cluster was rejected. A
+scorer returns one score in [0, SCORE_MAX] per cluster. Plugins are plain callables in the
+`FILTERS` and `SCORERS` registries, so a new one is one file and one line.
+
+Karmada's policies run Karmada's plugins only (`karmada=True`); dro's policies, and Karmada
+policies that opt in with `multicluster.io/extensions: enabled`, run them all.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-from reconciler.domain import ClusterVerdict, Diagnosis, Placement, Workload
-from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, frozen
+from reconciler.domain import ClusterVerdict, Placement, Workload
+from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray
 
 SCORE_MAX = 100.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Context:
-    """What a plugin sees: the fleet, the placement that applies, and the workload."""
+class Subject:
+    """One workload as the plugins see it at its turn in the pass."""
 
-    fleet: Fleet
-    placement: Placement
     workload: Workload
-    demand: Mapping[str, float] = field(default_factory=dict)
-    """Per-replica requests in base units (cpu cores, memory bytes …)."""
-    target_mask: BoolArray | None = None
-    """Clusters the placement's targets select; None means every cluster."""
+    placement: Placement
+    extensions: bool
+    """dro's filters and scorers apply (dro's policies, or a Karmada policy that opts in)."""
+    strategy: str
+    replicas: int | None
+    demand: FloatArray
+    """Per-replica requests over `fleet.resources`."""
+    limit: FloatArray
+    """RWL limit per resource; 1 where none applies."""
+    target: BoolArray
+    """Clusters the placement's targets (or its current affinity term) select."""
+    holders: BoolArray
+    """Clusters that held this workload after the previous pass."""
+    previous: IntArray
+    """Replicas per cluster after the previous pass."""
+    used: FloatArray
+    """(clusters × resources) usage at this workload's turn."""
+    allocatable: IntArray
+    """Replicas each cluster can still take, within the RWL limit (Karmada's Allocatable)."""
+    node_fit: BoolArray
+    """One replica fits the cluster's largest free node."""
+    cache: dict[Any, Any] = field(default_factory=dict)
+    """Per-pass memo for results that depend only on the placement."""
+
+    @property
+    def available(self) -> IntArray:
+        """Allocatable plus own previous replicas (Karmada's AvailableReplicas)."""
+        result: IntArray = self.allocatable + self.previous
+        return result
+
+    @property
+    def requested(self) -> IntArray:
+        """Column indices of the resources one replica requests."""
+        return np.flatnonzero(self.demand > 0)
+
+
+Label = Callable[[int], tuple[str, str]]
+"""For a rejected cluster row: (category for the unschedulable message, detailed reason)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,49 +73,60 @@ class Verdict:
     """A filter's answer: which clusters pass, and why each other one does not."""
 
     passed: BoolArray
-    category: str
-    """How a rejection is counted in the unschedulable message ("untolerated taint")."""
-    reasons: npt.NDArray[np.object_]
-    """Per cluster: the detailed reason for a rejected cluster, None for a passed one."""
+    label: Label
 
 
-Filter = Callable[[Context], Verdict]
-Scorer = Callable[[Context], FloatArray]
-
-FILTERS: dict[str, Filter] = {}
-SCORERS: dict[str, Scorer] = {}
-DEFAULT_WEIGHTS: dict[str, float] = {}
+def verdict(passed: BoolArray, category: str, reason: str | None = None) -> Verdict:
+    """A Verdict whose rejected clusters all share one category and reason."""
+    text = reason or category
+    return Verdict(passed=passed, label=lambda _row: (category, text))
 
 
-def register_filter(name: str) -> Callable[[Filter], Filter]:
-    """Decorator adding a filter plugin to the registry under `name`."""
+Filter = Callable[[Fleet, Subject], Verdict]
+Scorer = Callable[[Fleet, Subject, BoolArray], FloatArray]
+
+
+@dataclass(frozen=True, slots=True)
+class _Registered:
+    plugin: Any
+    karmada: bool
+    weight: float = 1.0
+    order: int = 0
+
+
+FILTERS: dict[str, _Registered] = {}
+SCORERS: dict[str, _Registered] = {}
+
+
+def register_filter(name: str, *, order: int, karmada: bool = False) -> Callable[[Filter], Filter]:
+    """Decorator adding a filter at position `order`; `karmada=True` also runs it for
+    Karmada's own policies. A rejected cluster is charged to the first filter that rejects it."""
 
     def add(plugin: Filter) -> Filter:
-        FILTERS[name] = plugin
+        FILTERS[name] = _Registered(plugin, karmada, order=order)
+        ordered = sorted(FILTERS.items(), key=lambda item: item[1].order)
+        FILTERS.clear()
+        FILTERS.update(ordered)
         return plugin
 
     return add
 
 
-def register_scorer(name: str, weight: float = 1.0) -> Callable[[Scorer], Scorer]:
-    """Decorator adding a scorer plugin with its default weight."""
+def register_scorer(
+    name: str, weight: float = 1.0, *, karmada: bool = False
+) -> Callable[[Scorer], Scorer]:
+    """Decorator adding a scorer with its default weight."""
 
     def add(plugin: Scorer) -> Scorer:
-        SCORERS[name] = plugin
-        DEFAULT_WEIGHTS[name] = weight
+        SCORERS[name] = _Registered(plugin, karmada, weight)
         return plugin
 
     return add
 
 
-def verdict(passed: BoolArray, category: str, reason: str | npt.NDArray[np.object_]) -> Verdict:
-    """Build a Verdict; `reason` is one string for all rejected clusters or one per cluster."""
-    reasons = np.full(passed.shape, None, dtype=object)
-    if isinstance(reason, str):
-        reasons[~passed] = reason
-    else:
-        reasons[~passed] = reason[~passed]
-    return Verdict(passed=frozen(passed.copy()), category=category, reasons=frozen(reasons))
+def default_weights() -> dict[str, float]:
+    """Every scorer's default weight."""
+    return {name: entry.weight for name, entry in SCORERS.items()}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,54 +135,72 @@ class Outcome:
 
     feasible: BoolArray
     total: FloatArray
-    diagnosis: Diagnosis
-    fit_error: str | None
+    scores: Mapping[str, FloatArray]
+    rejected_by: list[tuple[str, BoolArray, Label]]
+    """(filter, the clusters it rejected first, its label) in filter order."""
+
+    def fit_error(self, clusters: int) -> str:
+        """Karmada's FitError style: `0/6 clusters are available: 3 untolerated taint, …`."""
+        counted: dict[str, int] = {}
+        for _, rows, label in self.rejected_by:
+            for row in np.flatnonzero(rows):
+                category = label(int(row))[0]
+                counted[category] = counted.get(category, 0) + 1
+        return fit_error_message(clusters, counted)
+
+    def verdicts(self, fleet: Fleet) -> tuple[ClusterVerdict, ...]:
+        """One verdict per cluster, in name order: who rejected it and why, or its scores."""
+        rejected: dict[int, tuple[str, str]] = {}
+        for name, rows, label in self.rejected_by:
+            for row in np.flatnonzero(rows).tolist():
+                rejected[row] = (name, label(row)[1])
+        columns = {name: np.round(score, 4).tolist() for name, score in self.scores.items()}
+        totals = np.round(self.total, 4).tolist()
+        result = []
+        for row, cluster in enumerate(fleet.names.tolist()):
+            if row in rejected:
+                plugin, reason = rejected[row]
+                result.append(ClusterVerdict(cluster=cluster, rejected_by=plugin, reason=reason))
+                continue
+            result.append(
+                ClusterVerdict(
+                    cluster=cluster,
+                    scores={name: column[row] for name, column in columns.items()},
+                    total_score=totals[row],
+                )
+            )
+        return tuple(result)
 
 
-def run(context: Context, weights: Mapping[str, float]) -> Outcome:
-    """Apply every filter, then every scorer on the survivors; build the diagnosis."""
-    fleet = context.fleet
+def run(
+    fleet: Fleet, subject: Subject, weights: Mapping[str, float], *, score: bool = True
+) -> Outcome:
+    """Apply the filters that apply to `subject`, then its scorers; keep everything."""
     feasible = np.ones(fleet.size, dtype=bool)
-    rejected_by = np.full(fleet.size, None, dtype=object)
-    reasons = np.full(fleet.size, None, dtype=object)
-    categories = np.full(fleet.size, None, dtype=object)
-    for name, plugin in FILTERS.items():
-        answer = plugin(context)
+    rejected_by: list[tuple[str, BoolArray, Label]] = []
+    for name, entry in FILTERS.items():
+        if not (entry.karmada or subject.extensions):
+            continue
+        answer: Verdict = entry.plugin(fleet, subject)
         newly = feasible & ~answer.passed
-        rejected_by[newly] = name
-        reasons[newly] = answer.reasons[newly]
-        categories[newly] = answer.category
-        feasible &= answer.passed
-    scores = {name: np.clip(plugin(context), 0.0, SCORE_MAX) for name, plugin in SCORERS.items()}
-    effective = {name: float(weights.get(name, DEFAULT_WEIGHTS[name])) for name in SCORERS}
+        if newly.any():
+            rejected_by.append((name, newly, answer.label))
+            feasible &= answer.passed
+    scores: dict[str, FloatArray] = {}
     total = np.zeros(fleet.size, dtype=np.float64)
-    for name, score in scores.items():
-        total += effective[name] * score
-    verdicts = tuple(
-        ClusterVerdict(
-            cluster=str(fleet.names[i]),
-            rejected_by=rejected_by[i],
-            reason=reasons[i],
-            scores={name: round(float(score[i]), 4) for name, score in scores.items()},
-            total_score=round(float(total[i]), 4) if feasible[i] else 0.0,
-        )
-        for i in range(fleet.size)
-    )
-    fit_error = None if feasible.any() else fit_error_message(fleet.size, categories)
-    return Outcome(
-        feasible=frozen(feasible),
-        total=frozen(total),
-        diagnosis=Diagnosis(verdicts=verdicts, weights=effective),
-        fit_error=fit_error,
-    )
+    if score:
+        for name, entry in SCORERS.items():
+            if not (entry.karmada or subject.extensions):
+                continue
+            column = np.clip(entry.plugin(fleet, subject, feasible), 0.0, SCORE_MAX)
+            scores[name] = column
+            total += float(weights.get(name, entry.weight)) * column
+    total[~feasible] = 0.0
+    return Outcome(feasible=feasible, total=total, scores=scores, rejected_by=rejected_by)
 
 
-def fit_error_message(clusters: int, categories: npt.NDArray[np.object_]) -> str:
-    """Karmada's FitError style: `0/6 clusters are available: 3 untolerated taint, …`."""
-    counted: dict[str, int] = {}
-    for category in categories:
-        if category is not None:
-            counted[category] = counted.get(category, 0) + 1
+def fit_error_message(clusters: int, counted: Mapping[str, int]) -> str:
+    """`0/N clusters are available: <count> <category>, …`, most frequent first."""
     parts = sorted(counted.items(), key=lambda item: (-item[1], item[0]))
     detail = ", ".join(f"{count} {category}" for category, count in parts)
     return (

@@ -1,5 +1,33 @@
-"""Filter and scorer plugins; importing this package registers every one of them."""
+"""Filter and scorer plugins; importing this package registers every one of them.
 
-from reconciler.schedule.plugins import balance, cluster_affinity, taint_toleration
+Each filter states its `order`: targets, lifecycle, taints, spread fields, water level, node
+fit, capacity. A rejected cluster is charged to the first filter that rejects it.
+"""
 
-__all__ = ["balance", "cluster_affinity", "taint_toleration"]
+from reconciler.schedule.plugins import (
+    availability,
+    balance,
+    capacity,
+    cluster_affinity,
+    lifecycle,
+    locality,
+    node_fit,
+    preference,
+    spread_fields,
+    taint_toleration,
+    water_level,
+)
+
+__all__ = [
+    "availability",
+    "balance",
+    "capacity",
+    "cluster_affinity",
+    "lifecycle",
+    "locality",
+    "node_fit",
+    "preference",
+    "spread_fields",
+    "taint_toleration",
+    "water_level",
+]

@@ -1,34 +1,35 @@
-"""Scorer: the resource water level a cluster would have after one more replica.
+"""Scorer: the resource water level a cluster would have after placement.
 
-Score = 100 × (1 − RWL after placement), where the RWL is the highest used/total over the
-resources the workload requests (cpu and memory when it requests nothing). A cluster whose
-level would exceed 1 scores 0. This is the draft's balance term; the next step of the scheduler
-weighs it against aggregation by fleet load.
+Score = 100 × (1 − RWL after placement), where the RWL is the highest used/capacity over the
+resources the workload requests (cpu and memory when it requests nothing but pods), and the
+placement is the cluster's even share of the replicas (all of them when duplicated). This is
+the draft's balance term: it spreads load, and it weighs most when the fleet is loaded.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from reconciler.schedule import framework
-from reconciler.schedule.fleet import FloatArray
+from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray
 
 
-@framework.register_scorer("Balance", weight=1.0)
-def balance(context: framework.Context) -> FloatArray:
-    """Prefer clusters that stay least loaded after taking one replica."""
-    fleet = context.fleet
-    if not fleet.resources:
-        return np.full(fleet.size, framework.SCORE_MAX)
-    wanted = [r for r in context.demand if r in fleet.resources and r != "pods"]
+@framework.register_scorer("Balance")
+def balance(fleet: Fleet, subject: framework.Subject, feasible: BoolArray) -> FloatArray:
+    """Prefer clusters that stay least loaded after taking their share."""
+    wanted = [j for j in subject.requested.tolist() if fleet.resources[j] != "pods"]
     if not wanted:
-        wanted = [r for r in ("cpu", "memory") if r in fleet.resources]
+        wanted = [fleet.resources.index(r) for r in ("cpu", "memory") if r in fleet.resources]
     if not wanted:
         return np.full(fleet.size, framework.SCORE_MAX)
-    columns = [fleet.resources.index(r) for r in wanted]
-    need = np.array([context.demand.get(r, 0.0) for r in wanted])
-    capacity = fleet.capacity[:, columns]
-    after = fleet.allocated[:, columns] + need[np.newaxis, :]
+    replicas = subject.replicas or 0
+    share = replicas
+    if subject.strategy != "Duplicated":
+        share = math.ceil(replicas / max(1, int(feasible.sum())))
+    capacity = fleet.capacity[:, wanted]
+    after = subject.used[:, wanted] + share * subject.demand[wanted][np.newaxis, :]
     with np.errstate(divide="ignore", invalid="ignore"):
         level = np.where(capacity > 0, after / capacity, 1.0).max(axis=1)
     scores: FloatArray = framework.SCORE_MAX * (1.0 - np.clip(level, 0.0, 1.0))

@@ -1,19 +1,15 @@
-"""Filter: the placement's targets (dro's targetClusters, Karmada's clusterAffinity)."""
+"""Filter: the placement's targets (dro's targetClusters, Karmada's clusterAffinity or the
+current term of its clusterAffinities, with that term's overflow tiers)."""
 
 from __future__ import annotations
 
 from reconciler.schedule import framework
+from reconciler.schedule.fleet import Fleet
 
 
-@framework.register_filter("ClusterAffinity")
-def cluster_affinity(context: framework.Context) -> framework.Verdict:
-    """Keep the clusters that any target term selects (all clusters when there are none)."""
-    if context.target_mask is not None:
-        mask = context.target_mask.copy()
-    else:
-        mask = context.fleet.any_affinity(context.placement.targets)
+@framework.register_filter("ClusterAffinity", order=10, karmada=True)
+def cluster_affinity(_fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
+    """Keep the clusters the placement's targets select."""
     return framework.verdict(
-        mask,
-        "cluster(s) did not match the placement's targets",
-        "not selected by the policy's targets",
+        subject.target, "not targeted by the placement", "not selected by the policy's targets"
     )

@@ -1,7 +1,8 @@
 """Filter and scorer: cluster taints against the placement's tolerations.
 
-NoSchedule and NoExecute taints that no toleration matches reject the cluster; each untolerated
-PreferNoSchedule taint lowers its score instead.
+An untolerated NoExecute taint rejects the cluster, even for the replicas it holds. An
+untolerated NoSchedule taint rejects it for new work only: clusters that already hold the
+workload keep it, as in Karmada. Each untolerated PreferNoSchedule taint lowers the score.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from reconciler.schedule import framework
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray
 
 
-def _untolerated(fleet: Fleet, placement: Placement, effects: set[str]) -> BoolArray:
-    """(clusters × taints) matrix of taints with one of `effects` that nothing tolerates."""
+def untolerated(fleet: Fleet, placement: Placement, effect: str) -> BoolArray:
+    """(clusters × taints): taints with `effect` that no toleration matches."""
     relevant = np.array(
         [
-            t.effect in effects and not any(tol.tolerates(t) for tol in placement.tolerations)
+            t.effect == effect and not any(tol.tolerates(t) for tol in placement.tolerations)
             for t in fleet.taints
         ],
         dtype=bool,
@@ -28,27 +29,43 @@ def _untolerated(fleet: Fleet, placement: Placement, effects: set[str]) -> BoolA
     return result
 
 
-@framework.register_filter("TaintToleration")
-def taint_filter(context: framework.Context) -> framework.Verdict:
-    """Reject clusters with an untolerated NoSchedule or NoExecute taint."""
-    fleet = context.fleet
-    blocking = _untolerated(fleet, context.placement, {"NoSchedule", "NoExecute"})
-    passed: BoolArray = np.ones(fleet.size, dtype=bool)
-    if blocking.shape[1]:
-        passed = np.asarray(~blocking.any(axis=1), dtype=bool)
-    reasons = np.full(fleet.size, None, dtype=object)
-    for row in np.flatnonzero(~passed):
-        taints = [fleet.taints[j] for j in np.flatnonzero(blocking[row])]
-        reasons[row] = "untolerated taint " + ", ".join(
-            f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in taints
+def _blocking(fleet: Fleet, subject: framework.Subject) -> tuple[BoolArray, BoolArray]:
+    key = ("taints", id(subject.placement))
+    if key not in subject.cache:
+        subject.cache[key] = (
+            untolerated(fleet, subject.placement, "NoSchedule"),
+            untolerated(fleet, subject.placement, "NoExecute"),
         )
-    return framework.verdict(passed, "untolerated taint", reasons)
+    pair: tuple[BoolArray, BoolArray] = subject.cache[key]
+    return pair
 
 
-@framework.register_scorer("TaintToleration", weight=1.0)
-def taint_score(context: framework.Context) -> FloatArray:
+@framework.register_filter("TaintToleration", order=30, karmada=True)
+def taint_filter(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
+    """Reject clusters with an untolerated NoExecute taint, or NoSchedule for new work."""
+    no_schedule, no_execute = _blocking(fleet, subject)
+    passed = np.ones(fleet.size, dtype=bool)
+    if fleet.taints:
+        passed = ~no_execute.any(axis=1) & (~no_schedule.any(axis=1) | subject.holders)
+
+    def label(row: int) -> tuple[str, str]:
+        columns = np.flatnonzero(no_schedule[row] | no_execute[row])
+        taints = ", ".join(
+            f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
+            for t in (fleet.taints[j] for j in columns)
+        )
+        return "untolerated taint", f"untolerated taint {taints}"
+
+    return framework.Verdict(passed=passed, label=label)
+
+
+@framework.register_scorer("TaintToleration")
+def taint_score(fleet: Fleet, subject: framework.Subject, _feasible: BoolArray) -> FloatArray:
     """100 minus 25 per untolerated PreferNoSchedule taint, floored at 0."""
-    preferred = _untolerated(context.fleet, context.placement, {"PreferNoSchedule"})
-    count = preferred.sum(axis=1) if preferred.shape[1] else np.zeros(context.fleet.size)
-    scores: FloatArray = np.maximum(0.0, framework.SCORE_MAX - 25.0 * count)
+    key = ("prefer-no-schedule", id(subject.placement))
+    if key not in subject.cache:
+        preferred = untolerated(fleet, subject.placement, "PreferNoSchedule")
+        count = preferred.sum(axis=1) if preferred.shape[1] else np.zeros(fleet.size)
+        subject.cache[key] = np.maximum(0.0, framework.SCORE_MAX - 25.0 * count)
+    scores: FloatArray = subject.cache[key]
     return scores

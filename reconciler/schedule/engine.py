@@ -1,0 +1,414 @@
+"""One scheduling pass: every workload in order, each placement consuming capacity.
+
+Workloads go in a fixed order: the claiming policy's priority (highest first), then namespace,
+kind and name. At its turn a workload sees the usage left by the ones ahead of it, so a pass
+never over-commits a cluster. A workload's free capacity on a cluster is its capacity within
+the RWL limit minus the usage at that turn (Karmada's AllocatableReplicas); its own previous
+replicas are part of that usage and come back as `previous` in the division.
+
+A divided workload is re-divided only on a trigger: the first placement, a changed placement,
+changed replicas, or a cluster it is on that is gone or no longer a candidate. Otherwise its
+previous division stands. Duplicated workloads and objects without replicas follow their
+candidates on every pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from reconciler.domain import (
+    Decision,
+    Diagnosis,
+    Placed,
+    Placement,
+    PolicyRef,
+    SchedulerConfig,
+    Workload,
+)
+from reconciler.schedule import division, framework, spread
+from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray
+
+STEADY = "steady: the previous division stands"
+FOLLOWS = "follows its candidates on every pass"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Claimed:
+    """A workload with the placement that applies to it."""
+
+    workload: Workload
+    placement: Placement
+    ref: PolicyRef | None
+    priority: int
+    extensions: bool
+
+
+class _Failed(Exception):
+    """This attempt cannot place the workload; `keep` says whether to keep the old copies."""
+
+    def __init__(self, message: str, *, keep: bool) -> None:
+        super().__init__(message)
+        self.keep = keep
+
+
+@dataclass(frozen=True, slots=True)
+class _Placed:
+    counts: IntArray | None
+    rows: IntArray
+    trigger: str
+
+
+def effective_weights(config: SchedulerConfig, load: float) -> dict[str, float]:
+    """Scorer weights for this pass: the base weights, adjusted for the fleet's load.
+
+    With s = clip((load − low) / (high − low), 0, 1), Balance is multiplied by (0.5 + s) and
+    Availability by (1.5 − s): a loaded fleet spreads, an idle fleet aggregates.
+    """
+    weights = framework.default_weights()
+    weights.update(config.plugin_weights)
+    scoring = config.scoring
+    if scoring.adaptive:
+        low, high = scoring.low_water_level, scoring.high_water_level
+        if high > low:
+            s = min(1.0, max(0.0, (load - low) / (high - low)))
+        else:
+            s = 1.0 if load >= high else 0.0
+        weights["Balance"] = weights.get("Balance", 1.0) * (0.5 + s)
+        weights["Availability"] = weights.get("Availability", 1.0) * (1.5 - s)
+    return {name: round(value, 4) for name, value in sorted(weights.items())}
+
+
+class Pass:
+    """The mutable state of one pass: the usage ledger and the per-placement memo."""
+
+    def __init__(
+        self,
+        fleet: Fleet,
+        config: SchedulerConfig,
+        previous: Mapping[Any, Decision],
+        *,
+        diagnose: bool,
+    ) -> None:
+        self.fleet = fleet
+        self.config = config
+        self.previous = previous
+        self.diagnose = diagnose
+        self.used: FloatArray = fleet.used.copy()
+        self.load = round(fleet.load(), 4)
+        self.weights = effective_weights(config, self.load)
+        self.cache: dict[Any, Any] = {}
+
+    # --- per-placement facts ------------------------------------------------------------------
+
+    def _limit(self, claimed: Claimed) -> FloatArray:
+        key = ("limit", id(claimed.placement), claimed.extensions)
+        if key not in self.cache:
+            limits = np.ones(len(self.fleet.resources), dtype=np.float64)
+            if claimed.extensions:
+                for j, resource in enumerate(self.fleet.resources):
+                    value = claimed.placement.water_level_limit.get(
+                        resource, self.config.water_level_limit.get(resource, 1.0)
+                    )
+                    limits[j] = float(value)
+            self.cache[key] = limits
+        result: FloatArray = self.cache[key]
+        return result
+
+    def _target(self, placement: Placement, term: int | None) -> tuple[BoolArray, IntArray]:
+        """Clusters the targets (or one affinity term with its overflow) select, and tiers."""
+        key = ("target", id(placement), term)
+        if key not in self.cache:
+            fleet = self.fleet
+            tiers = np.zeros(fleet.size, dtype=np.int64)
+            if term is None:
+                mask = fleet.any_affinity(placement.targets)
+            else:
+                chosen = placement.affinity_terms[term]
+                mask = fleet.affinity_mask(chosen.affinity)
+                for tier, (_, overflow) in enumerate(chosen.overflow, start=1):
+                    extra = fleet.affinity_mask(overflow) & ~mask
+                    tiers[extra] = tier
+                    mask = mask | extra
+            self.cache[key] = (mask, tiers)
+        pair: tuple[BoolArray, IntArray] = self.cache[key]
+        return pair
+
+    def _static(self, placement: Placement) -> IntArray | None:
+        key = ("static", id(placement))
+        if key not in self.cache:
+            rules = placement.replicas.static_weights
+            weights = None
+            if rules:
+                weights = np.zeros(self.fleet.size, dtype=np.int64)
+                for affinity, weight in rules:
+                    matched = self.fleet.affinity_mask(affinity)
+                    weights[matched] = np.maximum(weights[matched], weight)
+            self.cache[key] = weights
+        result: IntArray | None = self.cache[key]
+        return result
+
+    def _allocatable(self, demand: FloatArray, limit: FloatArray, replicas: int) -> IntArray:
+        """Replicas each cluster can still take within its limit (Karmada's estimator)."""
+        fleet = self.fleet
+        columns = np.flatnonzero(demand > 0)
+        fit = np.full(fleet.size, float(division.MAX_REPLICAS))
+        if len(columns):
+            free = fleet.capacity[:, columns] * limit[columns] - self.used[:, columns]
+            with np.errstate(invalid="ignore"):
+                fit = np.floor(free / demand[columns] + 1e-9).min(axis=1)
+        fit = np.nan_to_num(fit, nan=0.0, posinf=float(division.MAX_REPLICAS))
+        allocatable: IntArray = np.clip(fit, 0, division.MAX_REPLICAS).astype(np.int64)
+        allocatable[fleet.cordoned] = 0
+        allocatable[allocatable >= division.MAX_REPLICAS] = replicas
+        return allocatable
+
+    # --- one workload -------------------------------------------------------------------------
+
+    def decide(self, claimed: Claimed, demand: FloatArray, node_fit: BoolArray) -> Decision:
+        """Place one workload at its turn, and charge its placement to the ledger."""
+        fleet = self.fleet
+        workload, placement = claimed.workload, claimed.placement
+        before = self.previous.get(workload.key)
+        previous = np.zeros(fleet.size, dtype=np.int64)
+        holders = np.zeros(fleet.size, dtype=bool)
+        lost: list[str] = []
+        for placed in before.clusters if before else ():
+            row = fleet.index.get(placed.cluster)
+            if row is None:
+                lost.append(placed.cluster)
+                continue
+            holders[row] = True
+            previous[row] = placed.replicas or 0
+        replicas = workload.replicas
+        strategy = placement.replicas.strategy if replicas is not None else "Duplicated"
+        limit = self._limit(claimed)
+        allocatable = self._allocatable(demand, limit, replicas or 0)
+        terms: list[int | None] = list(range(len(placement.affinity_terms))) or [None]
+        names = [t.name for t in placement.affinity_terms]
+        if before is not None and before.affinity_term in names:
+            terms = terms[names.index(before.affinity_term) :]
+        failure: _Failed | None = None
+        outcome: framework.Outcome | None = None
+        for attempt, term in enumerate(terms):
+            target, tiers = self._target(placement, term)
+            subject = framework.Subject(
+                workload=workload,
+                placement=placement,
+                extensions=claimed.extensions,
+                strategy=strategy,
+                replicas=replicas,
+                demand=demand,
+                limit=limit,
+                target=target,
+                holders=holders,
+                previous=previous,
+                used=self.used,
+                allocatable=allocatable,
+                node_fit=node_fit,
+                cache=self.cache,
+            )
+            outcome = framework.run(fleet, subject, self.weights)
+            try:
+                result = self._place(subject, outcome, tiers, before, lost, refresh=attempt > 0)
+            except _Failed as error:
+                failure = error
+                continue
+            self._charge(demand, previous, result.counts)
+            term_name = names[term] if term is not None else None
+            return self._decision(claimed, strategy, outcome, result, term_name)
+        assert failure is not None
+        assert outcome is not None
+        return self._unschedulable(claimed, strategy, outcome, failure, before, previous, demand)
+
+    def _place(
+        self,
+        subject: framework.Subject,
+        outcome: framework.Outcome,
+        tiers: IntArray,
+        before: Decision | None,
+        lost: list[str],
+        *,
+        refresh: bool,
+    ) -> _Placed:
+        fleet = self.fleet
+        feasible = outcome.feasible
+        if not feasible.any():
+            raise _Failed(outcome.fit_error(fleet.size), keep=False)
+        divided = subject.replicas is not None and subject.strategy != "Duplicated"
+        trigger = FOLLOWS
+        if divided:
+            reason = "an affinity term failed" if refresh else None
+            reason = reason or _trigger(fleet, subject, feasible, before, lost)
+            if reason is None:
+                return _Placed(subject.previous, np.flatnonzero(subject.previous), STEADY)
+            trigger = reason
+        rows = np.flatnonzero(feasible)
+        available = subject.available
+        ordered = rows[np.lexsort((rows, -available[rows], -outcome.total[rows], tiers[rows]))]
+        try:
+            selected = spread.select(
+                fleet,
+                ordered,
+                subject.placement.spread,
+                scores=outcome.total,
+                available=available,
+                replicas=subject.replicas,
+                strategy=subject.strategy,
+                karmada=not subject.extensions,
+            )
+        except spread.SpreadError as error:
+            raise _Failed(str(error), keep=True) from error
+        if subject.replicas is None:
+            return _Placed(None, np.sort(selected), trigger)
+        counts = np.zeros(fleet.size, dtype=np.int64)
+        if subject.strategy == "Duplicated":
+            counts[selected] = subject.replicas
+            return _Placed(counts, np.sort(selected), trigger)
+        try:
+            counts = self._divide(subject, selected, tiers)
+        except division.Unschedulable as error:
+            raise _Failed(str(error), keep=True) from error
+        return _Placed(counts, np.flatnonzero(counts), trigger)
+
+    def _divide(self, subject: framework.Subject, selected: IntArray, tiers: IntArray) -> IntArray:
+        size = self.fleet.size
+        descending = division.names_descending(subject.workload.uid)
+        replicas = subject.replicas or 0
+        if subject.strategy == "StaticWeight":
+            return division.divide(
+                "StaticWeight",
+                replicas,
+                selected,
+                size=size,
+                static=self._static(subject.placement),
+                descending=descending,
+            )
+        counts = np.zeros(size, dtype=np.int64)
+        remaining = replicas
+        for tier in np.unique(tiers[selected]).tolist():
+            rows = selected[tiers[selected] == tier]
+            take = min(remaining, int(subject.available[rows].sum()))
+            if take <= 0:
+                continue
+            counts += division.divide(
+                subject.strategy,
+                take,
+                rows,
+                size=size,
+                available=subject.allocatable,
+                previous=subject.previous,
+                descending=descending,
+            )
+            remaining -= take
+        if remaining > 0:
+            total = int(subject.available[selected].sum())
+            raise division.Unschedulable(
+                f"Clusters available replicas {total} are not enough to schedule."
+            )
+        return counts
+
+    def _charge(self, demand: FloatArray, previous: IntArray, counts: IntArray | None) -> None:
+        if counts is None:
+            return
+        delta = counts - previous
+        rows = np.flatnonzero(delta)
+        if len(rows):
+            self.used[rows] += delta[rows, np.newaxis] * demand[np.newaxis, :]
+
+    def _diagnosis(self, strategy: str, outcome: framework.Outcome, trigger: str) -> Diagnosis:
+        return Diagnosis(
+            verdicts=outcome.verdicts(self.fleet) if self.diagnose else (),
+            weights={name: self.weights.get(name, 1.0) for name in outcome.scores},
+            strategy=strategy,
+            fleet_water_level=self.load,
+            trigger=trigger,
+        )
+
+    def _decision(
+        self,
+        claimed: Claimed,
+        strategy: str,
+        outcome: framework.Outcome,
+        result: _Placed,
+        term: str | None,
+    ) -> Decision:
+        names = self.fleet.names
+        if result.counts is None:
+            placed = tuple(Placed(cluster=str(names[r]), replicas=None) for r in result.rows)
+        else:
+            counts = result.counts
+            placed = tuple(
+                Placed(cluster=str(names[r]), replicas=int(counts[r])) for r in result.rows
+            )
+        before = self.previous.get(claimed.workload.key)
+        unchanged = (
+            before is not None
+            and before.unschedulable is None
+            and before.clusters == placed
+            and before.policy == claimed.ref
+            and before.affinity_term == term
+        )
+        return Decision(
+            key=claimed.workload.key,
+            api_version=claimed.workload.api_version,
+            policy=claimed.ref,
+            clusters=placed,
+            diagnosis=self._diagnosis(strategy, outcome, result.trigger),
+            placement_digest=claimed.placement.digest,
+            affinity_term=term,
+            recorded=before.recorded if unchanged and before is not None else None,
+        )
+
+    def _unschedulable(
+        self,
+        claimed: Claimed,
+        strategy: str,
+        outcome: framework.Outcome,
+        failure: _Failed,
+        before: Decision | None,
+        previous: IntArray,
+        demand: FloatArray,
+    ) -> Decision:
+        """All-or-nothing: a capacity shortage keeps the previous copies, a fit error does not."""
+        kept: tuple[Placed, ...] = ()
+        if failure.keep and before is not None:
+            kept = tuple(p for p in before.clusters if p.cluster in self.fleet.index)
+        else:
+            self._charge(demand, previous, np.zeros_like(previous))
+        return Decision(
+            key=claimed.workload.key,
+            api_version=claimed.workload.api_version,
+            policy=claimed.ref,
+            clusters=kept,
+            unschedulable=str(failure),
+            diagnosis=self._diagnosis(strategy, outcome, "unschedulable"),
+            placement_digest=before.placement_digest if kept and before else "",
+            affinity_term=before.affinity_term if kept and before else None,
+        )
+
+
+def _trigger(
+    fleet: Fleet,
+    subject: framework.Subject,
+    feasible: BoolArray,
+    before: Decision | None,
+    lost: list[str],
+) -> str | None:
+    """Why a divided workload is divided again this pass, or None when nothing requires it."""
+    if before is None or not before.clusters:
+        return "first placement" if before is None else "placed again after unschedulable"
+    if before.placement_digest != subject.placement.digest:
+        return "the placement changed"
+    total = sum(p.replicas or 0 for p in before.clusters)
+    if total != subject.replicas:
+        return f"replicas changed from {total} to {subject.replicas}"
+    if lost:
+        return f"cluster {lost[0]} is gone"
+    gone = np.flatnonzero(subject.holders & ~feasible)
+    if len(gone):
+        return f"cluster {fleet.names[gone[0]]} is no longer a candidate"
+    return None

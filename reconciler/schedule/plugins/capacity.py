@@ -1,0 +1,35 @@
+"""Filter: capacity fit within the water-level limit.
+
+A divided workload needs room for at least one replica; a duplicated one for all of them on
+every cluster it goes to. Clusters that already hold the workload pass: their own replicas are
+part of their usage, and the division accounts for them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reconciler.schedule import framework
+from reconciler.schedule.fleet import Fleet
+
+
+@framework.register_filter("Capacity", order=70)
+def capacity(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
+    """Reject clusters without room for the replicas this workload needs there."""
+    if subject.replicas is None or subject.replicas == 0:
+        return framework.verdict(np.ones(fleet.size, dtype=bool), "")
+    need = subject.replicas if subject.strategy == "Duplicated" else 1
+    passed = (subject.allocatable >= need) | subject.holders
+
+    def label(row: int) -> tuple[str, str]:
+        columns = subject.requested
+        room = subject.limit[columns] * fleet.capacity[row, columns] - subject.used[row, columns]
+        j = int(columns[int(np.argmin(room / subject.demand[columns]))])
+        resource = fleet.resources[j]
+        return (
+            f"insufficient {resource}",
+            f"room for {int(subject.allocatable[row])} of the {need} replica(s) needed "
+            f"within the water-level limit ({resource})",
+        )
+
+    return framework.Verdict(passed=passed, label=label)

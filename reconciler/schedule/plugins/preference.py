@@ -1,0 +1,27 @@
+"""Scorer: the placement's soft preference terms (`placement.preferred`).
+
+Score = 100 × (sum of the weights of the terms a cluster matches) / (sum of all weights);
+0 everywhere when the placement states no preference.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reconciler.schedule import framework
+from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray
+
+
+@framework.register_scorer("Preference")
+def preference(fleet: Fleet, subject: framework.Subject, _feasible: BoolArray) -> FloatArray:
+    """Prefer the clusters the policy prefers, by the weights of the matching terms."""
+    key = ("preferred", id(subject.placement))
+    if key not in subject.cache:
+        terms = subject.placement.preferred
+        total = float(sum(weight for _, weight in terms))
+        scores = np.zeros(fleet.size, dtype=np.float64)
+        for affinity, weight in terms:
+            scores += weight * fleet.affinity_mask(affinity)
+        subject.cache[key] = scores * (framework.SCORE_MAX / total) if total else scores
+    result: FloatArray = subject.cache[key]
+    return result
