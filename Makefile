@@ -41,6 +41,7 @@ check: lint typecheck imports test ## every quality gate: ruff, mypy --strict, l
 bench: install ## benchmarks against their baselines (kubectl kustomize, git fast-import)
 	$(PY) bench/render.py
 	$(PY) bench/commit.py
+	$(PY) bench/schedule.py
 
 clean: ## remove build output and the virtualenv
 	rm -rf build $(VENV) *.egg-info

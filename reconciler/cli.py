@@ -93,6 +93,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="output format (default: table)",
     )
 
+    why = commands.add_parser(
+        "explain",
+        help="show why a workload is placed where it is",
+        description="One row per cluster: the filter that rejected it and why, or each "
+        "scorer's score, the weights and the final replicas.",
+    )
+    _add_source_args(why)
+    why.add_argument("workload", metavar="NAMESPACE/KIND/NAME", help="e.g. shop/Deployment/web")
+    why.add_argument("-o", "--output", choices=("json", "table"), default="table")
+    why.add_argument(
+        "--output-branch", default=settings.env("OUTPUT_BRANCH", settings.DEFAULT_OUTPUT_BRANCH)
+    )
+
     rend = commands.add_parser(
         "render",
         help="write the output-branch tree to a directory",
@@ -188,24 +201,46 @@ def _cmd_validate(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     return 0
 
 
-def _schedule_document(source: Source, planned: pipeline.Planned) -> dict[str, Any]:
+def _schedule_document(source: Source, decisions: Sequence[Decision]) -> dict[str, Any]:
     return {
         "source": source.commit,
-        "decisions": [summary.decision_entry(d) for d in planned.decisions],
+        "decisions": [summary.decision_entry(d) for d in decisions],
     }
 
 
 def _cmd_schedule(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     hook(pipeline.Stage.LOAD)
     source = _read(args)
-    planned = pipeline.plan(source, on_stage=hook)
+    spec, decisions = pipeline.decide(source, on_stage=hook, diagnose=False)
     if args.output == "json":
-        sys.stdout.write(json.dumps(_schedule_document(source, planned), indent=2) + "\n")
+        sys.stdout.write(json.dumps(_schedule_document(source, decisions), indent=2) + "\n")
     elif args.output == "yaml":
-        sys.stdout.write(yamlio.dump(_schedule_document(source, planned)))
+        sys.stdout.write(yamlio.dump(_schedule_document(source, decisions)))
     else:
-        names = [c.name for c in planned.spec.clusters]
-        report.console(sys.stdout).print(report.placement_table(planned.decisions, names))
+        names = [c.name for c in spec.clusters]
+        report.console(sys.stdout).print(report.placement_table(decisions, names))
+    return 0
+
+
+def _cmd_explain(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
+    hook(pipeline.Stage.LOAD)
+    config = _settings(args)
+    source = pipeline.read_source(config)
+    previous = pipeline.previous_decisions(config)
+    _, decisions = pipeline.decide(source, on_stage=hook, previous=previous)
+    decision = report.find_decision(decisions, args.workload)
+    if decision is None:
+        raise UsageError(f"no workload {args.workload} in the source (NAMESPACE/KIND/NAME)")
+    if args.output == "json":
+        document = {
+            **summary.decision_entry(decision),
+            "diagnosis": summary.diagnosis_document(decision),
+        }
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    else:
+        out = report.console(sys.stdout)
+        for item in report.explanation(decision):
+            out.print(item)
     return 0
 
 
@@ -288,6 +323,7 @@ _COMMANDS = {
     "schedule": _cmd_schedule,
     "render": _cmd_render,
     "reconcile": _cmd_reconcile,
+    "explain": _cmd_explain,
 }
 
 

@@ -471,6 +471,8 @@ class Spec:
     override_policies: tuple[OverridePolicy, ...] = ()
     datasets: Mapping[str, Manifest] = field(default_factory=_empty)
     topology: Manifest | None = None
+    claims: Mapping[ResourceKey, PlacementPolicy | None] | None = None
+    """The policy that claims each workload, as validation resolved it (None: not resolved)."""
 
 
 # --- Decisions ------------------------------------------------------------------------------

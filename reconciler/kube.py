@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable
 from decimal import Decimal
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, cast
 
@@ -32,8 +32,14 @@ def _quantity_parser() -> Callable[[Any], Decimal]:
 def parse_quantity(quantity: str | int | float) -> Decimal:
     """Parse a Kubernetes resource quantity into a Decimal in base units.
 
-    Raises ValueError, naming the bad value, for anything Kubernetes would reject.
+    Raises ValueError, naming the bad value, for anything Kubernetes would reject. Results are
+    memoised: a repo repeats the same few quantities thousands of times.
     """
+    return _parse_cached(type(quantity).__name__, quantity)
+
+
+@lru_cache(maxsize=4096)
+def _parse_cached(_kind: str, quantity: str | int | float) -> Decimal:
     try:
         return Decimal(_quantity_parser()(quantity))
     except (ValueError, TypeError, ArithmeticError) as exc:

@@ -74,14 +74,26 @@ def read_source(settings: Settings) -> Source:
 
 
 def decide(
-    source: Source, *, on_stage: StageHook = _noop, previous: Sequence[Decision] = ()
+    source: Source,
+    *,
+    on_stage: StageHook = _noop,
+    previous: Sequence[Decision] = (),
+    diagnose: bool = True,
 ) -> tuple[Spec, tuple[Decision, ...]]:
     """Validate → schedule: the spec and one decision per workload."""
     on_stage(Stage.VALIDATE)
     spec = validate.spec(source)
     on_stage(Stage.SCHEDULE)
-    decisions = schedule.place(spec, {d.key: d for d in previous} or None)
+    decisions = schedule.place(spec, {d.key: d for d in previous} or None, diagnose=diagnose)
     return spec, decisions
+
+
+def previous_decisions(settings: Settings) -> tuple[Decision, ...]:
+    """The last pass's decisions from the output branch (none when reading a directory)."""
+    if settings.repo is None:
+        return ()
+    state = load.previous_state(settings.repo, settings.output_branch, settings.state_dir)
+    return tuple(load.previous_decisions(state).values())
 
 
 def plan(
@@ -100,8 +112,7 @@ def reconcile_once(settings: Settings, *, on_stage: StageHook = _noop) -> PassRe
         raise ValueError("reconcile needs a source repository (--repo)")
     on_stage(Stage.LOAD)
     source = read_source(settings)
-    state = load.previous_state(settings.repo, settings.output_branch, settings.state_dir)
-    previous = load.previous_decisions(state)
+    previous = previous_decisions(settings)
     log.info(
         "source_loaded",
         stage=Stage.LOAD,
@@ -109,7 +120,7 @@ def reconcile_once(settings: Settings, *, on_stage: StageHook = _noop) -> PassRe
         files=len(source.files),
         previous_decisions=len(previous),
     )
-    planned = plan(source, on_stage=on_stage, previous=tuple(previous.values()))
+    planned = plan(source, on_stage=on_stage, previous=previous)
     log.info(
         "planned",
         stage=Stage.RENDER,

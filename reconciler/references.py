@@ -16,6 +16,7 @@ from reconciler.domain import (
     Origin,
     OverridePolicy,
     PlacementPolicy,
+    ResourceKey,
     SchedulerConfig,
     Workload,
 )
@@ -245,14 +246,19 @@ def check_karmada_rules(placement: Sequence[PlacementPolicy], problems: list[Pro
 
 def check_claims(
     placement: Sequence[PlacementPolicy], objects: Sequence[Workload], problems: list[Problem]
-) -> None:
-    """Two policies claiming one workload with the same precedence: name both files, once."""
+) -> dict[ResourceKey, PlacementPolicy | None]:
+    """Two policies claiming one workload with the same precedence: name both files, once.
+
+    Returns the claiming policy of every workload (None: the default placement applies).
+    """
+    claimed_by: dict[ResourceKey, PlacementPolicy | None] = {}
     tied: dict[tuple[str, str], list[Workload]] = {}
     policies: dict[str, PlacementPolicy] = {
         p.origin.path + f":{p.origin.line}": p for p in placement
     }
     for workload in objects:
         claim = claims.claim(placement, workload)
+        claimed_by[workload.key] = claim.policy
         if claim.policy is None:
             continue
         for other in claim.tied_with:
@@ -274,3 +280,4 @@ def check_claims(
                 "specificity); set spec.priority or narrow a selector",
             )
         )
+    return claimed_by

@@ -63,6 +63,58 @@ def placement_table(decisions: Sequence[Decision], clusters: Sequence[str]) -> T
     return table
 
 
+def find_decision(decisions: Iterable[Decision], wanted: str) -> Decision | None:
+    """The decision for `NAMESPACE/KIND/NAME` (KIND with or without its group; a
+    cluster-scoped object as `_cluster/KIND/NAME` or `KIND/NAME`)."""
+    parts = wanted.split("/")
+    if len(parts) == 2:
+        parts = ["", *parts]
+    if len(parts) != 3:
+        return None
+    namespace, kind, name = parts
+    namespace = "" if namespace == "_cluster" else namespace
+    kind_name, _, group = kind.partition(".")
+    for decision in decisions:
+        key = decision.key
+        if (key.namespace, key.name) != (namespace, name):
+            continue
+        if key.kind.lower() == kind_name.lower() and (not group or group == key.group):
+            return decision
+    return None
+
+
+def explanation(decision: Decision) -> list[object]:
+    """The header lines and the per-cluster table `dro explain` prints."""
+    diagnosis = decision.diagnosis
+    replicas = {p.cluster: p.replicas for p in decision.clusters}
+    weights = ", ".join(f"{name} {value:g}" for name, value in diagnosis.weights.items())
+    lines: list[object] = [
+        f"[bold]{decision.key}[/bold]  policy: {decision.policy or 'default placement'}",
+        f"strategy: {diagnosis.strategy}   trigger: {diagnosis.trigger}   "
+        f"fleet water level: {diagnosis.fleet_water_level:.2f}",
+        f"weights: {weights or '(none)'}",
+    ]
+    if decision.unschedulable:
+        lines.append(f"[red]unschedulable:[/red] {decision.unschedulable}")
+    scorers = list(diagnosis.weights)
+    table = Table(show_lines=False)
+    for column in ("cluster", "verdict", *scorers, "total", "replicas"):
+        table.add_column(column, justify="left" if column in ("cluster", "verdict") else "right")
+    for verdict in diagnosis.verdicts:
+        placed = replicas.get(verdict.cluster, "—") if verdict.cluster in replicas else "—"
+        shown = "✓" if placed is None else str(placed)
+        if verdict.rejected_by is not None:
+            cells = ["" for _ in scorers]
+            table.add_row(
+                verdict.cluster, f"{verdict.rejected_by}: {verdict.reason}", *cells, "", shown
+            )
+            continue
+        scores = [f"{verdict.scores.get(name, 0.0):.1f}" for name in scorers]
+        table.add_row(verdict.cluster, "feasible", *scores, f"{verdict.total_score:.1f}", shown)
+    lines.append(table)
+    return lines
+
+
 def console(out: TextIO) -> Console:
     """A rich console on `out`; colour only when it is a terminal."""
     return Console(file=out, soft_wrap=False, width=None if out.isatty() else 200)

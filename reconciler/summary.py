@@ -44,7 +44,8 @@ def decision_entry(decision: Decision) -> dict[str, Any]:
     }
 
 
-def _diagnosis(decision: Decision) -> dict[str, Any]:
+def diagnosis_document(decision: Decision) -> dict[str, Any]:
+    """The why of a decision: strategy, trigger, weights and one entry per cluster."""
     verdicts: list[dict[str, Any]] = []
     for verdict in decision.diagnosis.verdicts:
         entry: dict[str, Any] = {"name": verdict.cluster, "feasible": verdict.rejected_by is None}
@@ -75,7 +76,7 @@ def decision_document(decision: Decision) -> dict[str, Any]:
     if decision.affinity_term is not None:
         status["affinityTerm"] = decision.affinity_term
     status["diagnosis"] = (
-        dict(decision.recorded) if decision.recorded is not None else _diagnosis(decision)
+        dict(decision.recorded) if decision.recorded is not None else diagnosis_document(decision)
     )
     return {
         "apiVersion": DRO_API_VERSION,

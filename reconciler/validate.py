@@ -250,7 +250,7 @@ def check(source: Source) -> Result:
         into.problems,
     )
     refs.check_karmada_rules(into.placement, into.problems)
-    refs.check_claims(into.placement, objects, into.problems)
+    claimed_by = refs.check_claims(into.placement, objects, into.problems)
     problems = tuple(sorted(into.problems, key=lambda p: p.sort_key))
     if any(p.severity is Severity.ERROR for p in problems):
         return Result(spec=None, problems=problems)
@@ -263,6 +263,7 @@ def check(source: Source) -> Result:
         override_policies=tuple(sorted(into.overrides, key=lambda p: p.origin.path)),
         datasets=MappingProxyType({k: v.body for k, v in sorted(into.datasets.items())}),
         topology=into.topology.body if into.topology else None,
+        claims=MappingProxyType(claimed_by),
     )
     return Result(spec=spec, problems=problems)
 

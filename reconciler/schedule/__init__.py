@@ -24,7 +24,10 @@ def claimed_workloads(spec: Spec) -> list[engine.Claimed]:
     """Every workload with the placement that applies to it, in scheduling order."""
     result = []
     for workload in spec.workloads:
-        policy = claims.claim(spec.placement_policies, workload).policy
+        if spec.claims is not None and workload.key in spec.claims:
+            policy = spec.claims[workload.key]
+        else:
+            policy = claims.claim(spec.placement_policies, workload).policy
         result.append(
             engine.Claimed(
                 workload=workload,

@@ -79,7 +79,7 @@ def effective_weights(config: SchedulerConfig, load: float) -> dict[str, float]:
             s = 1.0 if load >= high else 0.0
         weights["Balance"] = weights.get("Balance", 1.0) * (0.5 + s)
         weights["Availability"] = weights.get("Availability", 1.0) * (1.5 - s)
-    return {name: round(value, 4) for name, value in sorted(weights.items())}
+    return {name: round(float(value), 4) for name, value in sorted(weights.items())}
 
 
 class Pass:
@@ -151,17 +151,25 @@ class Pass:
         result: IntArray | None = self.cache[key]
         return result
 
+    def _ceiling(self, limit: FloatArray) -> FloatArray:
+        """Capacity × RWL limit, with unbounded resources kept finite-safe (inf stays inf)."""
+        key = ("ceiling", id(limit))
+        if key not in self.cache:
+            self.cache[key] = self.fleet.capacity * limit[np.newaxis, :]
+        result: FloatArray = self.cache[key]
+        return result
+
     def _allocatable(self, demand: FloatArray, limit: FloatArray, replicas: int) -> IntArray:
         """Replicas each cluster can still take within its limit (Karmada's estimator)."""
         fleet = self.fleet
         columns = np.flatnonzero(demand > 0)
-        fit = np.full(fleet.size, float(division.MAX_REPLICAS))
+        ceiling = float(division.MAX_REPLICAS)
         if len(columns):
-            free = fleet.capacity[:, columns] * limit[columns] - self.used[:, columns]
-            with np.errstate(invalid="ignore"):
-                fit = np.floor(free / demand[columns] + 1e-9).min(axis=1)
-        fit = np.nan_to_num(fit, nan=0.0, posinf=float(division.MAX_REPLICAS))
-        allocatable: IntArray = np.clip(fit, 0, division.MAX_REPLICAS).astype(np.int64)
+            free = self._ceiling(limit)[:, columns] - self.used[:, columns]
+            fit = np.floor(free / demand[columns] + 1e-9).min(axis=1)
+            allocatable: IntArray = np.clip(fit, 0.0, ceiling).astype(np.int64)
+        else:
+            allocatable = np.full(fleet.size, division.MAX_REPLICAS, dtype=np.int64)
         allocatable[fleet.cordoned] = 0
         allocatable[allocatable >= division.MAX_REPLICAS] = replicas
         return allocatable

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray
 SCORE_MAX = 100.0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class Subject:
     """One workload as the plugins see it at its turn in the pass."""
 
@@ -58,7 +59,7 @@ class Subject:
         result: IntArray = self.allocatable + self.previous
         return result
 
-    @property
+    @cached_property
     def requested(self) -> IntArray:
         """Column indices of the resources one replica requests."""
         return np.flatnonzero(self.demand > 0)
@@ -66,6 +67,8 @@ class Subject:
 
 Label = Callable[[int], tuple[str, str]]
 """For a rejected cluster row: (category for the unschedulable message, detailed reason)."""
+Categories = Callable[[IntArray], list[str]]
+"""The categories of many rejected rows at once, for the unschedulable message."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,12 +77,24 @@ class Verdict:
 
     passed: BoolArray
     label: Label
+    categories: Categories | None = None
+    """A vectorised form of `label(row)[0]`; filters with per-row categories provide it."""
+
+    def categories_of(self, rows: IntArray) -> list[str]:
+        """The category of each rejected row."""
+        if self.categories is not None:
+            return self.categories(rows)
+        return [self.label(row)[0] for row in rows.tolist()]
 
 
 def verdict(passed: BoolArray, category: str, reason: str | None = None) -> Verdict:
     """A Verdict whose rejected clusters all share one category and reason."""
     text = reason or category
-    return Verdict(passed=passed, label=lambda _row: (category, text))
+    return Verdict(
+        passed=passed,
+        label=lambda _row: (category, text),
+        categories=lambda rows: [category] * len(rows),
+    )
 
 
 Filter = Callable[[Fleet, Subject], Verdict]
@@ -92,18 +107,23 @@ class _Registered:
     karmada: bool
     weight: float = 1.0
     order: int = 0
+    static: bool = False
 
 
 FILTERS: dict[str, _Registered] = {}
 SCORERS: dict[str, _Registered] = {}
 
 
-def register_filter(name: str, *, order: int, karmada: bool = False) -> Callable[[Filter], Filter]:
+def register_filter(
+    name: str, *, order: int, karmada: bool = False, static: bool = False
+) -> Callable[[Filter], Filter]:
     """Decorator adding a filter at position `order`; `karmada=True` also runs it for
-    Karmada's own policies. A rejected cluster is charged to the first filter that rejects it."""
+    Karmada's own policies. A rejected cluster is charged to the first filter that rejects it.
+    A `static` filter depends only on the placement and the holders; for a workload that holds
+    nothing yet its verdict is computed once per placement and pass."""
 
     def add(plugin: Filter) -> Filter:
-        FILTERS[name] = _Registered(plugin, karmada, order=order)
+        FILTERS[name] = _Registered(plugin, karmada, order=order, static=static)
         ordered = sorted(FILTERS.items(), key=lambda item: item[1].order)
         FILTERS.clear()
         FILTERS.update(ordered)
@@ -136,24 +156,23 @@ class Outcome:
     feasible: BoolArray
     total: FloatArray
     scores: Mapping[str, FloatArray]
-    rejected_by: list[tuple[str, BoolArray, Label]]
-    """(filter, the clusters it rejected first, its label) in filter order."""
+    rejected_by: list[tuple[str, BoolArray, Verdict]]
+    """(filter, the clusters it rejected first, its verdict) in filter order."""
 
     def fit_error(self, clusters: int) -> str:
         """Karmada's FitError style: `0/6 clusters are available: 3 untolerated taint, …`."""
         counted: dict[str, int] = {}
-        for _, rows, label in self.rejected_by:
-            for row in np.flatnonzero(rows):
-                category = label(int(row))[0]
+        for _, rows, answer in self.rejected_by:
+            for category in answer.categories_of(np.flatnonzero(rows)):
                 counted[category] = counted.get(category, 0) + 1
         return fit_error_message(clusters, counted)
 
     def verdicts(self, fleet: Fleet) -> tuple[ClusterVerdict, ...]:
         """One verdict per cluster, in name order: who rejected it and why, or its scores."""
         rejected: dict[int, tuple[str, str]] = {}
-        for name, rows, label in self.rejected_by:
+        for name, rows, answer in self.rejected_by:
             for row in np.flatnonzero(rows).tolist():
-                rejected[row] = (name, label(row)[1])
+                rejected[row] = (name, answer.label(row)[1])
         columns = {name: np.round(score, 4).tolist() for name, score in self.scores.items()}
         totals = np.round(self.total, 4).tolist()
         result = []
@@ -177,14 +196,21 @@ def run(
 ) -> Outcome:
     """Apply the filters that apply to `subject`, then its scorers; keep everything."""
     feasible = np.ones(fleet.size, dtype=bool)
-    rejected_by: list[tuple[str, BoolArray, Label]] = []
+    rejected_by: list[tuple[str, BoolArray, Verdict]] = []
+    fresh = not subject.holders.any()
     for name, entry in FILTERS.items():
         if not (entry.karmada or subject.extensions):
             continue
-        answer: Verdict = entry.plugin(fleet, subject)
+        if entry.static and fresh:
+            key = ("verdict", name, id(subject.placement), id(subject.target))
+            if key not in subject.cache:
+                subject.cache[key] = entry.plugin(fleet, subject)
+            answer: Verdict = subject.cache[key]
+        else:
+            answer = entry.plugin(fleet, subject)
         newly = feasible & ~answer.passed
         if newly.any():
-            rejected_by.append((name, newly, answer.label))
+            rejected_by.append((name, newly, answer))
             feasible &= answer.passed
     scores: dict[str, FloatArray] = {}
     total = np.zeros(fleet.size, dtype=np.float64)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from reconciler.schedule import framework
-from reconciler.schedule.fleet import Fleet
+from reconciler.schedule.fleet import Fleet, IntArray
 
 
 @framework.register_filter("Capacity", order=70)
@@ -21,15 +21,26 @@ def capacity(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
     need = subject.replicas if subject.strategy == "Duplicated" else 1
     passed = (subject.allocatable >= need) | subject.holders
 
+    columns = subject.requested
+
+    def limiting(rows: IntArray) -> list[str]:
+        room = (
+            subject.limit[columns] * fleet.capacity[np.ix_(rows, columns)]
+            - subject.used[np.ix_(rows, columns)]
+        )
+        picked = columns[np.argmin(room / subject.demand[columns], axis=1)]
+        return [fleet.resources[j] for j in picked.tolist()]
+
     def label(row: int) -> tuple[str, str]:
-        columns = subject.requested
-        room = subject.limit[columns] * fleet.capacity[row, columns] - subject.used[row, columns]
-        j = int(columns[int(np.argmin(room / subject.demand[columns]))])
-        resource = fleet.resources[j]
+        resource = limiting(np.array([row]))[0]
         return (
             f"insufficient {resource}",
             f"room for {int(subject.allocatable[row])} of the {need} replica(s) needed "
             f"within the water-level limit ({resource})",
         )
 
-    return framework.Verdict(passed=passed, label=label)
+    return framework.Verdict(
+        passed=passed,
+        label=label,
+        categories=lambda rows: [f"insufficient {r}" for r in limiting(rows)],
+    )

@@ -7,7 +7,7 @@ from reconciler.schedule import framework
 from reconciler.schedule.fleet import Fleet
 
 
-@framework.register_filter("ClusterAffinity", order=10, karmada=True)
+@framework.register_filter("ClusterAffinity", order=10, karmada=True, static=True)
 def cluster_affinity(_fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
     """Keep the clusters the placement's targets select."""
     return framework.verdict(

@@ -10,7 +10,7 @@ from reconciler.schedule import framework
 from reconciler.schedule.fleet import Fleet
 
 
-@framework.register_filter("ClusterLifecycle", order=20, karmada=True)
+@framework.register_filter("ClusterLifecycle", order=20, karmada=True, static=True)
 def lifecycle(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
     """Reject draining clusters, and cordoned ones that do not already hold the workload."""
     draining = fleet.draining

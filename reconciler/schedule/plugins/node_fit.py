@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from reconciler.schedule import framework, units
-from reconciler.schedule.fleet import Fleet
+from reconciler.schedule.fleet import Fleet, IntArray
 
 
 @framework.register_filter("NodeFit", order=60)
@@ -18,13 +18,25 @@ def node_fit(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
     """Reject clusters where no node has room for one replica."""
     passed = subject.node_fit | subject.holders
 
+    columns = subject.requested
+
+    def short_of(rows: IntArray) -> IntArray:
+        short = fleet.largest_free[np.ix_(rows, columns)] < subject.demand[columns]
+        picked: IntArray = columns[np.argmax(short, axis=1)]
+        return picked
+
+    def category(j: int) -> str:
+        return f"no node fits {units.describe(fleet.resources[j], float(subject.demand[j]))}"
+
     def label(row: int) -> tuple[str, str]:
-        columns = subject.requested
-        short = fleet.largest_free[row, columns] < subject.demand[columns]
-        j = int(columns[int(np.argmax(short))])
+        j = int(short_of(np.array([row]))[0])
         resource = fleet.resources[j]
         need = units.describe(resource, float(subject.demand[j]))
         has = units.describe(resource, float(fleet.largest_free[row, j]))
-        return f"no node fits {need}", f"the largest free node has {has}; one replica needs {need}"
+        return category(j), f"the largest free node has {has}; one replica needs {need}"
 
-    return framework.Verdict(passed=passed, label=label)
+    return framework.Verdict(
+        passed=passed,
+        label=label,
+        categories=lambda rows: [category(j) for j in short_of(rows).tolist()],
+    )

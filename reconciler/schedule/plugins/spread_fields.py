@@ -12,7 +12,7 @@ from reconciler.schedule import framework
 from reconciler.schedule.fleet import Fleet
 
 
-@framework.register_filter("SpreadConstraint", order=40, karmada=True)
+@framework.register_filter("SpreadConstraint", order=40, karmada=True, static=True)
 def spread_fields(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
     """Reject clusters that lack a field a spread constraint groups by."""
     passed = np.ones(fleet.size, dtype=bool)

@@ -40,7 +40,7 @@ def _blocking(fleet: Fleet, subject: framework.Subject) -> tuple[BoolArray, Bool
     return pair
 
 
-@framework.register_filter("TaintToleration", order=30, karmada=True)
+@framework.register_filter("TaintToleration", order=30, karmada=True, static=True)
 def taint_filter(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
     """Reject clusters with an untolerated NoExecute taint, or NoSchedule for new work."""
     no_schedule, no_execute = _blocking(fleet, subject)

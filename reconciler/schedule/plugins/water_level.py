@@ -26,13 +26,22 @@ def water_level(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
     over = level > subject.limit[columns][np.newaxis, :]
     passed = ~over.any(axis=1) | subject.holders
 
+    names = [
+        f"water level above {float(subject.limit[j]):g} ({fleet.resources[j]})"
+        for j in columns.tolist()
+    ]
+
     def label(row: int) -> tuple[str, str]:
         j = int(np.argmax(over[row]))
         resource = fleet.resources[columns[j]]
         limit = float(subject.limit[columns[j]])
         return (
-            f"water level above {limit:g} ({resource})",
+            names[j],
             f"{resource} water level {level[row, j]:.2f} is above the limit {limit:g}",
         )
 
-    return framework.Verdict(passed=passed, label=label)
+    return framework.Verdict(
+        passed=passed,
+        label=label,
+        categories=lambda rows: [names[j] for j in np.argmax(over[rows], axis=1).tolist()],
+    )
