@@ -73,11 +73,6 @@ class Fleet:
         """Cluster name → row."""
         return {c.name: i for i, c in enumerate(self.clusters)}
 
-    def rows(self, names: Sequence[str]) -> IntArray:
-        """The rows of the named clusters that exist, in the given order."""
-        index = self.index
-        return np.array([index[n] for n in names if n in index], dtype=np.int64)
-
     def label(self, key: str) -> npt.NDArray[np.object_]:
         """The value of one label on every cluster (None where unset)."""
         return self._labels.get(key, self._missing)
@@ -148,13 +143,6 @@ class Fleet:
         missing = np.isnan(matrix)
         matrix[missing] = free[missing]
         return frozen(matrix)
-
-    @cached_property
-    def water_level(self) -> FloatArray:
-        """(clusters × resources) RWL = used / capacity; 0 where unbounded, 1 where none."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            level = np.where(self.capacity > 0, self.used / self.capacity, 1.0)
-        return frozen(level)
 
     def load(self) -> float:
         """The fleet's water level: the highest of Σused / Σcapacity over cpu and memory."""
