@@ -1,0 +1,109 @@
+"""The basic values: manifests, resource keys, origins and the loaded source."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+Manifest = Mapping[str, Any]
+"""A Kubernetes object (or a dro kind) as parsed from YAML: plain dicts, lists and scalars."""
+
+EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def empty() -> Mapping[str, Any]:
+    """The shared empty mapping, as a dataclass default factory."""
+    return EMPTY
+
+
+DRO_API_VERSION = "multicluster.io/v1alpha1"
+KARMADA_POLICY_API_VERSION = "policy.karmada.io/v1alpha1"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ResourceKey:
+    """The one join key for an object: (group, kind, namespace, name).
+
+    `namespace` is "" for cluster-scoped objects. Render, diff, apply and prune all use it.
+    """
+
+    group: str
+    kind: str
+    namespace: str
+    name: str
+
+    @property
+    def sort_key(self) -> tuple[str, str, str, str]:
+        """Decisions sort by (namespace, kind, name), then group."""
+        return (self.namespace, self.kind, self.name, self.group)
+
+    def __str__(self) -> str:
+        kind = f"{self.kind}.{self.group}" if self.group else self.kind
+        return f"{self.namespace or '_cluster'}/{kind}/{self.name}"
+
+    @property
+    def file_stem(self) -> str:
+        """`<kind>-<name>`, with `.<group>` after the kind outside core and apps; lowercase.
+
+        The one naming rule for rendered manifests, decision files and decision names.
+        """
+        kind = self.kind if self.group in ("", "apps") else f"{self.kind}.{self.group}"
+        return f"{kind}-{self.name}".lower()
+
+    @property
+    def folder(self) -> str:
+        """The namespace, or `_cluster` for cluster-scoped objects."""
+        return self.namespace or "_cluster"
+
+
+def group_of(api_version: str) -> str:
+    """The API group of an apiVersion: "" for core "v1", "apps" for "apps/v1"."""
+    return api_version.rpartition("/")[0]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Origin:
+    """Where a document came from: repo-relative path, 1-based line of its first key."""
+
+    path: str
+    line: int
+    lines: Mapping[str, int] = field(default_factory=empty, compare=False, repr=False)
+    """JSON pointer → line of that node inside the document, for error messages."""
+
+    def line_of(self, pointer: str) -> int:
+        """The line of the deepest node on `pointer` that the parser recorded."""
+        probe = pointer
+        while probe:
+            if probe in self.lines:
+                return self.lines[probe]
+            probe = probe.rpartition("/")[0]
+        return self.line
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Document:
+    """One YAML document of a source file, parsed, with its origin."""
+
+    origin: Origin
+    body: Manifest
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceFile:
+    """A file read from the source tree at one commit (or from a plain directory)."""
+
+    path: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Source:
+    """Everything a pass reads from the user's repository, before any parsing."""
+
+    files: tuple[SourceFile, ...]
+    commit: str | None = None
+    """The source commit's sha; None for a plain directory."""
+    commit_time: int | None = None
+    """The committer time of the source commit (Unix seconds), the pass's "now" offline."""

@@ -1,0 +1,93 @@
+"""Member clusters as declared, their taints, and live observations of their resources."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from reconciler.domain.base import Origin, empty
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Taint:
+    """A taint on a Cluster, with Kubernetes' semantics."""
+
+    key: str
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Toleration:
+    """A core/v1 Toleration, as used by Karmada's clusterTolerations."""
+
+    key: str = ""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: Taint) -> bool:
+        """Kubernetes' rule: matching effect (or any), key (or any with Exists) and value."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if not self.key:
+            return self.operator == "Exists"
+        if self.key != taint.key:
+            return False
+        return self.operator == "Exists" or self.value == taint.value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Cluster:
+    """A member cluster, as declared in `clusters/<name>.yaml`.
+
+    Resource amounts are floats in base units (cores, bytes, counts), parsed with Kubernetes'
+    quantity rules.
+    """
+
+    name: str
+    origin: Origin
+    labels: Mapping[str, str] = field(default_factory=empty)
+    capacity: Mapping[str, float] = field(default_factory=empty)
+    allocated: Mapping[str, float] = field(default_factory=empty)
+    largest_node_free: Mapping[str, float] = field(default_factory=empty)
+    taints: tuple[Taint, ...] = ()
+    cost: Mapping[str, float] = field(default_factory=empty)
+    kubeconfig_context: str | None = None
+    suspend: bool = False
+    cordon: bool = False
+    drain: bool = False
+    zones: tuple[str, ...] = ()
+
+    @property
+    def provider(self) -> str:
+        """The provider label, "" when unset."""
+        return self.labels.get("provider", "")
+
+    @property
+    def region(self) -> str:
+        """The region label, "" when unset."""
+        return self.labels.get("region", "")
+
+    @property
+    def zone(self) -> str:
+        """The zone label, else the first of `spec.zones`, "" when neither is set."""
+        return self.labels.get("zone") or (self.zones[0] if self.zones else "")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Observation:
+    """A cluster's resources as measured live: the seam between observe and schedule.
+
+    Amounts are floats in base units. When a cluster has an observation, the scheduler uses it
+    in place of the declared `capacity`, `allocated` and `largestNodeFree`. `stale` marks the
+    last committed observation of a cluster that could not be reached this pass.
+    """
+
+    cluster: str
+    capacity: Mapping[str, float]
+    used: Mapping[str, float]
+    largest_node_free: Mapping[str, float] = field(default_factory=empty)
+    observed_at: str | None = None
+    stale: bool = False

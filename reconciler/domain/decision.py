@@ -1,0 +1,63 @@
+"""Decisions: where each workload goes, and why."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from reconciler.domain.base import Manifest, ResourceKey, empty
+from reconciler.domain.policy import PolicyRef
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterVerdict:
+    """Why one cluster was kept or rejected for one workload, and how it scored."""
+
+    cluster: str
+    rejected_by: str | None = None
+    """The filter plugin that rejected the cluster, or None when it passed every filter."""
+    reason: str | None = None
+    scores: Mapping[str, float] = field(default_factory=empty)
+    """Plugin name → score in [0, 100]."""
+    total_score: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Diagnosis:
+    """The why of a decision: each cluster's verdict, the plugin weights and the strategy."""
+
+    verdicts: tuple[ClusterVerdict, ...] = ()
+    weights: Mapping[str, float] = field(default_factory=empty)
+    strategy: str = "Duplicated"
+    fleet_water_level: float = 0.0
+    """The fleet's water level the weights were adjusted for."""
+    trigger: str = ""
+    """Why the replicas were divided this pass, or why the previous division stands."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Placed:
+    """Replicas of one workload on one cluster; `replicas` is None for kinds without replicas."""
+
+    cluster: str
+    replicas: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decision:
+    """Where one workload goes. An unschedulable workload has no clusters and a message."""
+
+    key: ResourceKey
+    api_version: str
+    policy: PolicyRef | None
+    clusters: tuple[Placed, ...]
+    """Sorted by cluster name."""
+    unschedulable: str | None = None
+    diagnosis: Diagnosis = Diagnosis()
+    placement_digest: str = ""
+    """The digest of the placement this decision was made under."""
+    affinity_term: str | None = None
+    """The `clusterAffinities` term in use (Karmada's schedulerObservedAffinityName)."""
+    recorded: Manifest | None = None
+    """The diagnosis as written by the pass that made this placement. While the placement
+    stands it is written again unchanged, so a steady pass changes no file."""

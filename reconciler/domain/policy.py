@@ -1,0 +1,203 @@
+"""Placement and override policies of every supported kind, normalised."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from reconciler.domain.base import Manifest, Origin, empty
+from reconciler.domain.cluster import Toleration
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LabelRequirement:
+    """One matchExpressions entry: In, NotIn, Exists or DoesNotExist."""
+
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Kubernetes' label-selector rule for one requirement."""
+        present = self.key in labels
+        if self.operator == "Exists":
+            return present
+        if self.operator == "DoesNotExist":
+            return not present
+        if self.operator == "In":
+            return present and labels[self.key] in self.values
+        return not present or labels[self.key] not in self.values
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LabelSelector:
+    """A metav1.LabelSelector: matchLabels and matchExpressions, ANDed. Empty matches all."""
+
+    match_labels: Mapping[str, str] = field(default_factory=empty)
+    match_expressions: tuple[LabelRequirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """True when every label and every expression holds."""
+        if any(labels.get(k) != v for k, v in self.match_labels.items()):
+            return False
+        return all(req.matches(labels) for req in self.match_expressions)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FieldRequirement:
+    """A Karmada fieldSelector expression on provider, region or zone (In / NotIn)."""
+
+    key: Literal["provider", "region", "zone"]
+    operator: Literal["In", "NotIn"]
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterAffinity:
+    """Which clusters a term selects. All non-empty parts are ANDed; `exclude` wins.
+
+    Karmada's `clusterAffinity`, dro's `targetClusters` entries and weight rules all become this.
+    A term with every part empty selects every cluster.
+    """
+
+    names: tuple[str, ...] | None = None
+    label_selector: LabelSelector | None = None
+    field_selector: tuple[FieldRequirement, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AffinityTerm:
+    """One of Karmada's ordered `clusterAffinities`, with its overflow tiers."""
+
+    name: str
+    affinity: ClusterAffinity
+    overflow: tuple[tuple[str, ClusterAffinity], ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpreadConstraint:
+    """Spread replicas over groups of clusters by a field (cluster, region, zone, provider)."""
+
+    by: Literal["cluster", "region", "zone", "provider"] | str
+    min_groups: int = 1
+    max_groups: int | None = None
+    by_label: bool = False
+
+
+ReplicaType = Literal["Duplicated", "Divided"]
+Division = Literal["StaticWeight", "DynamicWeight", "Aggregated"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplicaScheduling:
+    """How replicas are spread over the chosen clusters."""
+
+    type: ReplicaType = "Duplicated"
+    division: Division = "StaticWeight"
+    static_weights: tuple[tuple[ClusterAffinity, int], ...] = ()
+
+    @property
+    def strategy(self) -> str:
+        """The name `division.assign` takes: Duplicated, StaticWeight, DynamicWeight, Aggregated."""
+        return "Duplicated" if self.type == "Duplicated" else self.division
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Placement:
+    """Where and how a workload is placed, normalised from every policy kind."""
+
+    targets: tuple[ClusterAffinity, ...] = ()
+    """Alternatives (ORed). Empty means every cluster."""
+    affinity_terms: tuple[AffinityTerm, ...] = ()
+    """Karmada's ordered `clusterAffinities`; when set, `targets` is empty."""
+    tolerations: tuple[Toleration, ...] = ()
+    replicas: ReplicaScheduling = ReplicaScheduling()
+    spread: tuple[SpreadConstraint, ...] = ()
+    water_level_limit: Mapping[str, float] = field(default_factory=empty)
+    preferred: tuple[tuple[ClusterAffinity, int], ...] = ()
+    """Soft preference terms (weight 1..100); matching clusters score higher."""
+    digest: str = ""
+    """A hash of the placement as written; a change re-divides the workloads it places."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResourceSelector:
+    """Selects source objects by apiVersion and kind, then optionally namespace, name, labels."""
+
+    api_version: str
+    kind: str
+    namespace: str | None = None
+    name: str | None = None
+    label_selector: LabelSelector | None = None
+
+    @property
+    def specificity(self) -> int:
+        """Karmada's implicit priority: 3 name, 2 labelSelector, 1 kind only."""
+        if self.name:
+            return 3
+        if self.label_selector is not None:
+            return 2
+        return 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PolicyRef:
+    """Names a policy in decisions and messages."""
+
+    kind: str
+    namespace: str | None
+    name: str
+
+    def __str__(self) -> str:
+        ns = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind} {ns}{self.name}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlacementPolicy:
+    """A placement policy of any supported kind, normalised.
+
+    Kinds: dro's ResourcePlacementPolicy and the draft's PropagationPolicy, Karmada's
+    PropagationPolicy and ClusterPropagationPolicy. `namespaced` policies only select in their
+    own namespace and win over cluster-wide ones.
+    """
+
+    ref: PolicyRef
+    origin: Origin
+    api_version: str
+    namespaced: bool
+    priority: int = 0
+    selectors: tuple[ResourceSelector, ...]
+    placement: Placement
+    dro_extensions: bool = True
+    """dro's filters (RWL limit, node fit, capacity) apply; Karmada kinds opt in by annotation."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OverrideRule:
+    """One override rule: the clusters it targets and its operations, in apply order.
+
+    `operations` are tagged tuples, for example ("fieldPatch", {"path": ..., "value": ...}),
+    ("plaintext", {...}), ("imageOverrider", {...}), ("labelsOverrider", {...}),
+    ("annotationsOverrider", {...}), ("commandOverrider", {...}), ("argsOverrider", {...}).
+    """
+
+    target: ClusterAffinity | None
+    operations: tuple[tuple[str, Manifest], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OverridePolicy:
+    """An override policy of any supported kind, normalised.
+
+    Kinds: dro's ClusterOverridePolicy, Karmada's OverridePolicy and ClusterOverridePolicy.
+    Empty `selectors` selects every resource (Karmada's rule for override policies).
+    """
+
+    ref: PolicyRef
+    origin: Origin
+    namespaced: bool
+    selectors: tuple[ResourceSelector, ...]
+    rules: tuple[OverrideRule, ...]

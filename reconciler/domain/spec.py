@@ -1,0 +1,87 @@
+"""Workloads, dro.yaml's scheduling settings, and the validated Spec."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from reconciler.domain.base import EMPTY, Manifest, Origin, ResourceKey, Source, empty
+from reconciler.domain.cluster import Cluster
+from reconciler.domain.policy import OverridePolicy, Placement, PlacementPolicy
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Workload:
+    """A Kubernetes object from `workloads/`, placed on clusters by a policy.
+
+    `replicas` is None for kinds without a replica count (ConfigMap, Service, CronJob …).
+    """
+
+    key: ResourceKey
+    api_version: str
+    manifest: Manifest
+    origin: Origin
+    replicas: int | None = None
+
+    @property
+    def uid(self) -> str:
+        """The division tie-breaker: metadata.uid when set, else namespace/kind/name."""
+        uid = self.manifest.get("metadata", {}).get("uid")
+        if isinstance(uid, str) and uid:
+            return uid
+        return f"{self.key.namespace}/{self.key.kind}/{self.key.name}"
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        """metadata.labels, or an empty mapping."""
+        labels = self.manifest.get("metadata", {}).get("labels")
+        return labels if isinstance(labels, Mapping) else EMPTY
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scoring:
+    """How scorer weights follow fleet load (`spec.scoring` in dro.yaml).
+
+    With L the fleet's water level, s = clip((L - low) / (high - low), 0, 1). Balance counts
+    (0.5 + s) times its base weight and Availability (1.5 - s) times its own: a loaded fleet
+    spreads replicas, an idle one aggregates them on fewer clusters.
+    """
+
+    adaptive: bool = True
+    low_water_level: float = 0.3
+    high_water_level: float = 0.8
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SchedulerConfig:
+    """Scheduling settings from `dro.yaml` (kind SchedulerConfiguration)."""
+
+    origin: Origin | None = None
+    water_level_limit: Mapping[str, float] = field(
+        default_factory=lambda: MappingProxyType({"cpu": 0.85, "memory": 0.85})
+    )
+    default_placement: Placement = field(default_factory=Placement)
+    plugin_weights: Mapping[str, float] = field(default_factory=empty)
+    scoring: Scoring = Scoring()
+    kubernetes_version: str | None = None
+    raw: Manifest = field(default_factory=empty)
+    """The whole spec, for settings later stages read (rebalance, failover …)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Spec:
+    """The validated source: everything `schedule` and `render` need, and nothing else."""
+
+    source: Source
+    config: SchedulerConfig
+    clusters: tuple[Cluster, ...]
+    """Sorted by name."""
+    workloads: tuple[Workload, ...]
+    """Sorted by `ResourceKey.sort_key`."""
+    placement_policies: tuple[PlacementPolicy, ...] = ()
+    override_policies: tuple[OverridePolicy, ...] = ()
+    datasets: Mapping[str, Manifest] = field(default_factory=empty)
+    topology: Manifest | None = None
+    claims: Mapping[ResourceKey, PlacementPolicy | None] | None = None
+    """The policy that claims each workload, as validation resolved it (None: not resolved)."""
