@@ -101,7 +101,7 @@ def explanation(decision: Decision) -> list[object]:
     for column in ("cluster", "verdict", *scorers, "total", "replicas"):
         table.add_column(column, justify="left" if column in ("cluster", "verdict") else "right")
     for verdict in diagnosis.verdicts:
-        placed = replicas.get(verdict.cluster, "—") if verdict.cluster in replicas else "—"
+        placed = replicas.get(verdict.cluster, "—")
         shown = "✓" if placed is None else str(placed)
         if verdict.rejected_by is not None:
             cells = ["" for _ in scorers]
