@@ -129,6 +129,10 @@ def subject(
     """One workload as the plugins see it, built by hand for table-driven plugin tests."""
     demand = np.array([{"cpu": cpu, "pods": 1.0}.get(r, 0.0) for r in fleet.resources])
     held = np.isin(fleet.names, list(holders))
+    limits = np.array([(limit or {}).get(r, 1.0) for r in fleet.resources])
+    requested = np.flatnonzero(demand > 0)
+    usage = np.ascontiguousarray(fleet.used.T)
+    headroom = fleet.capacity_by_resource * limits[:, np.newaxis] - usage
     return framework.Subject(
         workload=deployment("w", replicas),
         placement=placement,
@@ -136,11 +140,13 @@ def subject(
         strategy=placement.replicas.strategy,
         replicas=replicas,
         demand=demand,
-        limit=np.array([(limit or {}).get(r, 1.0) for r in fleet.resources]),
+        requested=requested,
+        limit=limits,
         target=fleet.any_affinity(placement.targets),
         holders=held,
         previous=held.astype(np.int64),
-        used=fleet.used,
+        usage=usage,
+        headroom=headroom,
         allocatable=np.array(allocatable if allocatable is not None else [100] * fleet.size),
         node_fit=batch.node_fit(fleet, demand[np.newaxis, :])[0],
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from reconciler.domain.base import Manifest, ResourceKey, empty
 from reconciler.domain.policy import PolicyRef
@@ -35,9 +36,10 @@ class Diagnosis:
     """Why the replicas were divided this pass, or why the previous division stands."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Placed:
-    """Replicas of one workload on one cluster; `replicas` is None for kinds without replicas."""
+class Placed(NamedTuple):
+    """Replicas of one workload on one cluster; `replicas` is None for kinds without replicas.
+
+    A named tuple: a large pass makes a million of them."""
 
     cluster: str
     replicas: int | None

@@ -63,6 +63,7 @@ def place(
     )
     matrix = batch.demand_matrix(fleet, demands)
     fits = batch.node_fit(fleet, matrix)
+    scales = batch.inverse(matrix)
     run = engine.Pass(fleet, spec.config, previous or {}, diagnose=diagnose)
-    decisions = [run.decide(c, matrix[i], fits[i]) for i, c in enumerate(order)]
+    decisions = [run.decide(c, matrix[i], scales[i], fits[i]) for i, c in enumerate(order)]
     return tuple(sorted(decisions, key=lambda d: d.key.sort_key))

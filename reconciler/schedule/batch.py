@@ -27,6 +27,15 @@ def demand_matrix(fleet: Fleet, demands: Sequence[Mapping[str, float]]) -> Float
     return matrix
 
 
+def inverse(demand: FloatArray) -> FloatArray:
+    """(workloads × resources) 1 / demand, NaN where a workload requests none of a resource:
+    the per-resource scale the capacity estimate multiplies headroom by."""
+    result = np.full(demand.shape, np.nan, dtype=np.float64)
+    requested = demand > 0
+    result[requested] = 1.0 / demand[requested]
+    return result
+
+
 def node_fit(fleet: Fleet, demand: FloatArray) -> BoolArray:
     """(workloads × clusters): one replica fits the largest free node on every resource.
 

@@ -121,8 +121,11 @@ def divide(
     previous: IntArray | None = None,
     descending: bool = False,
     fresh: bool = False,
+    distinct: bool = False,
 ) -> IntArray:
     """Divide `replicas` over the cluster rows `candidates` (in the caller's order).
+
+    `distinct=True` promises that `candidates` has no repeated row, which spares a dedupe.
 
     Rows index arrays of length `size` and are in name order. `static` holds each row's
     largest matching weight (None when the policy lists no weights), `available` each row's
@@ -133,7 +136,10 @@ def divide(
         raise ValueError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
     if replicas < 0:
         raise ValueError(f"replicas must be >= 0, got {replicas}")
-    candidates = np.unique(candidates) if strategy != "Aggregated" else _first_seen(candidates)
+    if strategy != "Aggregated":
+        candidates = np.sort(candidates) if distinct else np.unique(candidates)
+    elif not distinct:
+        candidates = _first_seen(candidates)
     result = np.zeros(size, dtype=np.int64)
     if strategy == "Duplicated":
         result[candidates] = replicas

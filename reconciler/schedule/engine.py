@@ -30,7 +30,7 @@ from reconciler.domain import (
     Workload,
 )
 from reconciler.schedule import division, framework, spread
-from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray
+from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, rows_of, some
 
 STEADY = "steady: the previous division stands"
 FOLLOWS = "follows its candidates on every pass"
@@ -97,7 +97,8 @@ class Pass:
         self.config = config
         self.previous = previous
         self.diagnose = diagnose
-        self.used: FloatArray = fleet.used.copy()
+        self.usage: FloatArray = fleet.used.T.copy(order="C")
+        """(resources × clusters) usage as the pass goes: the ledger."""
         self.load = round(fleet.load(), 4)
         self.weights = effective_weights(config, self.load)
         self.cache: dict[Any, Any] = {}
@@ -152,31 +153,38 @@ class Pass:
         return result
 
     def _ceiling(self, limit: FloatArray) -> FloatArray:
-        """Capacity × RWL limit, with unbounded resources kept finite-safe (inf stays inf)."""
+        """(resources × clusters) capacity × RWL limit; unbounded resources stay inf."""
         key = ("ceiling", id(limit))
         if key not in self.cache:
-            self.cache[key] = self.fleet.capacity * limit[np.newaxis, :]
+            self.cache[key] = self.fleet.capacity_by_resource * limit[:, np.newaxis]
         result: FloatArray = self.cache[key]
         return result
 
-    def _allocatable(self, demand: FloatArray, limit: FloatArray, replicas: int) -> IntArray:
-        """Replicas each cluster can still take within its limit (Karmada's estimator)."""
+    def _room(
+        self, scale: FloatArray, requested: IntArray, limit: FloatArray, replicas: int
+    ) -> tuple[FloatArray, IntArray]:
+        """Headroom per resource, and the replicas each cluster can still take within its
+        limit (Karmada's estimator). `scale` is 1/demand per resource, NaN where the workload
+        requests none, so `fmin` skips those resources."""
         fleet = self.fleet
-        columns = np.flatnonzero(demand > 0)
-        ceiling = float(division.MAX_REPLICAS)
-        if len(columns):
-            free = self._ceiling(limit)[:, columns] - self.used[:, columns]
-            fit = np.floor(free / demand[columns] + 1e-9).min(axis=1)
-            allocatable: IntArray = np.clip(fit, 0.0, ceiling).astype(np.int64)
-        else:
+        headroom: FloatArray = self._ceiling(limit) - self.usage
+        if not len(requested):
             allocatable = np.full(fleet.size, division.MAX_REPLICAS, dtype=np.int64)
+        else:
+            fit = np.fmin.reduce(headroom * scale[:, np.newaxis], axis=0)
+            fit += 1e-9
+            np.floor(fit, out=fit)
+            np.clip(fit, 0.0, float(division.MAX_REPLICAS), out=fit)
+            allocatable = fit.astype(np.int64)
         allocatable[fleet.cordoned] = 0
         allocatable[allocatable >= division.MAX_REPLICAS] = replicas
-        return allocatable
+        return headroom, allocatable
 
     # --- one workload -------------------------------------------------------------------------
 
-    def decide(self, claimed: Claimed, demand: FloatArray, node_fit: BoolArray) -> Decision:
+    def decide(
+        self, claimed: Claimed, demand: FloatArray, scale: FloatArray, node_fit: BoolArray
+    ) -> Decision:
         """Place one workload at its turn, and charge its placement to the ledger."""
         fleet = self.fleet
         workload, placement = claimed.workload, claimed.placement
@@ -194,7 +202,8 @@ class Pass:
         replicas = workload.replicas
         strategy = placement.replicas.strategy if replicas is not None else "Duplicated"
         limit = self._limit(claimed)
-        allocatable = self._allocatable(demand, limit, replicas or 0)
+        requested = rows_of(demand > 0)
+        headroom, allocatable = self._room(scale, requested, limit, replicas or 0)
         terms: list[int | None] = list(range(len(placement.affinity_terms))) or [None]
         names = [t.name for t in placement.affinity_terms]
         if before is not None and before.affinity_term in names:
@@ -210,18 +219,22 @@ class Pass:
                 strategy=strategy,
                 replicas=replicas,
                 demand=demand,
+                requested=requested,
                 limit=limit,
                 target=target,
                 holders=holders,
                 previous=previous,
-                used=self.used,
+                usage=self.usage,
+                headroom=headroom,
                 allocatable=allocatable,
                 node_fit=node_fit,
                 cache=self.cache,
             )
-            outcome = framework.run(fleet, subject, self.weights)
+            outcome = framework.apply_filters(fleet, subject)
             try:
-                result = self._place(subject, outcome, tiers, before, lost, refresh=attempt > 0)
+                result, outcome = self._place(
+                    subject, outcome, tiers, before, lost, refresh=attempt > 0
+                )
             except _Failed as error:
                 failure = error
                 continue
@@ -241,10 +254,11 @@ class Pass:
         lost: list[str],
         *,
         refresh: bool,
-    ) -> _Placed:
+    ) -> tuple[_Placed, framework.Outcome]:
+        """The placement, and the outcome with its scores when they were needed."""
         fleet = self.fleet
         feasible = outcome.feasible
-        if not feasible.any():
+        if not some(feasible):
             raise _Failed(outcome.fit_error(fleet.size), keep=False)
         divided = subject.replicas is not None and subject.strategy != "Duplicated"
         trigger = FOLLOWS
@@ -252,9 +266,24 @@ class Pass:
             reason = "an affinity term failed" if refresh else None
             reason = reason or _trigger(fleet, subject, feasible, before, lost)
             if reason is None:
-                return _Placed(subject.previous, np.flatnonzero(subject.previous), STEADY)
+                if self.diagnose:
+                    outcome = framework.apply_scorers(fleet, subject, outcome, self.weights)
+                steady = _Placed(subject.previous, rows_of(subject.previous), STEADY)
+                return steady, outcome
             trigger = reason
-        rows = np.flatnonzero(feasible)
+        outcome = framework.apply_scorers(fleet, subject, outcome, self.weights)
+        return self._select(subject, outcome, tiers, trigger), outcome
+
+    def _select(
+        self,
+        subject: framework.Subject,
+        outcome: framework.Outcome,
+        tiers: IntArray,
+        trigger: str,
+    ) -> _Placed:
+        fleet = self.fleet
+        assert outcome.total is not None
+        rows = rows_of(outcome.feasible)
         available = subject.available
         ordered = rows[np.lexsort((rows, -available[rows], -outcome.total[rows], tiers[rows]))]
         try:
@@ -280,7 +309,7 @@ class Pass:
             counts = self._divide(subject, selected, tiers)
         except division.Unschedulable as error:
             raise _Failed(str(error), keep=True) from error
-        return _Placed(counts, np.flatnonzero(counts), trigger)
+        return _Placed(counts, rows_of(counts), trigger)
 
     def _divide(self, subject: framework.Subject, selected: IntArray, tiers: IntArray) -> IntArray:
         size = self.fleet.size
@@ -294,6 +323,18 @@ class Pass:
                 size=size,
                 static=self._static(subject.placement),
                 descending=descending,
+                distinct=True,
+            )
+        if not some(tiers[selected]):
+            return division.divide(
+                subject.strategy,
+                replicas,
+                selected,
+                size=size,
+                available=subject.allocatable,
+                previous=subject.previous,
+                descending=descending,
+                distinct=True,
             )
         counts = np.zeros(size, dtype=np.int64)
         remaining = replicas
@@ -310,6 +351,7 @@ class Pass:
                 available=subject.allocatable,
                 previous=subject.previous,
                 descending=descending,
+                distinct=True,
             )
             remaining -= take
         if remaining > 0:
@@ -323,14 +365,20 @@ class Pass:
         if counts is None:
             return
         delta = counts - previous
-        rows = np.flatnonzero(delta)
+        rows = rows_of(delta)
         if len(rows):
-            self.used[rows] += delta[rows, np.newaxis] * demand[np.newaxis, :]
+            self.usage[:, rows] += demand[:, np.newaxis] * delta[rows][np.newaxis, :]
 
-    def _diagnosis(self, strategy: str, outcome: framework.Outcome, trigger: str) -> Diagnosis:
+    def _weights(self, extensions: bool) -> dict[str, float]:
+        names = framework.scorer_names(extensions)
+        return {name: self.weights.get(name, 1.0) for name in names}
+
+    def _diagnosis(
+        self, claimed: Claimed, strategy: str, outcome: framework.Outcome, trigger: str
+    ) -> Diagnosis:
         return Diagnosis(
             verdicts=outcome.verdicts(self.fleet) if self.diagnose else (),
-            weights={name: self.weights.get(name, 1.0) for name in outcome.scores},
+            weights=self._weights(claimed.extensions),
             strategy=strategy,
             fleet_water_level=self.load,
             trigger=trigger,
@@ -344,14 +392,13 @@ class Pass:
         result: _Placed,
         term: str | None,
     ) -> Decision:
-        names = self.fleet.names
+        names = self.fleet.name_list
+        rows = result.rows.tolist()
         if result.counts is None:
-            placed = tuple(Placed(cluster=str(names[r]), replicas=None) for r in result.rows)
+            placed = tuple(Placed(names[r], None) for r in rows)
         else:
-            counts = result.counts
-            placed = tuple(
-                Placed(cluster=str(names[r]), replicas=int(counts[r])) for r in result.rows
-            )
+            counts = result.counts[result.rows].tolist()
+            placed = tuple(Placed(names[r], c) for r, c in zip(rows, counts, strict=True))
         before = self.previous.get(claimed.workload.key)
         unchanged = (
             before is not None
@@ -365,7 +412,7 @@ class Pass:
             api_version=claimed.workload.api_version,
             policy=claimed.ref,
             clusters=placed,
-            diagnosis=self._diagnosis(strategy, outcome, result.trigger),
+            diagnosis=self._diagnosis(claimed, strategy, outcome, result.trigger),
             placement_digest=claimed.placement.digest,
             affinity_term=term,
             recorded=before.recorded if unchanged and before is not None else None,
@@ -393,7 +440,7 @@ class Pass:
             policy=claimed.ref,
             clusters=kept,
             unschedulable=str(failure),
-            diagnosis=self._diagnosis(strategy, outcome, "unschedulable"),
+            diagnosis=self._diagnosis(claimed, strategy, outcome, "unschedulable"),
             placement_digest=before.placement_digest if kept and before else "",
             affinity_term=before.affinity_term if kept and before else None,
         )
@@ -416,7 +463,7 @@ def _trigger(
         return f"replicas changed from {total} to {subject.replicas}"
     if lost:
         return f"cluster {lost[0]} is gone"
-    gone = np.flatnonzero(subject.holders & ~feasible)
+    gone = rows_of(subject.holders & ~feasible)
     if len(gone):
         return f"cluster {fleet.names[gone[0]]} is no longer a candidate"
     return None

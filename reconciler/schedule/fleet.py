@@ -32,6 +32,18 @@ UNBOUNDED_WHEN_UNDECLARED = frozenset({"pods", "ephemeral-storage"})
 ArrayT = TypeVar("ArrayT", bound=np.ndarray[Any, Any])
 
 
+def rows_of(values: BoolArray | IntArray) -> IntArray:
+    """Indices of the non-zero entries of a 1-D array: `np.flatnonzero` without its wrapper
+    overhead, which matters in the per-workload loop."""
+    result: IntArray = values.nonzero()[0]
+    return result
+
+
+def some(mask: BoolArray | IntArray) -> bool:
+    """Whether any entry is non-zero; cheaper than `ndarray.any()` per call."""
+    return bool(np.count_nonzero(mask))
+
+
 def frozen(array: ArrayT) -> ArrayT:
     """Mark an array read-only and return it."""
     array.flags.writeable = False
@@ -67,6 +79,11 @@ class Fleet:
     def size(self) -> int:
         """Number of clusters."""
         return len(self.clusters)
+
+    @cached_property
+    def name_list(self) -> list[str]:
+        """Cluster names by row, as Python strings."""
+        return [c.name for c in self.clusters]
 
     @cached_property
     def index(self) -> Mapping[str, int]:
@@ -127,6 +144,12 @@ class Fleet:
         matrix[missing & unbounded[np.newaxis, :]] = np.inf
         matrix[np.isnan(matrix)] = 0.0
         return frozen(matrix)
+
+    @cached_property
+    def capacity_by_resource(self) -> FloatArray:
+        """`capacity` transposed into (resources × clusters), contiguous: one row per resource,
+        so per-resource work over every cluster is a row operation."""
+        return frozen(np.ascontiguousarray(self.capacity.T))
 
     @cached_property
     def used(self) -> FloatArray:

@@ -11,20 +11,19 @@ policies that opt in with `multicluster.io/extensions: enabled`, run them all.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from reconciler.domain import ClusterVerdict, Placement, Workload
-from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray
+from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, rows_of, some
 
 SCORE_MAX = 100.0
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Subject:
     """One workload as the plugins see it at its turn in the pass."""
 
@@ -36,6 +35,8 @@ class Subject:
     replicas: int | None
     demand: FloatArray
     """Per-replica requests over `fleet.resources`."""
+    requested: IntArray
+    """Indices of the resources one replica requests."""
     limit: FloatArray
     """RWL limit per resource; 1 where none applies."""
     target: BoolArray
@@ -44,8 +45,11 @@ class Subject:
     """Clusters that held this workload after the previous pass."""
     previous: IntArray
     """Replicas per cluster after the previous pass."""
-    used: FloatArray
-    """(clusters × resources) usage at this workload's turn."""
+    usage: FloatArray
+    """(resources × clusters) usage at this workload's turn: one row per resource."""
+    headroom: FloatArray
+    """(resources × clusters): capacity within the RWL limit minus usage; negative where the
+    cluster is above its limit."""
     allocatable: IntArray
     """Replicas each cluster can still take, within the RWL limit (Karmada's Allocatable)."""
     node_fit: BoolArray
@@ -59,16 +63,11 @@ class Subject:
         result: IntArray = self.allocatable + self.previous
         return result
 
-    @cached_property
-    def requested(self) -> IntArray:
-        """Column indices of the resources one replica requests."""
-        return np.flatnonzero(self.demand > 0)
-
 
 Label = Callable[[int], tuple[str, str]]
 """For a rejected cluster row: (category for the unschedulable message, detailed reason)."""
-Categories = Callable[[IntArray], list[str]]
-"""The categories of many rejected rows at once, for the unschedulable message."""
+Tally = Callable[[IntArray], dict[str, int]]
+"""How many of the given rejected rows fall in each category, computed at once."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,14 +76,18 @@ class Verdict:
 
     passed: BoolArray
     label: Label
-    categories: Categories | None = None
-    """A vectorised form of `label(row)[0]`; filters with per-row categories provide it."""
+    tally: Tally | None = None
+    """A vectorised count of `label(row)[0]`; filters with per-row categories provide it."""
 
-    def categories_of(self, rows: IntArray) -> list[str]:
-        """The category of each rejected row."""
-        if self.categories is not None:
-            return self.categories(rows)
-        return [self.label(row)[0] for row in rows.tolist()]
+    def counts(self, rows: IntArray) -> dict[str, int]:
+        """Rejected rows per category."""
+        if self.tally is not None:
+            return self.tally(rows)
+        counted: dict[str, int] = {}
+        for row in rows.tolist():
+            category = self.label(row)[0]
+            counted[category] = counted.get(category, 0) + 1
+        return counted
 
 
 def verdict(passed: BoolArray, category: str, reason: str | None = None) -> Verdict:
@@ -93,8 +96,17 @@ def verdict(passed: BoolArray, category: str, reason: str | None = None) -> Verd
     return Verdict(
         passed=passed,
         label=lambda _row: (category, text),
-        categories=lambda rows: [category] * len(rows),
+        tally=lambda rows: {category: len(rows)},
     )
+
+
+def tally_of(picked: IntArray, names: Sequence[str]) -> dict[str, int]:
+    """Counts per category when row i falls in category `names[picked[i]]`."""
+    counted: dict[str, int] = {}
+    counts = np.bincount(picked, minlength=len(names))
+    for j in rows_of(counts).tolist():
+        counted[names[j]] = counted.get(names[j], 0) + int(counts[j])
+    return counted
 
 
 Filter = Callable[[Fleet, Subject], Verdict]
@@ -133,15 +145,21 @@ def register_filter(
 
 
 def register_scorer(
-    name: str, weight: float = 1.0, *, karmada: bool = False
+    name: str, weight: float = 1.0, *, karmada: bool = False, static: bool = False
 ) -> Callable[[Scorer], Scorer]:
-    """Decorator adding a scorer with its default weight."""
+    """Decorator adding a scorer with its default weight. A `static` scorer depends only on
+    the placement and the holders, like a static filter, and is cached the same way."""
 
     def add(plugin: Scorer) -> Scorer:
-        SCORERS[name] = _Registered(plugin, karmada, weight)
+        SCORERS[name] = _Registered(plugin, karmada, weight, static=static)
         return plugin
 
     return add
+
+
+def scorer_names(extensions: bool) -> list[str]:
+    """The scorers that run for a policy with (or without) dro's extensions."""
+    return [name for name, entry in SCORERS.items() if entry.karmada or extensions]
 
 
 def default_weights() -> dict[str, float]:
@@ -154,27 +172,29 @@ class Outcome:
     """Every filter verdict and score for one workload, and the combined result."""
 
     feasible: BoolArray
-    total: FloatArray
-    scores: Mapping[str, FloatArray]
-    rejected_by: list[tuple[str, BoolArray, Verdict]]
+    rejected_by: tuple[tuple[str, BoolArray, Verdict], ...]
     """(filter, the clusters it rejected first, its verdict) in filter order."""
+    total: FloatArray | None = None
+    """The weighted score per cluster (0 where infeasible); None until scored."""
+    scores: Mapping[str, FloatArray] = field(default_factory=dict)
 
     def fit_error(self, clusters: int) -> str:
         """Karmada's FitError style: `0/6 clusters are available: 3 untolerated taint, …`."""
         counted: dict[str, int] = {}
         for _, rows, answer in self.rejected_by:
-            for category in answer.categories_of(np.flatnonzero(rows)):
-                counted[category] = counted.get(category, 0) + 1
+            for category, count in answer.counts(rows_of(rows)).items():
+                counted[category] = counted.get(category, 0) + count
         return fit_error_message(clusters, counted)
 
     def verdicts(self, fleet: Fleet) -> tuple[ClusterVerdict, ...]:
         """One verdict per cluster, in name order: who rejected it and why, or its scores."""
         rejected: dict[int, tuple[str, str]] = {}
         for name, rows, answer in self.rejected_by:
-            for row in np.flatnonzero(rows).tolist():
+            for row in rows_of(rows).tolist():
                 rejected[row] = (name, answer.label(row)[1])
         columns = {name: np.round(score, 4).tolist() for name, score in self.scores.items()}
-        totals = np.round(self.total, 4).tolist()
+        total = self.total if self.total is not None else np.zeros(fleet.size)
+        totals = np.round(total, 4).tolist()
         result = []
         for row, cluster in enumerate(fleet.names.tolist()):
             if row in rejected:
@@ -194,35 +214,104 @@ class Outcome:
 def run(
     fleet: Fleet, subject: Subject, weights: Mapping[str, float], *, score: bool = True
 ) -> Outcome:
-    """Apply the filters that apply to `subject`, then its scorers; keep everything."""
+    """Apply the filters that apply to `subject`, then (unless `score` is False) its scorers."""
+    outcome = apply_filters(fleet, subject)
+    return apply_scorers(fleet, subject, outcome, weights) if score else outcome
+
+
+def _applies(entry: _Registered, subject: Subject) -> bool:
+    return entry.karmada or subject.extensions
+
+
+def _static_filters(
+    fleet: Fleet, subject: Subject
+) -> tuple[BoolArray, tuple[tuple[str, BoolArray, Verdict], ...]]:
+    """The leading static filters' result, memoised per placement for workloads that hold
+    nothing yet (their verdicts depend on nothing else)."""
+    fresh = not some(subject.holders)
+    key = ("static-filters", id(subject.placement), id(subject.target), subject.extensions)
+    if fresh and key in subject.cache:
+        feasible, rejected = subject.cache[key]
+        return feasible.copy(), rejected
     feasible = np.ones(fleet.size, dtype=bool)
     rejected_by: list[tuple[str, BoolArray, Verdict]] = []
-    fresh = not subject.holders.any()
     for name, entry in FILTERS.items():
-        if not (entry.karmada or subject.extensions):
-            continue
-        if entry.static and fresh:
-            key = ("verdict", name, id(subject.placement), id(subject.target))
-            if key not in subject.cache:
-                subject.cache[key] = entry.plugin(fleet, subject)
-            answer: Verdict = subject.cache[key]
-        else:
-            answer = entry.plugin(fleet, subject)
-        newly = feasible & ~answer.passed
-        if newly.any():
-            rejected_by.append((name, newly, answer))
-            feasible &= answer.passed
-    scores: dict[str, FloatArray] = {}
+        if not entry.static:
+            break
+        if _applies(entry, subject):
+            _reject(name, entry.plugin(fleet, subject), feasible, rejected_by)
+    if fresh:
+        subject.cache[key] = (feasible.copy(), tuple(rejected_by))
+    return feasible, tuple(rejected_by)
+
+
+def _reject(
+    name: str,
+    answer: Verdict,
+    feasible: BoolArray,
+    rejected_by: list[tuple[str, BoolArray, Verdict]],
+) -> None:
+    newly = feasible & ~answer.passed
+    if some(newly):
+        rejected_by.append((name, newly, answer))
+        feasible &= answer.passed
+
+
+def apply_filters(fleet: Fleet, subject: Subject) -> Outcome:
+    """Every filter that applies, in order; a cluster is charged to the first that rejects it."""
+    feasible, leading = _static_filters(fleet, subject)
+    rejected_by = list(leading)
+    started = False
+    for name, entry in FILTERS.items():
+        started = started or not entry.static
+        if started and _applies(entry, subject) and some(feasible):
+            _reject(name, entry.plugin(fleet, subject), feasible, rejected_by)
+    return Outcome(feasible=feasible, rejected_by=tuple(rejected_by))
+
+
+def _static_scores(
+    fleet: Fleet, subject: Subject, weights: Mapping[str, float], feasible: BoolArray
+) -> tuple[dict[str, FloatArray], FloatArray]:
+    fresh = not some(subject.holders)
+    key = ("static-scores", id(subject.placement), subject.extensions)
+    if fresh and key in subject.cache:
+        cached: tuple[dict[str, FloatArray], FloatArray] = subject.cache[key]
+        return cached
+    columns: dict[str, FloatArray] = {}
     total = np.zeros(fleet.size, dtype=np.float64)
-    if score:
-        for name, entry in SCORERS.items():
-            if not (entry.karmada or subject.extensions):
-                continue
-            column = np.clip(entry.plugin(fleet, subject, feasible), 0.0, SCORE_MAX)
+    for name, entry in SCORERS.items():
+        if entry.static and _applies(entry, subject):
+            columns[name] = _bounded(entry.plugin(fleet, subject, feasible))
+            total += float(weights.get(name, entry.weight)) * columns[name]
+    if fresh:
+        subject.cache[key] = (columns, total)
+    return columns, total
+
+
+def _bounded(column: FloatArray) -> FloatArray:
+    result: FloatArray = np.minimum(np.maximum(column, 0.0), SCORE_MAX)
+    return result
+
+
+def apply_scorers(
+    fleet: Fleet, subject: Subject, outcome: Outcome, weights: Mapping[str, float]
+) -> Outcome:
+    """Score the feasible clusters with every scorer that applies, each in [0, SCORE_MAX]."""
+    if not some(outcome.feasible):
+        return outcome
+    static, static_total = _static_scores(fleet, subject, weights, outcome.feasible)
+    scores = dict(static)
+    total = static_total.copy()
+    for name, entry in SCORERS.items():
+        if not entry.static and _applies(entry, subject):
+            column = _bounded(entry.plugin(fleet, subject, outcome.feasible))
             scores[name] = column
             total += float(weights.get(name, entry.weight)) * column
-    total[~feasible] = 0.0
-    return Outcome(feasible=feasible, total=total, scores=scores, rejected_by=rejected_by)
+    total[~outcome.feasible] = 0.0
+    ordered = {name: scores[name] for name in SCORERS if name in scores}
+    return Outcome(
+        feasible=outcome.feasible, rejected_by=outcome.rejected_by, total=total, scores=ordered
+    )
 
 
 def fit_error_message(clusters: int, counted: Mapping[str, int]) -> str:

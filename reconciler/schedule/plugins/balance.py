@@ -28,9 +28,9 @@ def balance(fleet: Fleet, subject: framework.Subject, feasible: BoolArray) -> Fl
     share = replicas
     if subject.strategy != "Duplicated":
         share = math.ceil(replicas / max(1, int(feasible.sum())))
-    capacity = fleet.capacity[:, wanted]
-    after = subject.used[:, wanted] + share * subject.demand[wanted][np.newaxis, :]
+    capacity = fleet.capacity_by_resource[wanted]
+    after = subject.usage[wanted] + share * subject.demand[wanted][:, np.newaxis]
     with np.errstate(divide="ignore", invalid="ignore"):
-        level = np.where(capacity > 0, after / capacity, 1.0).max(axis=1)
+        level = np.where(capacity > 0, after / capacity, 1.0).max(axis=0)
     scores: FloatArray = framework.SCORE_MAX * (1.0 - np.clip(level, 0.0, 1.0))
     return scores

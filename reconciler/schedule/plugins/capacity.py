@@ -20,21 +20,20 @@ def capacity(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
         return framework.verdict(np.ones(fleet.size, dtype=bool), "")
     need = subject.replicas if subject.strategy == "Duplicated" else 1
     passed = (subject.allocatable >= need) | subject.holders
+    columns = subject.requested.tolist()
+    names = [f"insufficient {fleet.resources[j]}" for j in columns]
 
-    columns = subject.requested
-
-    def limiting(rows: IntArray) -> list[str]:
-        room = (
-            subject.limit[columns] * fleet.capacity[np.ix_(rows, columns)]
-            - subject.used[np.ix_(rows, columns)]
-        )
-        picked = columns[np.argmin(room / subject.demand[columns], axis=1)]
-        return [fleet.resources[j] for j in picked.tolist()]
+    def limiting(rows: IntArray) -> IntArray:
+        per = subject.demand[subject.requested][:, np.newaxis]
+        room = subject.headroom[np.ix_(subject.requested, rows)]
+        picked: IntArray = np.argmin(room / per, axis=0)
+        return picked
 
     def label(row: int) -> tuple[str, str]:
-        resource = limiting(np.array([row]))[0]
+        j = int(limiting(np.array([row]))[0])
+        resource = fleet.resources[columns[j]]
         return (
-            f"insufficient {resource}",
+            names[j],
             f"room for {int(subject.allocatable[row])} of the {need} replica(s) needed "
             f"within the water-level limit ({resource})",
         )
@@ -42,5 +41,5 @@ def capacity(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
     return framework.Verdict(
         passed=passed,
         label=label,
-        categories=lambda rows: [f"insufficient {r}" for r in limiting(rows)],
+        tally=lambda rows: framework.tally_of(limiting(rows), names),
     )

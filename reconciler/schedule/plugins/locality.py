@@ -12,7 +12,7 @@ from reconciler.schedule import framework
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray
 
 
-@framework.register_scorer("ClusterLocality", karmada=True)
+@framework.register_scorer("ClusterLocality", karmada=True, static=True)
 def locality(fleet: Fleet, subject: framework.Subject, _feasible: BoolArray) -> FloatArray:
     """100 where the workload already runs, 0 elsewhere."""
     scores: FloatArray = subject.holders.astype(np.float64) * framework.SCORE_MAX

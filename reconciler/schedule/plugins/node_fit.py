@@ -35,8 +35,8 @@ def node_fit(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
         has = units.describe(resource, float(fleet.largest_free[row, j]))
         return category(j), f"the largest free node has {has}; one replica needs {need}"
 
-    return framework.Verdict(
-        passed=passed,
-        label=label,
-        categories=lambda rows: [category(j) for j in short_of(rows).tolist()],
-    )
+    def tally(rows: IntArray) -> dict[str, int]:
+        names = [category(j) for j in range(len(fleet.resources))]
+        return framework.tally_of(short_of(rows), names)
+
+    return framework.Verdict(passed=passed, label=label, tally=tally)

@@ -12,7 +12,7 @@ from reconciler.schedule import framework
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray
 
 
-@framework.register_scorer("Preference")
+@framework.register_scorer("Preference", static=True)
 def preference(fleet: Fleet, subject: framework.Subject, _feasible: BoolArray) -> FloatArray:
     """Prefer the clusters the policy prefers, by the weights of the matching terms."""
     key = ("preferred", id(subject.placement))

@@ -56,10 +56,12 @@ def taint_filter(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
         )
         return "untolerated taint", f"untolerated taint {taints}"
 
-    return framework.Verdict(passed=passed, label=label)
+    return framework.Verdict(
+        passed=passed, label=label, tally=lambda rows: {"untolerated taint": len(rows)}
+    )
 
 
-@framework.register_scorer("TaintToleration")
+@framework.register_scorer("TaintToleration", static=True)
 def taint_score(fleet: Fleet, subject: framework.Subject, _feasible: BoolArray) -> FloatArray:
     """100 minus 25 per untolerated PreferNoSchedule taint, floored at 0."""
     key = ("prefer-no-schedule", id(subject.placement))

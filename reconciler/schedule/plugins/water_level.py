@@ -3,7 +3,9 @@
 The limit comes from the policy's `waterLevelLimit`, else from dro.yaml (default 0.85 for cpu
 and memory). Only the resources the workload requests count. The level is taken at the
 workload's turn in the pass, so the replicas placed ahead of it count. Clusters that already
-hold the workload keep it: moving load off a hot cluster is re-balancing's job.
+hold the workload keep it: moving load off a hot cluster is re-balancing's job. A cluster is
+above the limit when its usage exceeds capacity × limit, the same bound the replica count
+within the limit (`Subject.allocatable`) uses.
 """
 
 from __future__ import annotations
@@ -17,31 +19,28 @@ from reconciler.schedule.fleet import Fleet
 @framework.register_filter("WaterLevel", order=50)
 def water_level(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
     """Reject clusters whose water level is above the limit on a requested resource."""
-    columns = np.flatnonzero((subject.demand > 0) & (subject.limit < 1.0))
-    if subject.replicas is None or not len(columns):
+    limited = subject.requested[subject.limit[subject.requested] < 1.0]
+    if subject.replicas is None or not len(limited):
         return framework.verdict(np.ones(fleet.size, dtype=bool), "")
-    capacity = fleet.capacity[:, columns]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        level = np.where(capacity > 0, subject.used[:, columns] / capacity, 1.0)
-    over = level > subject.limit[columns][np.newaxis, :]
-    passed = ~over.any(axis=1) | subject.holders
-
+    over = subject.headroom[limited] < 0
+    passed = ~over.any(axis=0) | subject.holders
+    columns = limited.tolist()
     names = [
-        f"water level above {float(subject.limit[j]):g} ({fleet.resources[j]})"
-        for j in columns.tolist()
+        f"water level above {float(subject.limit[j]):g} ({fleet.resources[j]})" for j in columns
     ]
 
     def label(row: int) -> tuple[str, str]:
-        j = int(np.argmax(over[row]))
-        resource = fleet.resources[columns[j]]
-        limit = float(subject.limit[columns[j]])
+        j = columns[int(np.argmax(over[:, row]))]
+        capacity = float(fleet.capacity[row, j])
+        level = float(subject.usage[j, row]) / capacity if capacity > 0 else 1.0
+        limit = float(subject.limit[j])
         return (
-            names[j],
-            f"{resource} water level {level[row, j]:.2f} is above the limit {limit:g}",
+            names[columns.index(j)],
+            f"{fleet.resources[j]} water level {level:.2f} is above the limit {limit:g}",
         )
 
     return framework.Verdict(
         passed=passed,
         label=label,
-        categories=lambda rows: [names[j] for j in np.argmax(over[rows], axis=1).tolist()],
+        tally=lambda rows: framework.tally_of(np.argmax(over[:, rows], axis=0), names),
     )
