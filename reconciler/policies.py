@@ -21,6 +21,7 @@ from reconciler.domain import (
     AffinityTerm,
     ClusterAffinity,
     Document,
+    MoveBudget,
     OverridePolicy,
     OverrideRule,
     Placement,
@@ -65,8 +66,13 @@ def dro_placement(spec: Mapping[str, Any]) -> Placement:
     weights = tuple(
         (selectors.dro_cluster_term(w), int(w["weight"])) for w in replica.get("weights") or ()
     )
+    rebalance = placement.get("rebalance") or {}
+    moves = rebalance.get("maxMovesPerPass")
+    as_written = {k: v for k, v in placement.items() if k != "rebalance"}
     return Placement(
-        digest=digest({"targetClusters": spec.get("targetClusters"), "placement": placement}),
+        digest=digest({"targetClusters": spec.get("targetClusters"), "placement": as_written}),
+        max_moves=None if moves is None else MoveBudget.parse(moves),
+        rebalance_requested_at=rebalance.get("requestedAt"),
         preferred=tuple(
             (selectors.dro_cluster_term(p), int(p["weight"]))
             for p in placement.get("preferred") or ()

@@ -203,12 +203,12 @@ def _render_decision(
     spec: Spec, workload: Workload, decision: Decision, index: _RuleIndex
 ) -> dict[str, bytes]:
     files = {decision_path(decision.key): yamlio.dump(summary.decision_document(decision)).encode()}
-    if not decision.clusters:
+    if not decision.clusters and not decision.retiring:
         return files
     base = _base(workload)
     applicable = index.by_cluster(_rules_for(workload, spec.override_policies))
     rendered: dict[tuple[int | None, tuple[str, ...]], bytes] = {}
-    for placed in decision.clusters:
+    for placed in decision.rendered():
         applied = applicable.get(placed.cluster, ())
         fingerprint = (placed.replicas, tuple(index.key(rule) for _, _, rule in applied))
         if fingerprint not in rendered:
@@ -224,7 +224,7 @@ def _shared_files(
 ) -> dict[str, bytes]:
     per_cluster: dict[str, list[str]] = {c.name: [] for c in spec.clusters}
     for decision in decisions:
-        for placed in decision.clusters:
+        for placed in decision.rendered():
             path = object_path(placed.cluster, decision.key)
             per_cluster[placed.cluster].append(path.split("/", 2)[2])
     files: dict[str, bytes] = {}

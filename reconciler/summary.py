@@ -14,6 +14,7 @@ from reconciler.domain import (
     DRO_API_VERSION,
     Cluster,
     Decision,
+    Move,
     Placed,
     PolicyRef,
     ResourceKey,
@@ -75,6 +76,23 @@ def decision_document(decision: Decision) -> dict[str, Any]:
     status = {**decision_entry(decision), "placementDigest": decision.placement_digest}
     if decision.affinity_term is not None:
         status["affinityTerm"] = decision.affinity_term
+    if decision.retiring:
+        status["retiring"] = [
+            {"name": p.cluster, "replicas": p.replicas} for p in decision.retiring
+        ]
+    if decision.moves:
+        status["moves"] = [
+            {
+                "from": m.source,
+                "to": m.target,
+                "replicas": m.replicas,
+                "reason": m.reason,
+                "at": m.at,
+            }
+            for m in decision.moves
+        ]
+    if decision.rebalance_served is not None:
+        status["rebalanceServed"] = decision.rebalance_served
     status["diagnosis"] = (
         dict(decision.recorded) if decision.recorded is not None else diagnosis_document(decision)
     )
@@ -118,6 +136,14 @@ def decision_from_document(document: Mapping[str, Any]) -> Decision:
         placement_digest=str(status.get("placementDigest") or ""),
         affinity_term=status.get("affinityTerm"),
         recorded=status.get("diagnosis"),
+        retiring=tuple(
+            Placed(str(r["name"]), int(r["replicas"])) for r in status.get("retiring") or ()
+        ),
+        moves=tuple(
+            Move(str(m["from"]), str(m["to"]), int(m["replicas"]), str(m["reason"]), str(m["at"]))
+            for m in status.get("moves") or ()
+        ),
+        rebalance_served=status.get("rebalanceServed"),
     )
 
 
@@ -159,9 +185,13 @@ def observation(cluster: Cluster, observed: Mapping[str, Any] | None) -> dict[st
 
 
 def _cell(decision: Decision, cluster: str) -> str:
+    retiring = {p.cluster: p.replicas for p in decision.retiring}
     for placed in decision.clusters:
         if placed.cluster == cluster:
-            return "✓" if placed.replicas is None else str(placed.replicas)
+            shown = "✓" if placed.replicas is None else str(placed.replicas)
+            return f"{shown} (+{retiring[cluster]} retiring)" if cluster in retiring else shown
+    if cluster in retiring:
+        return f"0 (+{retiring[cluster]} retiring)"
     return "—"
 
 

@@ -14,14 +14,16 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from reconciler import clusters, policies, schemacheck, workloads, yamlio
+from reconciler import clusters, durations, policies, schemacheck, workloads, yamlio
 from reconciler import references as refs
 from reconciler.domain import (
     DRO_API_VERSION,
     Cluster,
     Document,
+    MoveBudget,
     OverridePolicy,
     PlacementPolicy,
+    Rebalance,
     SchedulerConfig,
     Scoring,
     Source,
@@ -201,6 +203,23 @@ def _scoring(raw: Mapping[str, Any]) -> Scoring:
     )
 
 
+def _rebalance(spec: Mapping[str, Any]) -> Rebalance:
+    raw = spec.get("rebalance") or {}
+    default = Rebalance()
+    moves = raw.get("maxMovesPerPass")
+    return Rebalance(
+        threshold=float(raw.get("threshold", default.threshold)),
+        max_moves=default.max_moves if moves is None else MoveBudget.parse(moves),
+        cooldown=_seconds(raw.get("cooldown"), default.cooldown),
+        unschedulable_after=_seconds(raw.get("unschedulableAfter"), default.unschedulable_after),
+        failover_after=_seconds((spec.get("failover") or {}).get("after"), default.failover_after),
+    )
+
+
+def _seconds(text: str | None, default: float) -> float:
+    return default if text is None else durations.seconds(text)
+
+
 def _config(into: _Collector) -> SchedulerConfig:
     if not into.config_docs:
         return SchedulerConfig()
@@ -227,6 +246,7 @@ def _config(into: _Collector) -> SchedulerConfig:
         default_placement=policies.default_placement(spec.get("defaultPlacement") or {}),
         plugin_weights=MappingProxyType(dict(spec.get("pluginWeights") or {})),
         scoring=_scoring(spec.get("scoring") or {}),
+        rebalance=_rebalance(spec),
         kubernetes_version=version,
         raw=spec,
     )

@@ -19,6 +19,7 @@ from reconciler.domain import (
     SchedulerConfig,
     Scoring,
     SpreadConstraint,
+    Taint,
 )
 from reconciler.schedule import engine, spread
 from reconciler.schedule.fleet import Fleet
@@ -84,9 +85,8 @@ def test_a_lost_cluster_triggers_a_new_division() -> None:
     clusters = [cluster("a"), cluster("b"), cluster("c")]
     spec = spec_of(clusters, [deployment("w", 6)], Placement(replicas=DYNAMIC))
     (first,) = schedule.place(spec)
-    drained = replace(
-        spec, clusters=(replace(cluster("a"), drain=True), cluster("b"), cluster("c"))
-    )
+    evicting = Taint(key="maintenance", value="", effect="NoExecute")
+    drained = replace(spec, clusters=(cluster("a", taints=(evicting,)), cluster("b"), cluster("c")))
     (after,) = schedule.place(drained, {first.key: first})
     assert "a" not in counts(after)
     assert sum(counts(after).values()) == 6  # type: ignore[arg-type]

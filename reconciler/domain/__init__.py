@@ -30,6 +30,7 @@ from reconciler.domain.decision import (
     ClusterVerdict,
     Decision,
     Diagnosis,
+    Move,
     Placed,
 )
 from reconciler.domain.policy import (
@@ -39,6 +40,7 @@ from reconciler.domain.policy import (
     FieldRequirement,
     LabelRequirement,
     LabelSelector,
+    MoveBudget,
     OverridePolicy,
     OverrideRule,
     Placement,
@@ -50,6 +52,7 @@ from reconciler.domain.policy import (
     SpreadConstraint,
 )
 from reconciler.domain.spec import (
+    Rebalance,
     SchedulerConfig,
     Scoring,
     Spec,
@@ -72,6 +75,8 @@ __all__ = [
     "LabelRequirement",
     "LabelSelector",
     "Manifest",
+    "Move",
+    "MoveBudget",
     "Observation",
     "Origin",
     "OverridePolicy",
@@ -80,6 +85,7 @@ __all__ = [
     "Placement",
     "PlacementPolicy",
     "PolicyRef",
+    "Rebalance",
     "ReplicaScheduling",
     "ReplicaType",
     "ResourceKey",

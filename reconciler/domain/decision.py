@@ -45,6 +45,17 @@ class Placed(NamedTuple):
     replicas: int | None
 
 
+class Move(NamedTuple):
+    """Replicas that re-balancing, a drain or a failover moved, and why."""
+
+    source: str
+    target: str
+    replicas: int
+    reason: str
+    at: str
+    """When the move was decided (RFC 3339); the cooldown counts from here."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Decision:
     """Where one workload goes. An unschedulable workload has no clusters and a message."""
@@ -63,3 +74,20 @@ class Decision:
     recorded: Manifest | None = None
     """The diagnosis as written by the pass that made this placement. While the placement
     stands it is written again unchanged, so a steady pass changes no file."""
+    retiring: tuple[Placed, ...] = ()
+    """Replicas still running on clusters they are moving off (make-before-break): rendered
+    beside `clusters` until the new copies are up. Sorted by cluster name."""
+    moves: tuple[Move, ...] = ()
+    """Moves made by this pass, or by an earlier one still within the cooldown."""
+    rebalance_served: str | None = None
+    """The policy's `rebalance.requestedAt` that this decision has served."""
+
+    def rendered(self) -> tuple[Placed, ...]:
+        """The replicas to render per cluster: the target plus what is still retiring."""
+        if not self.retiring:
+            return self.clusters
+        extra = {p.cluster: p.replicas or 0 for p in self.retiring}
+        merged = {p.cluster: p.replicas for p in self.clusters}
+        for cluster, count in extra.items():
+            merged[cluster] = (merged.get(cluster) or 0) + count
+        return tuple(Placed(c, merged[c]) for c in sorted(merged))

@@ -105,6 +105,32 @@ class ReplicaScheduling:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class MoveBudget:
+    """The most replicas re-balancing may move in one pass: a count or a percentage."""
+
+    count: int | None = None
+    percent: float | None = None
+
+    @classmethod
+    def parse(cls, value: int | str) -> MoveBudget:
+        """`25` or `"25"` (replicas) or `"10%"` (of the replicas in scope)."""
+        text = str(value).strip()
+        if text.endswith("%"):
+            return cls(percent=float(text[:-1]))
+        return cls(count=int(text))
+
+    def of(self, replicas: int) -> int:
+        """The budget in replicas when `replicas` are in scope (a percentage rounds down,
+        but a non-zero percentage of a non-empty scope allows at least one)."""
+        if self.count is not None:
+            return self.count
+        if self.percent is None:
+            return replicas
+        allowed = int(replicas * self.percent // 100)
+        return max(allowed, 1) if self.percent > 0 and replicas > 0 else allowed
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Placement:
     """Where and how a workload is placed, normalised from every policy kind."""
 
@@ -119,7 +145,13 @@ class Placement:
     preferred: tuple[tuple[ClusterAffinity, int], ...] = ()
     """Soft preference terms (weight 1..100); matching clusters score higher."""
     digest: str = ""
-    """A hash of the placement as written; a change re-divides the workloads it places."""
+    """A hash of the placement as written, `rebalance` aside; a change re-divides the
+    workloads it places."""
+    max_moves: MoveBudget | None = None
+    """`rebalance.maxMovesPerPass`: lowers the fleet's churn budget for these workloads."""
+    rebalance_requested_at: str | None = None
+    """`rebalance.requestedAt` (RFC 3339): newer than a decision last served, it re-divides
+    the workload in Fresh mode, moving replicas under the churn budget."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

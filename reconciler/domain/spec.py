@@ -8,7 +8,7 @@ from types import MappingProxyType
 
 from reconciler.domain.base import EMPTY, Manifest, Origin, ResourceKey, Source, empty
 from reconciler.domain.cluster import Cluster
-from reconciler.domain.policy import OverridePolicy, Placement, PlacementPolicy
+from reconciler.domain.policy import MoveBudget, OverridePolicy, Placement, PlacementPolicy
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,6 +33,18 @@ class Workload:
         return f"{self.key.namespace}/{self.key.kind}/{self.key.name}"
 
     @property
+    def stateful(self) -> bool:
+        """A StatefulSet, or a pod template that mounts a PersistentVolumeClaim: its replicas
+        move only whole (drain, failover, Fresh), never by automatic re-balancing."""
+        if self.key.kind == "StatefulSet":
+            return True
+        spec = self.manifest.get("spec")
+        template = spec.get("template") if isinstance(spec, Mapping) else None
+        pod = template.get("spec") if isinstance(template, Mapping) else None
+        volumes = pod.get("volumes") if isinstance(pod, Mapping) else None
+        return any(isinstance(v, Mapping) and "persistentVolumeClaim" in v for v in volumes or ())
+
+    @property
     def labels(self) -> Mapping[str, str]:
         """metadata.labels, or an empty mapping."""
         labels = self.manifest.get("metadata", {}).get("labels")
@@ -54,6 +66,21 @@ class Scoring:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Rebalance:
+    """Re-balancing and failover settings (`spec.rebalance`, `spec.failover` in dro.yaml).
+
+    Durations are in seconds. A move happens only when the water level it leaves exceeds the
+    one it creates by `threshold`; at most `max_moves` replicas move per pass.
+    """
+
+    threshold: float = 0.1
+    max_moves: MoveBudget = field(default_factory=lambda: MoveBudget(percent=10.0))
+    cooldown: float = 600.0
+    unschedulable_after: float = 300.0
+    failover_after: float = 300.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SchedulerConfig:
     """Scheduling settings from `dro.yaml` (kind SchedulerConfiguration)."""
 
@@ -64,6 +91,7 @@ class SchedulerConfig:
     default_placement: Placement = field(default_factory=Placement)
     plugin_weights: Mapping[str, float] = field(default_factory=empty)
     scoring: Scoring = Scoring()
+    rebalance: Rebalance = Rebalance()
     kubernetes_version: str | None = None
     raw: Manifest = field(default_factory=empty)
     """The whole spec, for settings later stages read (rebalance, failover …)."""

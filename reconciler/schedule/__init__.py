@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from reconciler import claims, demand
 from reconciler.domain import Decision, Observation, ResourceKey, Spec
-from reconciler.schedule import batch, division, engine, framework, plugins, spread
+from reconciler.schedule import batch, division, engine, framework, plugins, rebalance, spread
 from reconciler.schedule.fleet import Fleet
 
 __all__ = ["division", "engine", "framework", "place", "plugins", "spread"]
@@ -47,12 +47,14 @@ def place(
     observations: Mapping[str, Observation] | None = None,
     *,
     diagnose: bool = True,
+    now: float = 0.0,
 ) -> tuple[Decision, ...]:
     """One decision per workload of `spec`, in (namespace, kind, name) order.
 
     `previous` holds the decisions of the last pass (from the output branch); `observations`
     the live resources per cluster, which replace the declared ones. `diagnose=False` skips
-    the per-cluster verdicts, which large fleets do not need outside `dro explain`.
+    the per-cluster verdicts, which large fleets do not need outside `dro explain`. `now`
+    (seconds since the epoch) stamps moves and measures cooldowns.
     """
     order = claimed_workloads(spec)
     demands = [demand.per_replica(c.workload) for c in order]
@@ -64,6 +66,7 @@ def place(
     matrix = batch.demand_matrix(fleet, demands)
     fits = batch.node_fit(fleet, matrix)
     scales = batch.inverse(matrix)
-    run = engine.Pass(fleet, spec.config, previous or {}, diagnose=diagnose)
+    run = engine.Pass(fleet, spec.config, previous or {}, diagnose=diagnose, now=now)
     decisions = [run.decide(c, matrix[i], scales[i], fits[i]) for i, c in enumerate(order)]
+    decisions = rebalance.run(run, order, decisions, matrix, scales, fits)
     return tuple(sorted(decisions, key=lambda d: d.key.sort_key))

@@ -20,9 +20,11 @@ from typing import Any
 
 import numpy as np
 
+from reconciler import durations
 from reconciler.domain import (
     Decision,
     Diagnosis,
+    Move,
     Placed,
     Placement,
     PolicyRef,
@@ -45,6 +47,23 @@ class Claimed:
     ref: PolicyRef | None
     priority: int
     extensions: bool
+
+    @property
+    def movable(self) -> bool:
+        """Re-balancing may move its replicas: a stateless DynamicWeight or Aggregated
+        workload under dro's policies (or a Karmada policy that opts in)."""
+        strategy = self.placement.replicas.strategy
+        return is_movable(self.extensions, strategy, self.workload)
+
+
+def is_movable(extensions: bool, strategy: str, workload: Workload) -> bool:
+    """Whether re-balancing may move this workload's replicas (see `Claimed.movable`)."""
+    return (
+        extensions
+        and workload.replicas is not None
+        and strategy in ("DynamicWeight", "Aggregated")
+        and not workload.stateful
+    )
 
 
 class _Failed(Exception):
@@ -92,8 +111,10 @@ class Pass:
         previous: Mapping[Any, Decision],
         *,
         diagnose: bool,
+        now: float,
     ) -> None:
         self.fleet = fleet
+        self.now = now
         self.config = config
         self.previous = previous
         self.diagnose = diagnose
@@ -180,6 +201,49 @@ class Pass:
         allocatable[allocatable >= division.MAX_REPLICAS] = replicas
         return headroom, allocatable
 
+    def newcomer(
+        self,
+        claimed: Claimed,
+        demand: FloatArray,
+        scale: FloatArray,
+        node_fit: BoolArray,
+        term: str | None,
+    ) -> framework.Subject:
+        """The workload as the filters see a new replica of it now: no holders, the current
+        ledger. Re-balancing uses it to find where moved replicas may go."""
+        fleet = self.fleet
+        placement = claimed.placement
+        names = [t.name for t in placement.affinity_terms]
+        index = names.index(term) if term in names else (0 if names else None)
+        target, _ = self._target(placement, index)
+        limit = self._limit(claimed)
+        requested = rows_of(demand > 0)
+        replicas = claimed.workload.replicas or 0
+        headroom, allocatable = self._room(scale, requested, limit, replicas)
+        nothing = np.zeros(fleet.size, dtype=np.int64)
+        return framework.Subject(
+            workload=claimed.workload,
+            placement=placement,
+            extensions=claimed.extensions,
+            strategy=placement.replicas.strategy,
+            replicas=replicas,
+            demand=demand,
+            requested=requested,
+            limit=limit,
+            target=target,
+            holders=nothing.astype(bool),
+            previous=nothing,
+            usage=self.usage,
+            headroom=headroom,
+            allocatable=allocatable,
+            node_fit=node_fit,
+            cache=self.cache,
+        )
+
+    def limit_of(self, claimed: Claimed) -> FloatArray:
+        """The RWL limit per resource that applies to this workload."""
+        return self._limit(claimed)
+
     # --- one workload -------------------------------------------------------------------------
 
     def decide(
@@ -199,6 +263,7 @@ class Pass:
                 continue
             holders[row] = True
             previous[row] = placed.replicas or 0
+        running = self._running(before, previous)
         replicas = workload.replicas
         strategy = placement.replicas.strategy if replicas is not None else "Duplicated"
         limit = self._limit(claimed)
@@ -238,12 +303,31 @@ class Pass:
             except _Failed as error:
                 failure = error
                 continue
-            self._charge(demand, previous, result.counts)
+            self._charge(demand, running, result.counts)
             term_name = names[term] if term is not None else None
             return self._decision(claimed, strategy, outcome, result, term_name)
         assert failure is not None
         assert outcome is not None
-        return self._unschedulable(claimed, strategy, outcome, failure, before, previous, demand)
+        return self._unschedulable(claimed, strategy, outcome, failure, before, running, demand)
+
+    def _running(self, before: Decision | None, previous: IntArray) -> IntArray:
+        """What the last pass rendered per cluster: its target plus its retiring copies. The
+        usage counts these; retiring copies that this pass drops give their room back."""
+        if before is None or not before.retiring:
+            return previous
+        running = previous.copy()
+        for placed in before.retiring:
+            row = self.fleet.index.get(placed.cluster)
+            if row is not None:
+                running[row] += placed.replicas or 0
+        return running
+
+    def recent_moves(self, before: Decision | None) -> tuple[Move, ...]:
+        """The previous decision's moves that are still within the cooldown."""
+        if before is None:
+            return ()
+        cooldown = self.config.rebalance.cooldown
+        return tuple(m for m in before.moves if self.now - durations.epoch(m.at) < cooldown)
 
     def _place(
         self,
@@ -264,7 +348,14 @@ class Pass:
         trigger = FOLLOWS
         if divided:
             reason = "an affinity term failed" if refresh else None
-            reason = reason or _trigger(fleet, subject, feasible, before, lost)
+            reason = reason or _trigger(
+                fleet,
+                subject,
+                feasible,
+                before,
+                lost,
+                is_movable(subject.extensions, subject.strategy, subject.workload),
+            )
             if reason is None:
                 if self.diagnose:
                     outcome = framework.apply_scorers(fleet, subject, outcome, self.weights)
@@ -416,6 +507,8 @@ class Pass:
             placement_digest=claimed.placement.digest,
             affinity_term=term,
             recorded=before.recorded if unchanged and before is not None else None,
+            moves=self.recent_moves(before),
+            rebalance_served=before.rebalance_served if before is not None else None,
         )
 
     def _unschedulable(
@@ -452,6 +545,7 @@ def _trigger(
     feasible: BoolArray,
     before: Decision | None,
     lost: list[str],
+    movable: bool,
 ) -> str | None:
     """Why a divided workload is divided again this pass, or None when nothing requires it."""
     if before is None or not before.clusters:
@@ -463,7 +557,10 @@ def _trigger(
         return f"replicas changed from {total} to {subject.replicas}"
     if lost:
         return f"cluster {lost[0]} is gone"
-    gone = rows_of(subject.holders & ~feasible)
+    dropped = subject.holders & ~feasible
+    if movable:
+        dropped &= ~fleet.draining  # re-balancing moves these off under the churn budget
+    gone = rows_of(dropped)
     if len(gone):
         return f"cluster {fleet.names[gone[0]]} is no longer a candidate"
     return None

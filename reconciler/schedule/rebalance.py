@@ -1,0 +1,297 @@
+"""Re-balancing: move replicas off draining clusters and clusters above their water-level limit,
+within a churn budget, make-before-break.
+
+It runs after the pass, on the pass's decisions and usage ledger; `division.assign` stays the
+Karmada-exact primitive, and this step only moves replicas that a decision already placed.
+
+- Only movable workloads are touched (`engine.Claimed.movable`): stateless DynamicWeight and
+  Aggregated workloads under dro's policies, or Karmada policies that opt in.
+- Sources: draining clusters first (reason `cluster drained`), then clusters above a limit,
+  the furthest above first. A cluster is above the limit for a workload when its usage exceeds
+  limit × capacity on a resource the workload requests and its policy limits.
+- On a source, workloads go in order of relief per replica (their request of the hot resource
+  as a share of the source's capacity), largest first, so the fewest replicas move. Each moves
+  just enough replicas to bring the source back under its limit.
+- Destinations are the clusters where a new replica passes every filter now, the lowest water
+  level after the move first. A move happens only when the source's water level exceeds the
+  destination's after the move by `rebalance.threshold`; drains ignore the threshold. Since a
+  destination stays within its limit, a moved replica never makes its new cluster a source, and
+  passes over an unchanged input converge.
+- Budget: `rebalance.maxMovesPerPass` of all movable replicas; a policy's own
+  `rebalance.maxMovesPerPass` of its workloads' replicas lowers it for them.
+- Cooldown: a workload does not move off a cluster it moved onto within `rebalance.cooldown`.
+- A move keeps the old copies running: the decision lists them in `retiring`, rendered beside
+  the target, and the next pass drops them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from reconciler import durations
+from reconciler.domain import Decision, Move, Placed
+from reconciler.schedule import engine, framework
+from reconciler.schedule.fleet import BoolArray, FloatArray, rows_of
+
+DRAINED = "cluster drained"
+
+
+@dataclass(slots=True)
+class _Holding:
+    """One movable workload's decision as re-balancing edits it."""
+
+    claimed: engine.Claimed
+    position: int
+    counts: dict[int, int]
+    term: str | None
+    recent: tuple[Move, ...]
+    """Moves of earlier passes still within the cooldown."""
+    retiring: dict[int, int] = field(default_factory=dict)
+    moves: list[Move] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Budget:
+    fleet_left: int
+    policy_left: dict[int, int]
+
+    def allowed(self, claimed: engine.Claimed) -> int:
+        own = self.policy_left.get(id(claimed.placement))
+        return self.fleet_left if own is None else min(self.fleet_left, own)
+
+    def spend(self, claimed: engine.Claimed, replicas: int) -> None:
+        self.fleet_left -= replicas
+        key = id(claimed.placement)
+        if key in self.policy_left:
+            self.policy_left[key] -= replicas
+
+
+def run(
+    ledger: engine.Pass,
+    order: Sequence[engine.Claimed],
+    decisions: list[Decision],
+    demand: FloatArray,
+    scale: FloatArray,
+    node_fit: BoolArray,
+) -> list[Decision]:
+    """Re-balance the pass's `decisions` (aligned with `order`) in place of the ledger."""
+    fleet = ledger.fleet
+    holdings = _holdings(ledger, order, decisions)
+    if not holdings:
+        return decisions
+    budget = _budget(ledger, holdings)
+    if budget.fleet_left <= 0:
+        return decisions
+    by_cluster: dict[int, list[_Holding]] = {}
+    for holding in holdings:
+        for row in holding.counts:
+            by_cluster.setdefault(row, []).append(holding)
+    at = durations.rfc3339(ledger.now)
+    changed: set[int] = set()
+    for source in _sources(ledger, holdings, by_cluster):
+        draining = bool(fleet.draining[source])
+        for holding in _by_relief(ledger, by_cluster[source], source, demand):
+            if budget.fleet_left <= 0:
+                break
+            i = holding.position
+            moved = _move_off(
+                ledger, holding, source, draining, demand[i], scale[i], node_fit[i], budget, at
+            )
+            if moved:
+                changed.add(i)
+    for holding in holdings:
+        if holding.position in changed:
+            decisions[holding.position] = _rebuilt(ledger, decisions[holding.position], holding)
+    return decisions
+
+
+def _holdings(
+    ledger: engine.Pass, order: Sequence[engine.Claimed], decisions: Sequence[Decision]
+) -> list[_Holding]:
+    result = []
+    index = ledger.fleet.index
+    for position, (claimed, decision) in enumerate(zip(order, decisions, strict=True)):
+        if not claimed.movable or decision.unschedulable or not decision.clusters:
+            continue
+        counts = {index[p.cluster]: p.replicas or 0 for p in decision.clusters if p.replicas}
+        result.append(
+            _Holding(
+                claimed=claimed,
+                position=position,
+                counts=counts,
+                term=decision.affinity_term,
+                recent=decision.moves,
+            )
+        )
+    return result
+
+
+def _budget(ledger: engine.Pass, holdings: Sequence[_Holding]) -> _Budget:
+    total = sum(sum(h.counts.values()) for h in holdings)
+    per_policy: dict[int, int] = {}
+    budgets = {}
+    for holding in holdings:
+        placement = holding.claimed.placement
+        if placement.max_moves is not None:
+            key = id(placement)
+            per_policy[key] = per_policy.get(key, 0) + sum(holding.counts.values())
+            budgets[key] = placement.max_moves
+    return _Budget(
+        fleet_left=ledger.config.rebalance.max_moves.of(total),
+        policy_left={key: budgets[key].of(replicas) for key, replicas in per_policy.items()},
+    )
+
+
+def _level(ledger: engine.Pass) -> FloatArray:
+    """(resources × clusters) water level of the ledger; 0 where capacity is unbounded."""
+    capacity = ledger.fleet.capacity_by_resource
+    with np.errstate(divide="ignore", invalid="ignore"):
+        level: FloatArray = np.where(capacity > 0, ledger.usage / capacity, 1.0)
+    return level
+
+
+def _sources(
+    ledger: engine.Pass, holdings: Sequence[_Holding], by_cluster: dict[int, list[_Holding]]
+) -> list[int]:
+    """Draining clusters, then clusters above some movable workload's limit, worst first."""
+    fleet = ledger.fleet
+    level = _level(ledger)
+    excess = np.full(fleet.size, -np.inf)
+    seen: set[int] = set()
+    for holding in holdings:
+        limit = ledger.limit_of(holding.claimed)
+        if id(limit) in seen:
+            continue
+        seen.add(id(limit))
+        limited = rows_of(limit < 1.0)
+        if len(limited):
+            above = (level[limited] - limit[limited][:, np.newaxis]).max(axis=0)
+            excess = np.maximum(excess, above)
+    held = np.zeros(fleet.size, dtype=bool)
+    held[list(by_cluster)] = True
+    drained = rows_of(held & fleet.draining)
+    hot = rows_of(held & ~fleet.draining & (excess > 0))
+    hot = hot[np.lexsort((hot, -excess[hot]))]
+    return [*drained.tolist(), *hot.tolist()]
+
+
+def _by_relief(
+    ledger: engine.Pass, holders: Sequence[_Holding], source: int, demand: FloatArray
+) -> list[_Holding]:
+    """Holders of `source`, the largest request per replica (as a share of its capacity)
+    first; ties by the scheduling order."""
+    capacity = ledger.fleet.capacity_by_resource[:, source]
+    rows = [h.position for h in holders]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(capacity > 0, demand[rows] / capacity, 0.0).max(axis=1).tolist()
+    ranked = sorted(zip(share, rows, holders, strict=True), key=lambda t: (-t[0], t[1]))
+    return [holding for _, _, holding in ranked]
+
+
+def _move_off(
+    ledger: engine.Pass,
+    holding: _Holding,
+    source: int,
+    draining: bool,
+    demand: FloatArray,
+    scale: FloatArray,
+    node_fit: BoolArray,
+    budget: _Budget,
+    at: str,
+) -> int:
+    """Move what this workload should move off `source`; returns the replicas moved."""
+    claimed = holding.claimed
+    if _cooling(ledger, holding, source):
+        return 0
+    need, resource, reason = _need(ledger, holding, source, draining, demand)
+    wanted = min(holding.counts.get(source, 0), need, budget.allowed(claimed))
+    if wanted <= 0:
+        return 0
+    subject = ledger.newcomer(claimed, demand, scale, node_fit, holding.term)
+    feasible = framework.apply_filters(ledger.fleet, subject).feasible
+    feasible[source] = False
+    allocatable = subject.allocatable
+    capacity = ledger.fleet.capacity_by_resource[resource]
+    rows = rows_of(feasible & (allocatable > 0) & (capacity > 0))
+    if not len(rows):
+        return 0
+    level_before = float(ledger.usage[resource, source] / capacity[source])
+    after_one = (ledger.usage[resource, rows] + demand[resource]) / capacity[rows]
+    moved = 0
+    for row in rows[np.lexsort((rows, after_one))].tolist():
+        take = min(wanted - moved, int(allocatable[row]))
+        after = float((ledger.usage[resource, row] + take * demand[resource]) / capacity[row])
+        if not draining and level_before - after < ledger.config.rebalance.threshold:
+            break
+        _apply(ledger, holding, source, row, take, demand)
+        names = ledger.fleet.name_list
+        holding.moves.append(Move(names[source], names[row], take, reason, at))
+        moved += take
+        if moved >= wanted:
+            break
+    budget.spend(claimed, moved)
+    return moved
+
+
+def _cooling(ledger: engine.Pass, holding: _Holding, source: int) -> bool:
+    """The workload moved onto `source` within the cooldown (or earlier in this pass)."""
+    name = ledger.fleet.name_list[source]
+    return any(m.target == name for m in (*holding.recent, *holding.moves))
+
+
+def _need(
+    ledger: engine.Pass, holding: _Holding, source: int, draining: bool, demand: FloatArray
+) -> tuple[int, int, str]:
+    """(replicas to move, the resource that decides, the reason) for this workload."""
+    fleet = ledger.fleet
+    requested = rows_of(demand > 0)
+    capacity = fleet.capacity_by_resource[:, source]
+    fallback = int(requested[0]) if len(requested) else 0
+    if draining:
+        return holding.counts.get(source, 0), fallback, DRAINED
+    limit = ledger.limit_of(holding.claimed)
+    excess = ledger.usage[:, source] - limit * capacity
+    over = rows_of((excess > 0) & (limit < 1.0) & (demand > 0) & (capacity > 0))
+    if not len(over):
+        return 0, fallback, ""
+    need = max(math.ceil(float(excess[r] / demand[r]) - 1e-9) for r in over.tolist())
+    level = ledger.usage[over, source] / capacity[over]
+    worst = int(over[int(np.argmax(level - limit[over]))])
+    resource = fleet.resources[worst]
+    reason = (
+        f"water level {float(ledger.usage[worst, source] / capacity[worst]):.2f} > "
+        f"{float(limit[worst]):g} ({resource})"
+    )
+    return need, worst, reason
+
+
+def _apply(
+    ledger: engine.Pass, holding: _Holding, source: int, target: int, take: int, demand: FloatArray
+) -> None:
+    ledger.usage[:, source] -= take * demand
+    ledger.usage[:, target] += take * demand
+    holding.counts[source] -= take
+    holding.counts[target] = holding.counts.get(target, 0) + take
+    holding.retiring[source] = holding.retiring.get(source, 0) + take
+
+
+def _rebuilt(ledger: engine.Pass, decision: Decision, holding: _Holding) -> Decision:
+    names = ledger.fleet.name_list
+    clusters = tuple(
+        Placed(names[row], count) for row, count in sorted(holding.counts.items()) if count > 0
+    )
+    retiring = tuple(Placed(names[row], n) for row, n in sorted(holding.retiring.items()) if n)
+    reasons = sorted({m.reason for m in holding.moves})
+    diagnosis = replace(decision.diagnosis, trigger=f"re-balanced: {'; '.join(reasons)}")
+    return replace(
+        decision,
+        clusters=clusters,
+        retiring=retiring,
+        moves=(*decision.moves, *holding.moves),
+        diagnosis=diagnosis,
+        recorded=None,
+    )
