@@ -7,6 +7,7 @@ last good state on the output branch stays in force.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -79,12 +80,20 @@ def decide(
     on_stage: StageHook = _noop,
     previous: Sequence[Decision] = (),
     diagnose: bool = True,
+    now: float | None = None,
 ) -> tuple[Spec, tuple[Decision, ...]]:
-    """Validate → schedule: the spec and one decision per workload."""
+    """Validate → schedule: the spec and one decision per workload.
+
+    `now` stamps moves and measures cooldowns; by default it is the source commit's time, so
+    an offline run on the same commit gives the same bytes.
+    """
     on_stage(Stage.VALIDATE)
     spec = validate.spec(source)
     on_stage(Stage.SCHEDULE)
-    decisions = schedule.place(spec, {d.key: d for d in previous} or None, diagnose=diagnose)
+    when = now if now is not None else float(source.commit_time or 0)
+    decisions = schedule.place(
+        spec, {d.key: d for d in previous} or None, diagnose=diagnose, now=when
+    )
     return spec, decisions
 
 
@@ -97,10 +106,14 @@ def previous_decisions(settings: Settings) -> tuple[Decision, ...]:
 
 
 def plan(
-    source: Source, *, on_stage: StageHook = _noop, previous: Sequence[Decision] = ()
+    source: Source,
+    *,
+    on_stage: StageHook = _noop,
+    previous: Sequence[Decision] = (),
+    now: float | None = None,
 ) -> Planned:
     """Validate → schedule → render: the pure part of a pass, shared by every command."""
-    spec, decisions = decide(source, on_stage=on_stage, previous=previous)
+    spec, decisions = decide(source, on_stage=on_stage, previous=previous, now=now)
     on_stage(Stage.RENDER)
     tree = render.tree(spec, decisions)
     return Planned(spec=spec, decisions=decisions, tree=tree)
@@ -120,7 +133,7 @@ def reconcile_once(settings: Settings, *, on_stage: StageHook = _noop) -> PassRe
         files=len(source.files),
         previous_decisions=len(previous),
     )
-    planned = plan(source, on_stage=on_stage, previous=previous)
+    planned = plan(source, on_stage=on_stage, previous=previous, now=time.time())
     log.info(
         "planned",
         stage=Stage.RENDER,

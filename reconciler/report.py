@@ -96,6 +96,14 @@ def explanation(decision: Decision) -> list[object]:
     ]
     if decision.unschedulable:
         lines.append(f"[red]unschedulable:[/red] {decision.unschedulable}")
+    for move in decision.moves:
+        lines.append(
+            f"moved {move.replicas} replica(s) {move.source} → {move.target} at {move.at}: "
+            f"{move.reason}"
+        )
+    if decision.retiring:
+        still = ", ".join(f"{p.cluster} {p.replicas}" for p in decision.retiring)
+        lines.append(f"retiring (old copies kept until the new ones are up): {still}")
     scorers = list(diagnosis.weights)
     table = Table(show_lines=False)
     for column in ("cluster", "verdict", *scorers, "total", "replicas"):

@@ -8,7 +8,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconciler import durations, render, schedule, summary
+from reconciler import durations, render, report, schedule, summary
 from reconciler.domain import (
     Decision,
     MoveBudget,
@@ -233,3 +233,45 @@ def test_budget_and_calm_fleets(used: list[int], budget: int, replicas: int) -> 
         assert moved == 0, "nothing moves when every cluster is within its limit"
     for move in after.moves:
         assert dict(zip(names, used, strict=True))[move.source] > 85
+
+
+def test_explain_shows_the_moves_and_the_retiring_copies() -> None:
+    hot, first = two_clusters(used_a=90)
+    spec = with_rebalance(hot, max_moves=MoveBudget(count=1))
+    (after,) = schedule.place(spec, {first.key: first}, now=HOUR)
+    text = [line for line in report.explanation(after) if isinstance(line, str)]
+    assert "moved 1 replica(s) a → b at 1970-01-01T01:00:00Z: water level 0.90 > 0.85 (cpu)" in text
+    assert "retiring (old copies kept until the new ones are up): a 1" in text
+
+
+def test_requested_at_redivides_fresh_under_the_budget() -> None:
+    placement = Placement(replicas=DYNAMIC)
+    two = spec_of([cluster("a"), cluster("b")], [deployment("w", 6)], placement)
+    (first,) = schedule.place(two)
+    assert counts(first) == {"a": 3, "b": 3}
+    three = with_rebalance(
+        replace(two, clusters=(cluster("a"), cluster("b"), cluster("c"))),
+        max_moves=MoveBudget(count=1),
+    )
+    (added,) = schedule.place(three, {first.key: first})
+    assert counts(added) == {"a": 3, "b": 3}, "an added cluster changes nothing by itself"
+    request = "2026-11-23T10:00:00Z"
+    policy = replace(
+        three.placement_policies[0],
+        placement=replace(placement, rebalance_requested_at=request),
+    )
+    asked = replace(three, placement_policies=(policy,))
+    (step1,) = schedule.place(asked, {added.key: added})
+    assert [(m.source, m.target, m.replicas, m.reason) for m in step1.moves] == [
+        ("a", "c", 1, "rebalance requested")
+    ]
+    assert step1.rebalance_served is None, "not served until the Fresh division is reached"
+    (step2,) = schedule.place(asked, {step1.key: step1})
+    assert counts(step2) == {"a": 2, "b": 2, "c": 2}
+    assert step2.rebalance_served == request
+    (step3,) = schedule.place(asked, {step2.key: step2})
+    assert counts(step3) == counts(step2)
+    assert step3.retiring == (), "served: nothing more moves"
+    assert (
+        summary.decision_from_document(summary.decision_document(step3)).rebalance_served == request
+    )

@@ -15,7 +15,7 @@ candidates on every pass.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,7 @@ from reconciler.schedule import division, framework, spread
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, rows_of, some
 
 STEADY = "steady: the previous division stands"
+REQUESTED = "rebalance requested"
 FOLLOWS = "follows its candidates on every pass"
 
 
@@ -79,6 +80,8 @@ class _Placed:
     counts: IntArray | None
     rows: IntArray
     trigger: str
+    served: str | None = None
+    """The `rebalance.requestedAt` this placement fully serves."""
 
 
 def effective_weights(config: SchedulerConfig, load: float) -> dict[str, float]:
@@ -123,6 +126,9 @@ class Pass:
         self.load = round(fleet.load(), 4)
         self.weights = effective_weights(config, self.load)
         self.cache: dict[Any, Any] = {}
+        self.fresh_targets: dict[Any, tuple[IntArray, str]] = {}
+        """Workload key → (its Fresh division, the requestedAt it serves), for requests that
+        re-balancing carries out under the churn budget."""
 
     # --- per-placement facts ------------------------------------------------------------------
 
@@ -356,12 +362,27 @@ class Pass:
                 lost,
                 is_movable(subject.extensions, subject.strategy, subject.workload),
             )
+            request = _pending_request(subject.placement, before)
+            movable = is_movable(subject.extensions, subject.strategy, subject.workload)
+            if reason is None and request is not None:
+                outcome = framework.apply_scorers(fleet, subject, outcome, self.weights)
+                target = self._select(subject, outcome, tiers, REQUESTED, fresh=True)
+                if not movable:
+                    return replace(target, served=request), outcome
+                assert target.counts is not None
+                self.fresh_targets[subject.workload.key] = (target.counts, request)
+                steady = _Placed(subject.previous, rows_of(subject.previous), STEADY)
+                return steady, outcome
             if reason is None:
                 if self.diagnose:
                     outcome = framework.apply_scorers(fleet, subject, outcome, self.weights)
                 steady = _Placed(subject.previous, rows_of(subject.previous), STEADY)
                 return steady, outcome
             trigger = reason
+            if request is not None:
+                outcome = framework.apply_scorers(fleet, subject, outcome, self.weights)
+                placed = self._select(subject, outcome, tiers, trigger, fresh=True)
+                return replace(placed, served=request), outcome
         outcome = framework.apply_scorers(fleet, subject, outcome, self.weights)
         return self._select(subject, outcome, tiers, trigger), outcome
 
@@ -371,6 +392,8 @@ class Pass:
         outcome: framework.Outcome,
         tiers: IntArray,
         trigger: str,
+        *,
+        fresh: bool = False,
     ) -> _Placed:
         fleet = self.fleet
         assert outcome.total is not None
@@ -397,12 +420,14 @@ class Pass:
             counts[selected] = subject.replicas
             return _Placed(counts, np.sort(selected), trigger)
         try:
-            counts = self._divide(subject, selected, tiers)
+            counts = self._divide(subject, selected, tiers, fresh=fresh)
         except division.Unschedulable as error:
             raise _Failed(str(error), keep=True) from error
         return _Placed(counts, rows_of(counts), trigger)
 
-    def _divide(self, subject: framework.Subject, selected: IntArray, tiers: IntArray) -> IntArray:
+    def _divide(
+        self, subject: framework.Subject, selected: IntArray, tiers: IntArray, *, fresh: bool
+    ) -> IntArray:
         size = self.fleet.size
         descending = division.names_descending(subject.workload.uid)
         replicas = subject.replicas or 0
@@ -426,6 +451,7 @@ class Pass:
                 previous=subject.previous,
                 descending=descending,
                 distinct=True,
+                fresh=fresh,
             )
         counts = np.zeros(size, dtype=np.int64)
         remaining = replicas
@@ -443,6 +469,7 @@ class Pass:
                 previous=subject.previous,
                 descending=descending,
                 distinct=True,
+                fresh=fresh,
             )
             remaining -= take
         if remaining > 0:
@@ -508,7 +535,12 @@ class Pass:
             affinity_term=term,
             recorded=before.recorded if unchanged and before is not None else None,
             moves=self.recent_moves(before),
-            rebalance_served=before.rebalance_served if before is not None else None,
+            rebalance_served=result.served
+            or (
+                before.rebalance_served
+                if before is not None
+                else claimed.placement.rebalance_requested_at
+            ),
         )
 
     def _unschedulable(
@@ -537,6 +569,18 @@ class Pass:
             placement_digest=before.placement_digest if kept and before else "",
             affinity_term=before.affinity_term if kept and before else None,
         )
+
+
+def _pending_request(placement: Placement, before: Decision | None) -> str | None:
+    """The policy's `rebalance.requestedAt` when it is newer than the one this workload last
+    served (a first placement has nothing to serve)."""
+    requested = placement.rebalance_requested_at
+    if requested is None or before is None or not before.clusters:
+        return None
+    served = before.rebalance_served
+    if served is not None and durations.epoch(served) >= durations.epoch(requested):
+        return None
+    return requested
 
 
 def _trigger(

@@ -35,7 +35,7 @@ import numpy as np
 from reconciler import durations
 from reconciler.domain import Decision, Move, Placed
 from reconciler.schedule import engine, framework
-from reconciler.schedule.fleet import BoolArray, FloatArray, rows_of
+from reconciler.schedule.fleet import BoolArray, FloatArray, IntArray, rows_of
 
 DRAINED = "cluster drained"
 
@@ -52,6 +52,8 @@ class _Holding:
     """Moves of earlier passes still within the cooldown."""
     retiring: dict[int, int] = field(default_factory=dict)
     moves: list[Move] = field(default_factory=list)
+    served: str | None = None
+    """A `rebalance.requestedAt` whose Fresh division this pass completed."""
 
 
 @dataclass(slots=True)
@@ -92,6 +94,11 @@ def run(
             by_cluster.setdefault(row, []).append(holding)
     at = durations.rfc3339(ledger.now)
     changed: set[int] = set()
+    for holding in holdings:
+        wanted = ledger.fresh_targets.get(holding.claimed.workload.key)
+        if wanted is not None:
+            _toward(ledger, holding, wanted, demand[holding.position], budget, at)
+            changed.add(holding.position)
     for source in _sources(ledger, holdings, by_cluster):
         draining = bool(fleet.draining[source])
         for holding in _by_relief(ledger, by_cluster[source], source, demand):
@@ -237,6 +244,38 @@ def _move_off(
     return moved
 
 
+def _toward(
+    ledger: engine.Pass,
+    holding: _Holding,
+    wanted: tuple[IntArray, str],
+    demand: FloatArray,
+    budget: _Budget,
+    at: str,
+) -> None:
+    """Move toward a requested Fresh division, surplus clusters to short ones in name
+    order, as far as the budget allows; the request is served once the division is reached."""
+    target, request = wanted
+    names = ledger.fleet.name_list
+    surplus = {r: n - int(target[r]) for r, n in holding.counts.items() if n > target[r]}
+    short = {int(r): int(target[r]) - holding.counts.get(int(r), 0) for r in rows_of(target)}
+    short = {r: n for r, n in short.items() if n > 0}
+    allowed = budget.allowed(holding.claimed)
+    moved = 0
+    for source in sorted(surplus):
+        for row in sorted(short):
+            take = min(surplus[source], short[row], allowed - moved)
+            if take <= 0:
+                continue
+            _apply(ledger, holding, source, row, take, demand)
+            holding.moves.append(Move(names[source], names[row], take, engine.REQUESTED, at))
+            surplus[source] -= take
+            short[row] -= take
+            moved += take
+    budget.spend(holding.claimed, moved)
+    if not any(short.values()):
+        holding.served = request
+
+
 def _cooling(ledger: engine.Pass, holding: _Holding, source: int) -> bool:
     """The workload moved onto `source` within the cooldown (or earlier in this pass)."""
     name = ledger.fleet.name_list[source]
@@ -292,6 +331,7 @@ def _rebuilt(ledger: engine.Pass, decision: Decision, holding: _Holding) -> Deci
         clusters=clusters,
         retiring=retiring,
         moves=(*decision.moves, *holding.moves),
-        diagnosis=diagnosis,
-        recorded=None,
+        diagnosis=diagnosis if holding.moves else decision.diagnosis,
+        recorded=None if holding.moves else decision.recorded,
+        rebalance_served=holding.served or decision.rebalance_served,
     )
