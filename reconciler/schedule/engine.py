@@ -14,6 +14,7 @@ candidates on every pass.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -31,12 +32,8 @@ from reconciler.domain import (
     SchedulerConfig,
     Workload,
 )
-from reconciler.schedule import division, framework, spread
+from reconciler.schedule import division, framework, spread, triggers
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, rows_of, some
-
-STEADY = "steady: the previous division stands"
-REQUESTED = "rebalance requested"
-FOLLOWS = "follows its candidates on every pass"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,17 +51,7 @@ class Claimed:
         """Re-balancing may move its replicas: a stateless DynamicWeight or Aggregated
         workload under dro's policies (or a Karmada policy that opts in)."""
         strategy = self.placement.replicas.strategy
-        return is_movable(self.extensions, strategy, self.workload)
-
-
-def is_movable(extensions: bool, strategy: str, workload: Workload) -> bool:
-    """Whether re-balancing may move this workload's replicas (see `Claimed.movable`)."""
-    return (
-        extensions
-        and workload.replicas is not None
-        and strategy in ("DynamicWeight", "Aggregated")
-        and not workload.stateful
-    )
+        return triggers.is_movable(self.extensions, strategy, self.workload)
 
 
 class _Failed(Exception):
@@ -217,28 +204,38 @@ class Pass:
     ) -> framework.Subject:
         """The workload as the filters see a new replica of it now: no holders, the current
         ledger. Re-balancing uses it to find where moved replicas may go."""
-        fleet = self.fleet
-        placement = claimed.placement
-        names = [t.name for t in placement.affinity_terms]
+        names = [t.name for t in claimed.placement.affinity_terms]
         index = names.index(term) if term in names else (0 if names else None)
-        target, _ = self._target(placement, index)
+        nothing = np.zeros(self.fleet.size, dtype=np.int64)
+        subject = self._subject(claimed, demand, scale, node_fit, nothing, nothing > 0)
+        return replace(subject, target=self._target(claimed.placement, index)[0])
+
+    def _subject(
+        self,
+        claimed: Claimed,
+        demand: FloatArray,
+        scale: FloatArray,
+        node_fit: BoolArray,
+        previous: IntArray,
+        holders: BoolArray,
+    ) -> framework.Subject:
+        """The workload at its turn, every target selected (callers narrow `target`)."""
+        replicas = claimed.workload.replicas
         limit = self._limit(claimed)
         requested = rows_of(demand > 0)
-        replicas = claimed.workload.replicas or 0
-        headroom, allocatable = self._room(scale, requested, limit, replicas)
-        nothing = np.zeros(fleet.size, dtype=np.int64)
+        headroom, allocatable = self._room(scale, requested, limit, replicas or 0)
         return framework.Subject(
             workload=claimed.workload,
-            placement=placement,
+            placement=claimed.placement,
             extensions=claimed.extensions,
-            strategy=placement.replicas.strategy,
+            strategy=claimed.placement.replicas.strategy if replicas is not None else "Duplicated",
             replicas=replicas,
             demand=demand,
             requested=requested,
             limit=limit,
-            target=target,
-            holders=nothing.astype(bool),
-            previous=nothing,
+            target=np.ones(self.fleet.size, dtype=bool),
+            holders=holders,
+            previous=previous,
             usage=self.usage,
             headroom=headroom,
             allocatable=allocatable,
@@ -270,11 +267,8 @@ class Pass:
             holders[row] = True
             previous[row] = placed.replicas or 0
         running = self._running(before, previous)
-        replicas = workload.replicas
-        strategy = placement.replicas.strategy if replicas is not None else "Duplicated"
-        limit = self._limit(claimed)
-        requested = rows_of(demand > 0)
-        headroom, allocatable = self._room(scale, requested, limit, replicas or 0)
+        base = self._subject(claimed, demand, scale, node_fit, previous, holders)
+        strategy = base.strategy
         terms: list[int | None] = list(range(len(placement.affinity_terms))) or [None]
         names = [t.name for t in placement.affinity_terms]
         if before is not None and before.affinity_term in names:
@@ -283,24 +277,7 @@ class Pass:
         outcome: framework.Outcome | None = None
         for attempt, term in enumerate(terms):
             target, tiers = self._target(placement, term)
-            subject = framework.Subject(
-                workload=workload,
-                placement=placement,
-                extensions=claimed.extensions,
-                strategy=strategy,
-                replicas=replicas,
-                demand=demand,
-                requested=requested,
-                limit=limit,
-                target=target,
-                holders=holders,
-                previous=previous,
-                usage=self.usage,
-                headroom=headroom,
-                allocatable=allocatable,
-                node_fit=node_fit,
-                cache=self.cache,
-            )
+            subject = replace(base, target=target)
             outcome = framework.apply_filters(fleet, subject)
             try:
                 result, outcome = self._place(
@@ -351,32 +328,32 @@ class Pass:
         if not some(feasible):
             raise _Failed(outcome.fit_error(fleet.size), keep=False)
         divided = subject.replicas is not None and subject.strategy != "Duplicated"
-        trigger = FOLLOWS
+        trigger = triggers.FOLLOWS
         if divided:
             reason = "an affinity term failed" if refresh else None
-            reason = reason or _trigger(
+            reason = reason or triggers.trigger(
                 fleet,
                 subject,
                 feasible,
                 before,
                 lost,
-                is_movable(subject.extensions, subject.strategy, subject.workload),
+                triggers.is_movable(subject.extensions, subject.strategy, subject.workload),
             )
-            request = _pending_request(subject.placement, before)
-            movable = is_movable(subject.extensions, subject.strategy, subject.workload)
+            request = triggers.pending_request(subject.placement, before)
+            movable = triggers.is_movable(subject.extensions, subject.strategy, subject.workload)
             if reason is None and request is not None:
                 outcome = framework.apply_scorers(fleet, subject, outcome, self.weights)
-                target = self._select(subject, outcome, tiers, REQUESTED, fresh=True)
+                target = self._select(subject, outcome, tiers, triggers.REQUESTED, fresh=True)
                 if not movable:
                     return replace(target, served=request), outcome
                 assert target.counts is not None
                 self.fresh_targets[subject.workload.key] = (target.counts, request)
-                steady = _Placed(subject.previous, rows_of(subject.previous), STEADY)
+                steady = _Placed(subject.previous, rows_of(subject.previous), triggers.STEADY)
                 return steady, outcome
             if reason is None:
                 if self.diagnose:
                     outcome = framework.apply_scorers(fleet, subject, outcome, self.weights)
-                steady = _Placed(subject.previous, rows_of(subject.previous), STEADY)
+                steady = _Placed(subject.previous, rows_of(subject.previous), triggers.STEADY)
                 return steady, outcome
             trigger = reason
             if request is not None:
@@ -441,18 +418,18 @@ class Pass:
                 descending=descending,
                 distinct=True,
             )
+        dynamic = functools.partial(
+            division.divide,
+            subject.strategy,
+            size=size,
+            available=subject.allocatable,
+            previous=subject.previous,
+            descending=descending,
+            distinct=True,
+            fresh=fresh,
+        )
         if not some(tiers[selected]):
-            return division.divide(
-                subject.strategy,
-                replicas,
-                selected,
-                size=size,
-                available=subject.allocatable,
-                previous=subject.previous,
-                descending=descending,
-                distinct=True,
-                fresh=fresh,
-            )
+            return dynamic(replicas, selected)
         counts = np.zeros(size, dtype=np.int64)
         remaining = replicas
         for tier in np.unique(tiers[selected]).tolist():
@@ -460,17 +437,7 @@ class Pass:
             take = min(remaining, int(subject.available[rows].sum()))
             if take <= 0:
                 continue
-            counts += division.divide(
-                subject.strategy,
-                take,
-                rows,
-                size=size,
-                available=subject.allocatable,
-                previous=subject.previous,
-                descending=descending,
-                distinct=True,
-                fresh=fresh,
-            )
+            counts += dynamic(take, rows)
             remaining -= take
         if remaining > 0:
             total = int(subject.available[selected].sum())
@@ -569,42 +536,3 @@ class Pass:
             placement_digest=before.placement_digest if kept and before else "",
             affinity_term=before.affinity_term if kept and before else None,
         )
-
-
-def _pending_request(placement: Placement, before: Decision | None) -> str | None:
-    """The policy's `rebalance.requestedAt` when it is newer than the one this workload last
-    served (a first placement has nothing to serve)."""
-    requested = placement.rebalance_requested_at
-    if requested is None or before is None or not before.clusters:
-        return None
-    served = before.rebalance_served
-    if served is not None and durations.epoch(served) >= durations.epoch(requested):
-        return None
-    return requested
-
-
-def _trigger(
-    fleet: Fleet,
-    subject: framework.Subject,
-    feasible: BoolArray,
-    before: Decision | None,
-    lost: list[str],
-    movable: bool,
-) -> str | None:
-    """Why a divided workload is divided again this pass, or None when nothing requires it."""
-    if before is None or not before.clusters:
-        return "first placement" if before is None else "placed again after unschedulable"
-    if before.placement_digest != subject.placement.digest:
-        return "the placement changed"
-    total = sum(p.replicas or 0 for p in before.clusters)
-    if total != subject.replicas:
-        return f"replicas changed from {total} to {subject.replicas}"
-    if lost:
-        return f"cluster {lost[0]} is gone"
-    dropped = subject.holders & ~feasible
-    if movable:
-        dropped &= ~fleet.draining  # re-balancing moves these off under the churn budget
-    gone = rows_of(dropped)
-    if len(gone):
-        return f"cluster {fleet.names[gone[0]]} is no longer a candidate"
-    return None

@@ -34,7 +34,7 @@ import numpy as np
 
 from reconciler import durations
 from reconciler.domain import Decision, Move, Placed
-from reconciler.schedule import engine, framework
+from reconciler.schedule import engine, framework, triggers
 from reconciler.schedule.fleet import BoolArray, FloatArray, IntArray, rows_of
 
 DRAINED = "cluster drained"
@@ -267,7 +267,7 @@ def _toward(
             if take <= 0:
                 continue
             _apply(ledger, holding, source, row, take, demand)
-            holding.moves.append(Move(names[source], names[row], take, engine.REQUESTED, at))
+            holding.moves.append(Move(names[source], names[row], take, triggers.REQUESTED, at))
             surplus[source] -= take
             short[row] -= take
             moved += take

@@ -1,0 +1,68 @@
+"""Why a divided workload is divided again, and which workloads re-balancing may move.
+
+A divided workload is re-divided only on a trigger: the first placement, a changed placement,
+changed replicas, or a cluster it is on that is gone or no longer a candidate (a draining
+cluster aside for movable workloads: re-balancing empties it under the churn budget).
+Otherwise its previous division stands. A policy's `rebalance.requestedAt` newer than the one
+a decision served asks for a Fresh division; nothing else does.
+"""
+
+from __future__ import annotations
+
+from reconciler import durations
+from reconciler.domain import Decision, Placement, Workload
+from reconciler.schedule import framework
+from reconciler.schedule.fleet import BoolArray, Fleet, rows_of
+
+STEADY = "steady: the previous division stands"
+REQUESTED = "rebalance requested"
+FOLLOWS = "follows its candidates on every pass"
+
+
+def is_movable(extensions: bool, strategy: str, workload: Workload) -> bool:
+    """Whether re-balancing may move this workload's replicas (see `Claimed.movable`)."""
+    return (
+        extensions
+        and workload.replicas is not None
+        and strategy in ("DynamicWeight", "Aggregated")
+        and not workload.stateful
+    )
+
+
+def pending_request(placement: Placement, before: Decision | None) -> str | None:
+    """The policy's `rebalance.requestedAt` when it is newer than the one this workload last
+    served (a first placement has nothing to serve)."""
+    requested = placement.rebalance_requested_at
+    if requested is None or before is None or not before.clusters:
+        return None
+    served = before.rebalance_served
+    if served is not None and durations.epoch(served) >= durations.epoch(requested):
+        return None
+    return requested
+
+
+def trigger(
+    fleet: Fleet,
+    subject: framework.Subject,
+    feasible: BoolArray,
+    before: Decision | None,
+    lost: list[str],
+    movable: bool,
+) -> str | None:
+    """Why a divided workload is divided again this pass, or None when nothing requires it."""
+    if before is None or not before.clusters:
+        return "first placement" if before is None else "placed again after unschedulable"
+    if before.placement_digest != subject.placement.digest:
+        return "the placement changed"
+    total = sum(p.replicas or 0 for p in before.clusters)
+    if total != subject.replicas:
+        return f"replicas changed from {total} to {subject.replicas}"
+    if lost:
+        return f"cluster {lost[0]} is gone"
+    dropped = subject.holders & ~feasible
+    if movable:
+        dropped &= ~fleet.draining  # re-balancing moves these off under the churn budget
+    gone = rows_of(dropped)
+    if len(gone):
+        return f"cluster {fleet.names[gone[0]]} is no longer a candidate"
+    return None
