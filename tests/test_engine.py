@@ -21,7 +21,7 @@ from reconciler.domain import (
     SpreadConstraint,
     Taint,
 )
-from reconciler.schedule import engine, spread
+from reconciler.schedule import facts, spread
 from reconciler.schedule.fleet import Fleet
 from tests.test_schedule import cluster, deployment, spec_of
 
@@ -150,10 +150,10 @@ def test_region_spread_reaches_min_groups() -> None:
 
 @pytest.mark.parametrize(("load", "favoured"), [(0.1, "Availability"), (0.95, "Balance")])
 def test_weights_follow_fleet_load(load: float, favoured: str) -> None:
-    weights = engine.effective_weights(SchedulerConfig(), load)
+    weights = facts.effective_weights(SchedulerConfig(), load)
     other = "Balance" if favoured == "Availability" else "Availability"
     assert weights[favoured] > weights[other]
-    fixed = engine.effective_weights(SchedulerConfig(scoring=Scoring(adaptive=False)), load)
+    fixed = facts.effective_weights(SchedulerConfig(scoring=Scoring(adaptive=False)), load)
     assert fixed["Balance"] == fixed["Availability"] == 1.0
 
 

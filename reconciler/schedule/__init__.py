@@ -14,13 +14,22 @@ from collections.abc import Mapping
 
 from reconciler import claims, demand
 from reconciler.domain import Decision, Observation, ResourceKey, Spec
-from reconciler.schedule import batch, division, engine, framework, plugins, rebalance, spread
+from reconciler.schedule import (
+    batch,
+    division,
+    engine,
+    facts,
+    framework,
+    plugins,
+    rebalance,
+    spread,
+)
 from reconciler.schedule.fleet import Fleet
 
 __all__ = ["division", "engine", "framework", "place", "plugins", "spread"]
 
 
-def claimed_workloads(spec: Spec) -> list[engine.Claimed]:
+def claimed_workloads(spec: Spec) -> list[facts.Claimed]:
     """Every workload with the placement that applies to it, in scheduling order."""
     result = []
     for workload in spec.workloads:
@@ -29,7 +38,7 @@ def claimed_workloads(spec: Spec) -> list[engine.Claimed]:
         else:
             policy = claims.claim(spec.placement_policies, workload).policy
         result.append(
-            engine.Claimed(
+            facts.Claimed(
                 workload=workload,
                 placement=policy.placement if policy else spec.config.default_placement,
                 ref=policy.ref if policy else None,

@@ -27,31 +27,10 @@ from reconciler.domain import (
     Diagnosis,
     Move,
     Placed,
-    Placement,
-    PolicyRef,
     SchedulerConfig,
-    Workload,
 )
-from reconciler.schedule import division, framework, spread, triggers
+from reconciler.schedule import division, facts, framework, spread, triggers
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, rows_of, some
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Claimed:
-    """A workload with the placement that applies to it."""
-
-    workload: Workload
-    placement: Placement
-    ref: PolicyRef | None
-    priority: int
-    extensions: bool
-
-    @property
-    def movable(self) -> bool:
-        """Re-balancing may move its replicas: a stateless DynamicWeight or Aggregated
-        workload under dro's policies (or a Karmada policy that opts in)."""
-        strategy = self.placement.replicas.strategy
-        return triggers.is_movable(self.extensions, strategy, self.workload)
 
 
 class _Failed(Exception):
@@ -71,28 +50,9 @@ class _Placed:
     """The `rebalance.requestedAt` this placement fully serves."""
 
 
-def effective_weights(config: SchedulerConfig, load: float) -> dict[str, float]:
-    """Scorer weights for this pass: the base weights, adjusted for the fleet's load.
-
-    With s = clip((load − low) / (high − low), 0, 1), Balance is multiplied by (0.5 + s) and
-    Availability by (1.5 − s): a loaded fleet spreads, an idle fleet aggregates.
-    """
-    weights = framework.default_weights()
-    weights.update(config.plugin_weights)
-    scoring = config.scoring
-    if scoring.adaptive:
-        low, high = scoring.low_water_level, scoring.high_water_level
-        if high > low:
-            s = min(1.0, max(0.0, (load - low) / (high - low)))
-        else:
-            s = 1.0 if load >= high else 0.0
-        weights["Balance"] = weights.get("Balance", 1.0) * (0.5 + s)
-        weights["Availability"] = weights.get("Availability", 1.0) * (1.5 - s)
-    return {name: round(float(value), 4) for name, value in sorted(weights.items())}
-
-
 class Pass:
-    """The mutable state of one pass: the usage ledger and the per-placement memo."""
+    """The mutable state of one pass: the usage ledger, the per-placement facts, and the
+    Fresh divisions that re-balancing carries out."""
 
     def __init__(
         self,
@@ -111,146 +71,16 @@ class Pass:
         self.usage: FloatArray = fleet.used.T.copy(order="C")
         """(resources × clusters) usage as the pass goes: the ledger."""
         self.load = round(fleet.load(), 4)
-        self.weights = effective_weights(config, self.load)
-        self.cache: dict[Any, Any] = {}
+        self.weights = facts.effective_weights(config, self.load)
+        self.facts = facts.Facts(fleet, config, self.usage)
         self.fresh_targets: dict[Any, tuple[IntArray, str]] = {}
         """Workload key → (its Fresh division, the requestedAt it serves), for requests that
         re-balancing carries out under the churn budget."""
 
-    # --- per-placement facts ------------------------------------------------------------------
-
-    def _limit(self, claimed: Claimed) -> FloatArray:
-        key = ("limit", id(claimed.placement), claimed.extensions)
-        if key not in self.cache:
-            limits = np.ones(len(self.fleet.resources), dtype=np.float64)
-            if claimed.extensions:
-                for j, resource in enumerate(self.fleet.resources):
-                    value = claimed.placement.water_level_limit.get(
-                        resource, self.config.water_level_limit.get(resource, 1.0)
-                    )
-                    limits[j] = float(value)
-            self.cache[key] = limits
-        result: FloatArray = self.cache[key]
-        return result
-
-    def _target(self, placement: Placement, term: int | None) -> tuple[BoolArray, IntArray]:
-        """Clusters the targets (or one affinity term with its overflow) select, and tiers."""
-        key = ("target", id(placement), term)
-        if key not in self.cache:
-            fleet = self.fleet
-            tiers = np.zeros(fleet.size, dtype=np.int64)
-            if term is None:
-                mask = fleet.any_affinity(placement.targets)
-            else:
-                chosen = placement.affinity_terms[term]
-                mask = fleet.affinity_mask(chosen.affinity)
-                for tier, (_, overflow) in enumerate(chosen.overflow, start=1):
-                    extra = fleet.affinity_mask(overflow) & ~mask
-                    tiers[extra] = tier
-                    mask = mask | extra
-            self.cache[key] = (mask, tiers)
-        pair: tuple[BoolArray, IntArray] = self.cache[key]
-        return pair
-
-    def _static(self, placement: Placement) -> IntArray | None:
-        key = ("static", id(placement))
-        if key not in self.cache:
-            rules = placement.replicas.static_weights
-            weights = None
-            if rules:
-                weights = np.zeros(self.fleet.size, dtype=np.int64)
-                for affinity, weight in rules:
-                    matched = self.fleet.affinity_mask(affinity)
-                    weights[matched] = np.maximum(weights[matched], weight)
-            self.cache[key] = weights
-        result: IntArray | None = self.cache[key]
-        return result
-
-    def _ceiling(self, limit: FloatArray) -> FloatArray:
-        """(resources × clusters) capacity × RWL limit; unbounded resources stay inf."""
-        key = ("ceiling", id(limit))
-        if key not in self.cache:
-            self.cache[key] = self.fleet.capacity_by_resource * limit[:, np.newaxis]
-        result: FloatArray = self.cache[key]
-        return result
-
-    def _room(
-        self, scale: FloatArray, requested: IntArray, limit: FloatArray, replicas: int
-    ) -> tuple[FloatArray, IntArray]:
-        """Headroom per resource, and the replicas each cluster can still take within its
-        limit (Karmada's estimator). `scale` is 1/demand per resource, NaN where the workload
-        requests none, so `fmin` skips those resources."""
-        fleet = self.fleet
-        headroom: FloatArray = self._ceiling(limit) - self.usage
-        if not len(requested):
-            allocatable = np.full(fleet.size, division.MAX_REPLICAS, dtype=np.int64)
-        else:
-            fit = np.fmin.reduce(headroom * scale[:, np.newaxis], axis=0)
-            fit += 1e-9
-            np.floor(fit, out=fit)
-            np.clip(fit, 0.0, float(division.MAX_REPLICAS), out=fit)
-            allocatable = fit.astype(np.int64)
-        allocatable[fleet.cordoned] = 0
-        allocatable[allocatable >= division.MAX_REPLICAS] = replicas
-        return headroom, allocatable
-
-    def newcomer(
-        self,
-        claimed: Claimed,
-        demand: FloatArray,
-        scale: FloatArray,
-        node_fit: BoolArray,
-        term: str | None,
-    ) -> framework.Subject:
-        """The workload as the filters see a new replica of it now: no holders, the current
-        ledger. Re-balancing uses it to find where moved replicas may go."""
-        names = [t.name for t in claimed.placement.affinity_terms]
-        index = names.index(term) if term in names else (0 if names else None)
-        nothing = np.zeros(self.fleet.size, dtype=np.int64)
-        subject = self._subject(claimed, demand, scale, node_fit, nothing, nothing > 0)
-        return replace(subject, target=self._target(claimed.placement, index)[0])
-
-    def _subject(
-        self,
-        claimed: Claimed,
-        demand: FloatArray,
-        scale: FloatArray,
-        node_fit: BoolArray,
-        previous: IntArray,
-        holders: BoolArray,
-    ) -> framework.Subject:
-        """The workload at its turn, every target selected (callers narrow `target`)."""
-        replicas = claimed.workload.replicas
-        limit = self._limit(claimed)
-        requested = rows_of(demand > 0)
-        headroom, allocatable = self._room(scale, requested, limit, replicas or 0)
-        return framework.Subject(
-            workload=claimed.workload,
-            placement=claimed.placement,
-            extensions=claimed.extensions,
-            strategy=claimed.placement.replicas.strategy if replicas is not None else "Duplicated",
-            replicas=replicas,
-            demand=demand,
-            requested=requested,
-            limit=limit,
-            target=np.ones(self.fleet.size, dtype=bool),
-            holders=holders,
-            previous=previous,
-            usage=self.usage,
-            headroom=headroom,
-            allocatable=allocatable,
-            node_fit=node_fit,
-            cache=self.cache,
-        )
-
-    def limit_of(self, claimed: Claimed) -> FloatArray:
-        """The RWL limit per resource that applies to this workload."""
-        return self._limit(claimed)
-
     # --- one workload -------------------------------------------------------------------------
 
     def decide(
-        self, claimed: Claimed, demand: FloatArray, scale: FloatArray, node_fit: BoolArray
+        self, claimed: facts.Claimed, demand: FloatArray, scale: FloatArray, node_fit: BoolArray
     ) -> Decision:
         """Place one workload at its turn, and charge its placement to the ledger."""
         fleet = self.fleet
@@ -267,7 +97,7 @@ class Pass:
             holders[row] = True
             previous[row] = placed.replicas or 0
         running = self._running(before, previous)
-        base = self._subject(claimed, demand, scale, node_fit, previous, holders)
+        base = self.facts.subject(claimed, demand, scale, node_fit, previous, holders)
         strategy = base.strategy
         terms: list[int | None] = list(range(len(placement.affinity_terms))) or [None]
         names = [t.name for t in placement.affinity_terms]
@@ -276,7 +106,7 @@ class Pass:
         failure: _Failed | None = None
         outcome: framework.Outcome | None = None
         for attempt, term in enumerate(terms):
-            target, tiers = self._target(placement, term)
+            target, tiers = self.facts.target(placement, term)
             subject = replace(base, target=target)
             outcome = framework.apply_filters(fleet, subject)
             try:
@@ -414,7 +244,7 @@ class Pass:
                 replicas,
                 selected,
                 size=size,
-                static=self._static(subject.placement),
+                static=self.facts.static(subject.placement),
                 descending=descending,
                 distinct=True,
             )
@@ -455,11 +285,16 @@ class Pass:
             self.usage[:, rows] += demand[:, np.newaxis] * delta[rows][np.newaxis, :]
 
     def _weights(self, extensions: bool) -> dict[str, float]:
-        names = framework.scorer_names(extensions)
-        return {name: self.weights.get(name, 1.0) for name in names}
+        """The weights of the scorers that run for such a policy; the same every workload."""
+        key = ("weights", extensions)
+        if key not in self.facts.cache:
+            names = framework.scorer_names(extensions)
+            self.facts.cache[key] = {name: self.weights.get(name, 1.0) for name in names}
+        weights: dict[str, float] = self.facts.cache[key]
+        return weights
 
     def _diagnosis(
-        self, claimed: Claimed, strategy: str, outcome: framework.Outcome, trigger: str
+        self, claimed: facts.Claimed, strategy: str, outcome: framework.Outcome, trigger: str
     ) -> Diagnosis:
         return Diagnosis(
             verdicts=outcome.verdicts(self.fleet) if self.diagnose else (),
@@ -471,7 +306,7 @@ class Pass:
 
     def _decision(
         self,
-        claimed: Claimed,
+        claimed: facts.Claimed,
         strategy: str,
         outcome: framework.Outcome,
         result: _Placed,
@@ -512,7 +347,7 @@ class Pass:
 
     def _unschedulable(
         self,
-        claimed: Claimed,
+        claimed: facts.Claimed,
         strategy: str,
         outcome: framework.Outcome,
         failure: _Failed,

@@ -4,7 +4,7 @@ within a churn budget, make-before-break.
 It runs after the pass, on the pass's decisions and usage ledger; `division.assign` stays the
 Karmada-exact primitive, and this step only moves replicas that a decision already placed.
 
-- Only movable workloads are touched (`engine.Claimed.movable`): stateless DynamicWeight and
+- Only movable workloads are touched (`facts.Claimed.movable`): stateless DynamicWeight and
   Aggregated workloads under dro's policies, or Karmada policies that opt in.
 - Sources: draining clusters first (reason `cluster drained`), then clusters above a limit,
   the furthest above first. A cluster is above the limit for a workload when its usage exceeds
@@ -34,7 +34,7 @@ import numpy as np
 
 from reconciler import durations
 from reconciler.domain import Decision, Move, Placed
-from reconciler.schedule import engine, framework, triggers
+from reconciler.schedule import engine, facts, framework, triggers
 from reconciler.schedule.fleet import BoolArray, FloatArray, IntArray, rows_of
 
 DRAINED = "cluster drained"
@@ -44,7 +44,7 @@ DRAINED = "cluster drained"
 class _Holding:
     """One movable workload's decision as re-balancing edits it."""
 
-    claimed: engine.Claimed
+    claimed: facts.Claimed
     position: int
     counts: dict[int, int]
     term: str | None
@@ -61,11 +61,11 @@ class _Budget:
     fleet_left: int
     policy_left: dict[int, int]
 
-    def allowed(self, claimed: engine.Claimed) -> int:
+    def allowed(self, claimed: facts.Claimed) -> int:
         own = self.policy_left.get(id(claimed.placement))
         return self.fleet_left if own is None else min(self.fleet_left, own)
 
-    def spend(self, claimed: engine.Claimed, replicas: int) -> None:
+    def spend(self, claimed: facts.Claimed, replicas: int) -> None:
         self.fleet_left -= replicas
         key = id(claimed.placement)
         if key in self.policy_left:
@@ -74,7 +74,7 @@ class _Budget:
 
 def run(
     ledger: engine.Pass,
-    order: Sequence[engine.Claimed],
+    order: Sequence[facts.Claimed],
     decisions: list[Decision],
     demand: FloatArray,
     scale: FloatArray,
@@ -117,7 +117,7 @@ def run(
 
 
 def _holdings(
-    ledger: engine.Pass, order: Sequence[engine.Claimed], decisions: Sequence[Decision]
+    ledger: engine.Pass, order: Sequence[facts.Claimed], decisions: Sequence[Decision]
 ) -> list[_Holding]:
     result = []
     index = ledger.fleet.index
@@ -154,7 +154,8 @@ def _budget(ledger: engine.Pass, holdings: Sequence[_Holding]) -> _Budget:
 
 
 def _level(ledger: engine.Pass) -> FloatArray:
-    """(resources × clusters) water level of the ledger; 0 where capacity is unbounded."""
+    """(resources × clusters) water level of the ledger: 0 where capacity is unbounded, 1 where
+    the cluster has none of the resource."""
     capacity = ledger.fleet.capacity_by_resource
     with np.errstate(divide="ignore", invalid="ignore"):
         level: FloatArray = np.where(capacity > 0, ledger.usage / capacity, 1.0)
@@ -170,7 +171,7 @@ def _sources(
     excess = np.full(fleet.size, -np.inf)
     seen: set[int] = set()
     for holding in holdings:
-        limit = ledger.limit_of(holding.claimed)
+        limit = ledger.facts.limit(holding.claimed)
         if id(limit) in seen:
             continue
         seen.add(id(limit))
@@ -218,7 +219,7 @@ def _move_off(
     wanted = min(holding.counts.get(source, 0), need, budget.allowed(claimed))
     if wanted <= 0:
         return 0
-    subject = ledger.newcomer(claimed, demand, scale, node_fit, holding.term)
+    subject = ledger.facts.newcomer(claimed, demand, scale, node_fit, holding.term)
     feasible = framework.apply_filters(ledger.fleet, subject).feasible
     feasible[source] = False
     allocatable = subject.allocatable
@@ -292,7 +293,7 @@ def _need(
     fallback = int(requested[0]) if len(requested) else 0
     if draining:
         return holding.counts.get(source, 0), fallback, DRAINED
-    limit = ledger.limit_of(holding.claimed)
+    limit = ledger.facts.limit(holding.claimed)
     excess = ledger.usage[:, source] - limit * capacity
     over = rows_of((excess > 0) & (limit < 1.0) & (demand > 0) & (capacity > 0))
     if not len(over):
