@@ -177,6 +177,11 @@ def test_webster_preserves_total_and_is_monotone(
     assert division.webster(seats, dict(reversed(list(votes.items()))), uid=uid) == result
 
 
+@given(uid=st.text(max_size=40))
+def test_tie_order_is_the_parity_of_the_fnv_hash(uid: str) -> None:
+    assert division.names_descending(uid) == (bool(uid) and division.fnv1a_32(uid) % 2 == 1)
+
+
 @settings(max_examples=200, deadline=None)
 @given(clusters=names, data=st.data(), replicas=st.integers(0, 50), uid=st.text(max_size=6))
 def test_static_division_is_order_independent_and_exact(

@@ -49,8 +49,13 @@ def fnv1a_32(text: str) -> int:
 
 
 def names_descending(uid: str) -> bool:
-    """Karmada's UID tie-breaker: an odd FNV-1a-32 hash reverses the name order."""
-    return bool(uid) and fnv1a_32(uid) % 2 == 1
+    """Karmada's UID tie-breaker: an odd FNV-1a-32 hash reverses the name order.
+
+    Only the hash's lowest bit matters, and it needs no hashing: multiplying by the odd FNV
+    prime keeps the lowest bit, so each step only XORs in the byte's lowest bit. Starting
+    from the odd offset basis, the hash is odd exactly when the byte sum is even.
+    """
+    return bool(uid) and sum(uid.encode("utf-8")) % 2 == 0
 
 
 def webster(
@@ -196,12 +201,13 @@ def _dynamic(
         merge = True
     else:
         return scheduled
-    # A stable sort by weight descending keeps the caller's order among equals.
-    ordered = members[np.argsort(-weights[members], kind="stable")]
-    total = int(weights[ordered].sum())
+    total = int(weights[members].sum())
     if total < target:
         raise Unschedulable(f"Clusters available replicas {total} are not enough to schedule.")
+    ordered = members
     if strategy == "Aggregated":
+        # A stable sort by weight descending keeps the caller's order among equals.
+        ordered = members[np.argsort(-weights[members], kind="stable")]
         ordered = _aggregated_prefix(ordered, weights, target, scheduled if merge else None)
     voters = np.sort(ordered[weights[ordered] > 0])
     result = np.zeros(size, dtype=np.int64)

@@ -97,17 +97,21 @@ class Pass:
             holders[row] = True
             previous[row] = placed.replicas or 0
         running = self._running(before, previous)
-        base = self.facts.subject(claimed, demand, scale, node_fit, previous, holders)
-        strategy = base.strategy
         terms: list[int | None] = list(range(len(placement.affinity_terms))) or [None]
         names = [t.name for t in placement.affinity_terms]
         if before is not None and before.affinity_term in names:
             terms = terms[names.index(before.affinity_term) :]
         failure: _Failed | None = None
         outcome: framework.Outcome | None = None
+        subject: framework.Subject | None = None
         for attempt, term in enumerate(terms):
             target, tiers = self.facts.target(placement, term)
-            subject = replace(base, target=target)
+            if subject is None:
+                subject = self.facts.subject(
+                    claimed, demand, scale, node_fit, previous, holders, target
+                )
+            else:
+                subject = replace(subject, target=target)
             outcome = framework.apply_filters(fleet, subject)
             try:
                 result, outcome = self._place(
@@ -118,10 +122,13 @@ class Pass:
                 continue
             self._charge(demand, running, result.counts)
             term_name = names[term] if term is not None else None
-            return self._decision(claimed, strategy, outcome, result, term_name)
+            return self._decision(claimed, subject.strategy, outcome, result, term_name)
         assert failure is not None
         assert outcome is not None
-        return self._unschedulable(claimed, strategy, outcome, failure, before, running, demand)
+        assert subject is not None
+        return self._unschedulable(
+            claimed, subject.strategy, outcome, failure, before, running, demand
+        )
 
     def _running(self, before: Decision | None, previous: IntArray) -> IntArray:
         """What the last pass rendered per cluster: its target plus its retiring copies. The
@@ -167,14 +174,13 @@ class Pass:
                 feasible,
                 before,
                 lost,
-                triggers.is_movable(subject.extensions, subject.strategy, subject.workload),
+                subject.movable,
             )
             request = triggers.pending_request(subject.placement, before)
-            movable = triggers.is_movable(subject.extensions, subject.strategy, subject.workload)
             if reason is None and request is not None:
                 outcome = framework.apply_scorers(fleet, subject, outcome, self.weights)
                 target = self._select(subject, outcome, tiers, triggers.REQUESTED, fresh=True)
-                if not movable:
+                if not subject.movable:
                     return replace(target, served=request), outcome
                 assert target.counts is not None
                 self.fresh_targets[subject.workload.key] = (target.counts, request)
@@ -206,7 +212,10 @@ class Pass:
         assert outcome.total is not None
         rows = rows_of(outcome.feasible)
         available = subject.available
-        ordered = rows[np.lexsort((rows, -available[rows], -outcome.total[rows], tiers[rows]))]
+        ordered = rows
+        if subject.strategy == "Aggregated" or subject.placement.spread:
+            # Only these read the candidate order; the other strategies divide in name order.
+            ordered = rows[np.lexsort((rows, -available[rows], -outcome.total[rows], tiers[rows]))]
         try:
             selected = spread.select(
                 fleet,

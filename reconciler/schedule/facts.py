@@ -9,7 +9,7 @@ the `framework.Subject` the filters and scorers see.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -28,13 +28,14 @@ class Claimed:
     ref: PolicyRef | None
     priority: int
     extensions: bool
+    movable: bool = field(init=False)
+    """Re-balancing may move its replicas: a stateless DynamicWeight or Aggregated workload
+    under dro's policies (or a Karmada policy that opts in)."""
 
-    @property
-    def movable(self) -> bool:
-        """Re-balancing may move its replicas: a stateless DynamicWeight or Aggregated
-        workload under dro's policies (or a Karmada policy that opts in)."""
+    def __post_init__(self) -> None:
         strategy = self.placement.replicas.strategy
-        return triggers.is_movable(self.extensions, strategy, self.workload)
+        movable = triggers.is_movable(self.extensions, strategy, self.workload)
+        object.__setattr__(self, "movable", movable)
 
 
 def effective_weights(config: SchedulerConfig, load: float) -> dict[str, float]:
@@ -138,7 +139,8 @@ class Facts:
             fit = np.fmin.reduce(headroom * scale[:, np.newaxis], axis=0)
             fit += 1e-9
             np.floor(fit, out=fit)
-            np.clip(fit, 0.0, float(division.MAX_REPLICAS), out=fit)
+            np.maximum(fit, 0.0, out=fit)
+            np.minimum(fit, float(division.MAX_REPLICAS), out=fit)
             allocatable = fit.astype(np.int64)
         allocatable[fleet.cordoned] = 0
         allocatable[allocatable >= division.MAX_REPLICAS] = replicas
@@ -157,8 +159,8 @@ class Facts:
         names = [t.name for t in claimed.placement.affinity_terms]
         index = names.index(term) if term in names else (0 if names else None)
         nothing = np.zeros(self.fleet.size, dtype=np.int64)
-        subject = self.subject(claimed, demand, scale, node_fit, nothing, nothing > 0)
-        return replace(subject, target=self.target(claimed.placement, index)[0])
+        target = self.target(claimed.placement, index)[0]
+        return self.subject(claimed, demand, scale, node_fit, nothing, nothing > 0, target)
 
     def subject(
         self,
@@ -168,8 +170,9 @@ class Facts:
         node_fit: BoolArray,
         previous: IntArray,
         holders: BoolArray,
+        target: BoolArray,
     ) -> framework.Subject:
-        """The workload at its turn, every target selected (callers narrow `target`)."""
+        """The workload at its turn, as the filters see it on the `target` clusters."""
         replicas = claimed.workload.replicas
         limit = self.limit(claimed)
         requested = rows_of(demand > 0)
@@ -178,12 +181,13 @@ class Facts:
             workload=claimed.workload,
             placement=claimed.placement,
             extensions=claimed.extensions,
+            movable=claimed.movable,
             strategy=claimed.placement.replicas.strategy if replicas is not None else "Duplicated",
             replicas=replicas,
             demand=demand,
             requested=requested,
             limit=limit,
-            target=np.ones(self.fleet.size, dtype=bool),
+            target=target,
             holders=holders,
             previous=previous,
             usage=self.usage,

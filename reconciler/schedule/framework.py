@@ -31,6 +31,8 @@ class Subject:
     placement: Placement
     extensions: bool
     """dro's filters and scorers apply (dro's policies, or a Karmada policy that opts in)."""
+    movable: bool = False
+    """Re-balancing may move its replicas (`facts.Claimed.movable`)."""
     strategy: str
     replicas: int | None
     demand: FloatArray

@@ -2,35 +2,55 @@
 
 Score = 100 × (1 − RWL after placement), where the RWL is the highest used/capacity over the
 resources the workload requests (cpu and memory when it requests nothing but pods), and the
-placement is the cluster's even share of the replicas (all of them when duplicated). This is
-the draft's balance term: it spreads load, and it weighs most when the fleet is loaded.
+placement is the cluster's even share of the replicas (all of them when duplicated). A
+cluster with no capacity of a counted resource is full (RWL 1). This is the draft's balance
+term: it spreads load, and it weighs most when the fleet is loaded.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from reconciler.schedule import framework
-from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray
+from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray
+
+
+def _counted(fleet: Fleet, subject: framework.Subject) -> tuple[IntArray, FloatArray, IntArray]:
+    """The resource rows the level is taken over, their capacity (inf where it is 0), and the
+    clusters with no capacity of one of them; memoised per pass."""
+    key = ("balance", subject.requested.tobytes())
+    cache: dict[Any, Any] = subject.cache
+    if key not in cache:
+        wanted = [j for j in subject.requested.tolist() if fleet.resources[j] != "pods"]
+        if not wanted:
+            wanted = [fleet.resources.index(r) for r in ("cpu", "memory") if r in fleet.resources]
+        rows = np.array(wanted, dtype=np.int64)
+        capacity = fleet.capacity_by_resource[rows].copy()
+        full = capacity <= 0
+        capacity[full] = np.inf
+        cache[key] = (rows, capacity, np.flatnonzero(full.any(axis=0)))
+    result: tuple[IntArray, FloatArray, IntArray] = cache[key]
+    return result
 
 
 @framework.register_scorer("Balance")
 def balance(fleet: Fleet, subject: framework.Subject, feasible: BoolArray) -> FloatArray:
     """Prefer clusters that stay least loaded after taking their share."""
-    wanted = [j for j in subject.requested.tolist() if fleet.resources[j] != "pods"]
-    if not wanted:
-        wanted = [fleet.resources.index(r) for r in ("cpu", "memory") if r in fleet.resources]
-    if not wanted:
+    rows, capacity, empty = _counted(fleet, subject)
+    if not len(rows):
         return np.full(fleet.size, framework.SCORE_MAX)
     replicas = subject.replicas or 0
     share = replicas
     if subject.strategy != "Duplicated":
-        share = math.ceil(replicas / max(1, int(feasible.sum())))
-    capacity = fleet.capacity_by_resource[wanted]
-    after = subject.usage[wanted] + share * subject.demand[wanted][:, np.newaxis]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        level = np.where(capacity > 0, after / capacity, 1.0).max(axis=0)
-    scores: FloatArray = framework.SCORE_MAX * (1.0 - np.clip(level, 0.0, 1.0))
+        share = math.ceil(replicas / max(1, int(np.count_nonzero(feasible))))
+    after = subject.usage[rows] + share * subject.demand[rows][:, np.newaxis]
+    after /= capacity
+    level = after.max(axis=0)
+    level[empty] = 1.0
+    np.maximum(level, 0.0, out=level)
+    np.minimum(level, 1.0, out=level)
+    scores: FloatArray = framework.SCORE_MAX * (1.0 - level)
     return scores

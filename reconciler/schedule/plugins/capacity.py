@@ -21,7 +21,9 @@ def capacity(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
     need = subject.replicas if subject.strategy == "Duplicated" else 1
     passed = (subject.allocatable >= need) | subject.holders
     columns = subject.requested.tolist()
-    names = [f"insufficient {fleet.resources[j]}" for j in columns]
+
+    def names() -> list[str]:
+        return [f"insufficient {fleet.resources[j]}" for j in columns]
 
     def limiting(rows: IntArray) -> IntArray:
         per = subject.demand[subject.requested][:, np.newaxis]
@@ -33,7 +35,7 @@ def capacity(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
         j = int(limiting(np.array([row]))[0])
         resource = fleet.resources[columns[j]]
         return (
-            names[j],
+            names()[j],
             f"room for {int(subject.allocatable[row])} of the {need} replica(s) needed "
             f"within the water-level limit ({resource})",
         )
@@ -41,5 +43,5 @@ def capacity(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
     return framework.Verdict(
         passed=passed,
         label=label,
-        tally=lambda rows: framework.tally_of(limiting(rows), names),
+        tally=lambda rows: framework.tally_of(limiting(rows), names()),
     )

@@ -10,24 +10,39 @@ within the limit (`Subject.allocatable`) uses.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from reconciler.schedule import framework
-from reconciler.schedule.fleet import Fleet
+from reconciler.schedule.fleet import Fleet, IntArray
+
+
+def _limited(fleet: Fleet, subject: framework.Subject) -> tuple[IntArray, list[int], list[str]]:
+    """The requested resources that have a limit, and their categories; memoised per pass."""
+    key = ("water-level", id(subject.limit), subject.requested.tobytes())
+    cache: dict[Any, Any] = subject.cache
+    if key not in cache:
+        limited = subject.requested[subject.limit[subject.requested] < 1.0]
+        columns = limited.tolist()
+        names = [
+            f"water level above {float(subject.limit[j]):g} ({fleet.resources[j]})" for j in columns
+        ]
+        cache[key] = (limited, columns, names)
+    result: tuple[IntArray, list[int], list[str]] = cache[key]
+    return result
 
 
 @framework.register_filter("WaterLevel", order=50)
 def water_level(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
     """Reject clusters whose water level is above the limit on a requested resource."""
-    limited = subject.requested[subject.limit[subject.requested] < 1.0]
-    if subject.replicas is None or not len(limited):
+    limited, columns, names = _limited(fleet, subject)
+    if subject.replicas is None or not columns:
         return framework.verdict(np.ones(fleet.size, dtype=bool), "")
     over = subject.headroom[limited] < 0
-    passed = ~over.any(axis=0) | subject.holders
-    columns = limited.tolist()
-    names = [
-        f"water level above {float(subject.limit[j]):g} ({fleet.resources[j]})" for j in columns
-    ]
+    passed = np.logical_or.reduce(over, axis=0)
+    np.logical_not(passed, out=passed)
+    passed |= subject.holders
 
     def label(row: int) -> tuple[str, str]:
         j = columns[int(np.argmax(over[:, row]))]
