@@ -41,13 +41,34 @@ def print_problems(problems: Iterable[Problem], out: TextIO) -> None:
         out.write(f"{problem}\n")
 
 
+MATRIX_COLUMNS = 12
+"""Fleets up to this many clusters get one column per cluster; larger ones a list per row."""
+
+
 def placement_table(decisions: Sequence[Decision], clusters: Sequence[str]) -> Table:
-    """A clusters × workloads table: replicas per cell, ✓ for objects without replicas."""
+    """Replicas per workload and cluster, ✓ for objects without replicas.
+
+    A small fleet is a workloads × clusters matrix; beyond `MATRIX_COLUMNS` clusters each row
+    lists its clusters as `name=replicas`, which stays readable at any fleet size.
+    """
     table = Table(title="placements", show_lines=False)
     table.add_column("workload", no_wrap=True)
-    for name in clusters:
-        table.add_column(name, justify="right")
+    matrix = len(clusters) <= MATRIX_COLUMNS
+    for name in clusters if matrix else ("replicas", "clusters"):
+        table.add_column(name, justify="right" if matrix or name == "replicas" else "left")
     for decision in decisions:
+        label = str(decision.key)
+        if decision.unschedulable:
+            label += " [red](unschedulable)[/red]"
+        if not matrix:
+            counts = [p.replicas for p in decision.clusters]
+            total = "-" if None in counts else str(sum(c or 0 for c in counts))
+            listed = " ".join(
+                p.cluster if p.replicas is None else f"{p.cluster}={p.replicas}"
+                for p in decision.clusters
+            )
+            table.add_row(label, total, listed or "·")
+            continue
         by_cluster = {p.cluster: p.replicas for p in decision.clusters}
         cells = []
         for name in clusters:
@@ -56,9 +77,6 @@ def placement_table(decisions: Sequence[Decision], clusters: Sequence[str]) -> T
             else:
                 replicas = by_cluster[name]
                 cells.append("✓" if replicas is None else str(replicas))
-        label = str(decision.key)
-        if decision.unschedulable:
-            label += " [red](unschedulable)[/red]"
         table.add_row(label, *cells)
     return table
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from io import StringIO
 from pathlib import Path
 
 import pytest
 from conftest import EXAMPLE, SourceRepo, git
 
-from reconciler import cli
+from reconciler import cli, report
+from reconciler.domain import Decision, Placed, ResourceKey
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
@@ -163,3 +165,16 @@ def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
             cli.main([command, "--help"])
         assert exit_info.value.code == 0
         assert "usage: dro" in capsys.readouterr().out
+
+
+def test_large_fleet_table_lists_clusters_per_row() -> None:
+    names = [f"c{i:02d}" for i in range(report.MATRIX_COLUMNS + 1)]
+    key = ResourceKey(group="apps", kind="Deployment", namespace="shop", name="web")
+    placed = (Placed("c03", 2), Placed("c11", 1))
+    decision = Decision(key=key, api_version="apps/v1", policy=None, clusters=placed)
+    out = StringIO()
+    report.console(out).print(report.placement_table([decision], names))
+    row = next(line for line in out.getvalue().splitlines() if "shop/" in line)
+    assert "c03=2 c11=1" in row
+    assert " 3 " in row
+    assert "c12" not in out.getvalue()
