@@ -178,7 +178,7 @@ class Pass:
             )
             request = triggers.pending_request(subject.placement, before)
             if reason is None and request is not None:
-                outcome = framework.apply_scorers(fleet, subject, outcome, self.weights)
+                outcome = self._scored(subject, outcome)
                 target = self._select(subject, outcome, tiers, triggers.REQUESTED, fresh=True)
                 if not subject.movable:
                     return replace(target, served=request), outcome
@@ -193,11 +193,18 @@ class Pass:
                 return steady, outcome
             trigger = reason
             if request is not None:
-                outcome = framework.apply_scorers(fleet, subject, outcome, self.weights)
+                outcome = self._scored(subject, outcome)
                 placed = self._select(subject, outcome, tiers, trigger, fresh=True)
                 return replace(placed, served=request), outcome
-        outcome = framework.apply_scorers(fleet, subject, outcome, self.weights)
+        outcome = self._scored(subject, outcome)
         return self._select(subject, outcome, tiers, trigger), outcome
+
+    def _scored(self, subject: framework.Subject, outcome: framework.Outcome) -> framework.Outcome:
+        """The outcome with its scores when anything reads them: the diagnosis, Aggregated's
+        candidate order and spread selection. Other divisions never look at scores."""
+        if self.diagnose or subject.strategy == "Aggregated" or subject.placement.spread:
+            return framework.apply_scorers(self.fleet, subject, outcome, self.weights)
+        return outcome
 
     def _select(
         self,
@@ -209,26 +216,25 @@ class Pass:
         fresh: bool = False,
     ) -> _Placed:
         fleet = self.fleet
-        assert outcome.total is not None
         rows = rows_of(outcome.feasible)
         available = subject.available
-        ordered = rows
-        if subject.strategy == "Aggregated" or subject.placement.spread:
-            # Only these read the candidate order; the other strategies divide in name order.
+        selected = rows  # unscored: no spread, and a division that reads no order
+        if outcome.total is not None:
+            # Aggregated and spread read the candidate order; the others divide in name order.
             ordered = rows[np.lexsort((rows, -available[rows], -outcome.total[rows], tiers[rows]))]
-        try:
-            selected = spread.select(
-                fleet,
-                ordered,
-                subject.placement.spread,
-                scores=outcome.total,
-                available=available,
-                replicas=subject.replicas,
-                strategy=subject.strategy,
-                karmada=not subject.extensions,
-            )
-        except spread.SpreadError as error:
-            raise _Failed(str(error), keep=True) from error
+            try:
+                selected = spread.select(
+                    fleet,
+                    ordered,
+                    subject.placement.spread,
+                    scores=outcome.total,
+                    available=available,
+                    replicas=subject.replicas,
+                    strategy=subject.strategy,
+                    karmada=not subject.extensions,
+                )
+            except spread.SpreadError as error:
+                raise _Failed(str(error), keep=True) from error
         if subject.replicas is None:
             return _Placed(None, np.sort(selected), trigger)
         counts = np.zeros(fleet.size, dtype=np.int64)
