@@ -116,3 +116,22 @@ def previous_decisions(files: Mapping[str, bytes]) -> dict[ResourceKey, Decision
             continue
         result[decision.key] = decision
     return result
+
+
+def previous_phases(files: Mapping[str, bytes]) -> dict[str, str]:
+    """Cluster name → its `status.phase` in the last pass's `status/clusters/` files ("" when
+    it has none). Empty when the last pass wrote no status (or there was no last pass)."""
+    phases: dict[str, str] = {}
+    for path, data in sorted(files.items()):
+        if not path.startswith("status/clusters/") or not path.endswith(".yaml"):
+            continue
+        name = path.rsplit("/", 1)[-1].removesuffix(".yaml")
+        try:
+            (document,) = yamlio.parse_documents(path, data)
+            status = document.body.get("status")
+            phase = status.get("phase", "") if isinstance(status, Mapping) else ""
+        except (yamlio.YamlError, ValueError) as error:
+            log.warning("previous_status_unreadable", path=path, error=str(error))
+            phase = ""
+        phases[name] = phase if isinstance(phase, str) else ""
+    return phases

@@ -8,13 +8,13 @@ last good state on the output branch stays in force.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 import structlog
 
-from reconciler import commit, load, render, schedule, validate
+from reconciler import commit, load, render, schedule, summary, validate
 from reconciler.domain import Decision, Source, Spec
 from reconciler.settings import Settings
 
@@ -79,22 +79,42 @@ def decide(
     *,
     on_stage: StageHook = _noop,
     previous: Sequence[Decision] = (),
+    phases: Mapping[str, str] | None = None,
     diagnose: bool = True,
     now: float | None = None,
 ) -> tuple[Spec, tuple[Decision, ...]]:
     """Validate → schedule: the spec and one decision per workload.
 
     `now` stamps moves and measures cooldowns; by default it is the source commit's time, so
-    an offline run on the same commit gives the same bytes.
+    an offline run on the same commit gives the same bytes. `phases` are the clusters' phases
+    after the last pass (`load.previous_phases`), which say which clusters are filling.
     """
     on_stage(Stage.VALIDATE)
     spec = validate.spec(source)
     on_stage(Stage.SCHEDULE)
-    when = now if now is not None else float(source.commit_time or 0)
     decisions = schedule.place(
-        spec, {d.key: d for d in previous} or None, diagnose=diagnose, now=when
+        spec,
+        {d.key: d for d in previous} or None,
+        diagnose=diagnose,
+        now=pass_time(source, now),
+        filling=filling(spec, phases or {}),
     )
     return spec, decisions
+
+
+def pass_time(source: Source, now: float | None) -> float:
+    """The pass's "now": the given time, else the source commit's time."""
+    return now if now is not None else float(source.commit_time or 0)
+
+
+def filling(spec: Spec, phases: Mapping[str, str]) -> set[str]:
+    """Clusters that re-balancing fills this pass: still `Filling` after the last pass, or
+    added since it (no status file, when the last pass wrote any)."""
+    return {
+        c.name
+        for c in spec.clusters
+        if phases.get(c.name) == summary.FILLING or (phases and c.name not in phases)
+    }
 
 
 def previous_decisions(settings: Settings) -> tuple[Decision, ...]:
@@ -110,12 +130,14 @@ def plan(
     *,
     on_stage: StageHook = _noop,
     previous: Sequence[Decision] = (),
+    phases: Mapping[str, str] | None = None,
     now: float | None = None,
 ) -> Planned:
     """Validate → schedule → render: the pure part of a pass, shared by every command."""
-    spec, decisions = decide(source, on_stage=on_stage, previous=previous, now=now)
+    spec, decisions = decide(source, on_stage=on_stage, previous=previous, phases=phases, now=now)
     on_stage(Stage.RENDER)
-    tree = render.tree(spec, decisions)
+    still = schedule.still_filling(decisions, filling(spec, phases or {}), pass_time(source, now))
+    tree = render.tree(spec, decisions, filling=still)
     return Planned(spec=spec, decisions=decisions, tree=tree)
 
 
@@ -125,7 +147,8 @@ def reconcile_once(settings: Settings, *, on_stage: StageHook = _noop) -> PassRe
         raise ValueError("reconcile needs a source repository (--repo)")
     on_stage(Stage.LOAD)
     source = read_source(settings)
-    previous = previous_decisions(settings)
+    state = load.previous_state(settings.repo, settings.output_branch, settings.state_dir)
+    previous = tuple(load.previous_decisions(state).values())
     log.info(
         "source_loaded",
         stage=Stage.LOAD,
@@ -133,7 +156,13 @@ def reconcile_once(settings: Settings, *, on_stage: StageHook = _noop) -> PassRe
         files=len(source.files),
         previous_decisions=len(previous),
     )
-    planned = plan(source, on_stage=on_stage, previous=previous, now=time.time())
+    planned = plan(
+        source,
+        on_stage=on_stage,
+        previous=previous,
+        phases=load.previous_phases(state),
+        now=time.time(),
+    )
     log.info(
         "planned",
         stage=Stage.RENDER,

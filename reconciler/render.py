@@ -11,7 +11,7 @@ the same bytes and makes no commit.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from reconciler import claims, overrides, selectors, summary, yamlio
@@ -180,12 +180,14 @@ def tree(
     *,
     observations: Mapping[str, Mapping[str, Any]] | None = None,
     shard: tuple[int, int] = (0, 1),
+    filling: Collection[str] = (),
 ) -> dict[str, bytes]:
     """The output-branch tree: manifests, kustomizations, decisions, status, README.
 
     With `shard=(i, n)` only the i-th of n interleaved slices of the decisions is rendered,
     and the shared files (kustomizations, status, README) only in slice 0; the union of all
-    slices is exactly the whole tree. Callers use it to render on several cores.
+    slices is exactly the whole tree. Callers use it to render on several cores. Clusters in
+    `filling` are marked `phase: Filling` in their status file.
     """
     part, parts = shard
     workloads = {w.key: w for w in spec.workloads}
@@ -195,7 +197,7 @@ def tree(
     for decision in ordered[part::parts]:
         files.update(_render_decision(spec, workloads[decision.key], decision, index))
     if part == 0:
-        files.update(_shared_files(spec, ordered, observations or {}))
+        files.update(_shared_files(spec, ordered, observations or {}, filling))
     return dict(sorted(files.items()))
 
 
@@ -220,7 +222,10 @@ def _render_decision(
 
 
 def _shared_files(
-    spec: Spec, decisions: Sequence[Decision], observations: Mapping[str, Mapping[str, Any]]
+    spec: Spec,
+    decisions: Sequence[Decision],
+    observations: Mapping[str, Mapping[str, Any]],
+    filling: Collection[str],
 ) -> dict[str, bytes]:
     per_cluster: dict[str, list[str]] = {c.name: [] for c in spec.clusters}
     for decision in decisions:
@@ -234,7 +239,9 @@ def _shared_files(
         ).encode()
     for cluster in spec.clusters:
         files[f"status/clusters/{cluster.name}.yaml"] = yamlio.dump(
-            summary.observation(cluster, observations.get(cluster.name))
+            summary.observation(
+                cluster, observations.get(cluster.name), filling=cluster.name in filling
+            )
         ).encode()
     files["README.md"] = summary.readme(spec, decisions).encode()
     return files

@@ -165,8 +165,15 @@ def water_levels(cluster: Cluster) -> dict[str, float]:
     }
 
 
-def observation(cluster: Cluster, observed: Mapping[str, Any] | None) -> dict[str, Any]:
-    """`status/clusters/<name>.yaml`: the observation the decisions were made from."""
+FILLING = "Filling"
+"""`status.phase` of a cluster that re-balancing is still filling (added or recovered)."""
+
+
+def observation(
+    cluster: Cluster, observed: Mapping[str, Any] | None, *, filling: bool = False
+) -> dict[str, Any]:
+    """`status/clusters/<name>.yaml`: the observation the decisions were made from, and the
+    cluster's phase while re-balancing fills it."""
     if observed is not None:
         status = dict(observed)
     else:
@@ -176,6 +183,8 @@ def observation(cluster: Cluster, observed: Mapping[str, Any] | None) -> dict[st
             "allocated": dict(sorted(cluster.allocated.items())),
             "waterLevel": water_levels(cluster),
         }
+    if filling:
+        status = {**status, "phase": FILLING}
     return {
         "apiVersion": DRO_API_VERSION,
         "kind": "ClusterObservation",

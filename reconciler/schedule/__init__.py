@@ -10,7 +10,7 @@ division (`division`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from reconciler import claims, demand
 from reconciler.domain import Decision, Observation, ResourceKey, Spec
@@ -26,7 +26,9 @@ from reconciler.schedule import (
 )
 from reconciler.schedule.fleet import Fleet
 
-__all__ = ["division", "engine", "framework", "place", "plugins", "spread"]
+__all__ = ["division", "engine", "framework", "place", "plugins", "spread", "still_filling"]
+
+still_filling = rebalance.still_filling
 
 
 def claimed_workloads(spec: Spec) -> list[facts.Claimed]:
@@ -57,13 +59,15 @@ def place(
     *,
     diagnose: bool = True,
     now: float = 0.0,
+    filling: Collection[str] = (),
 ) -> tuple[Decision, ...]:
     """One decision per workload of `spec`, in (namespace, kind, name) order.
 
     `previous` holds the decisions of the last pass (from the output branch); `observations`
     the live resources per cluster, which replace the declared ones. `diagnose=False` skips
     the per-cluster verdicts, which large fleets do not need outside `dro explain`. `now`
-    (seconds since the epoch) stamps moves and measures cooldowns.
+    (seconds since the epoch) stamps moves and measures cooldowns. `filling` names the
+    clusters that re-balancing fills (added or recovered; see `rebalance.still_filling`).
     """
     order = claimed_workloads(spec)
     demands = [demand.per_replica(c.workload) for c in order]
@@ -75,7 +79,9 @@ def place(
     matrix = batch.demand_matrix(fleet, demands)
     fits = batch.node_fit(fleet, matrix)
     scales = batch.inverse(matrix)
-    run = engine.Pass(fleet, spec.config, previous or {}, diagnose=diagnose, now=now)
+    run = engine.Pass(
+        fleet, spec.config, previous or {}, diagnose=diagnose, now=now, filling=filling
+    )
     decisions = [run.decide(c, matrix[i], scales[i], fits[i]) for i, c in enumerate(order)]
     decisions = rebalance.run(run, order, decisions, matrix, scales, fits)
     return tuple(sorted(decisions, key=lambda d: d.key.sort_key))

@@ -15,7 +15,7 @@ candidates on every pass.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -62,8 +62,11 @@ class Pass:
         *,
         diagnose: bool,
         now: float,
+        filling: Collection[str] = (),
     ) -> None:
         self.fleet = fleet
+        self.filling: BoolArray = np.isin(fleet.names, np.array(sorted(filling), dtype=str))
+        """Clusters re-balancing fills: added or recovered ones (see `rebalance`)."""
         self.now = now
         self.config = config
         self.previous = previous

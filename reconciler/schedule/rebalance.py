@@ -17,6 +17,11 @@ Karmada-exact primitive, and this step only moves replicas that a decision alrea
   destination's after the move by `rebalance.threshold`; drains ignore the threshold. Since a
   destination stays within its limit, a moved replica never makes its new cluster a source, and
   passes over an unchanged input converge.
+- Filling: a cluster that was added (or recovers) is `Filling` (`Pass.filling`). After the
+  hot clusters, replicas move into it from the most loaded clusters, one at a time, while the
+  source's water level exceeds the filling cluster's after the move by the threshold. It
+  stays Filling while a pass moves replicas into it (`still_filling`); then it is an ordinary
+  cluster, and nothing moves only to even out the others.
 - Budget: `rebalance.maxMovesPerPass` of all movable replicas; a policy's own
   `rebalance.maxMovesPerPass` of its workloads' replicas lowers it for them.
 - Cooldown: a workload does not move off a cluster it moved onto within `rebalance.cooldown`.
@@ -27,7 +32,7 @@ Karmada-exact primitive, and this step only moves replicas that a decision alrea
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -38,6 +43,8 @@ from reconciler.schedule import engine, facts, framework, triggers
 from reconciler.schedule.fleet import BoolArray, FloatArray, IntArray, rows_of
 
 DRAINED = "cluster drained"
+FILLING = "filling"
+"""The reason of a move into a Filling cluster starts with this word."""
 
 
 @dataclass(slots=True)
@@ -110,6 +117,8 @@ def run(
             )
             if moved:
                 changed.add(i)
+    for target in rows_of(ledger.filling).tolist():
+        changed |= _fill(ledger, target, holdings, by_cluster, demand, scale, node_fit, budget, at)
     for holding in holdings:
         if holding.position in changed:
             decisions[holding.position] = _rebuilt(ledger, decisions[holding.position], holding)
@@ -243,6 +252,111 @@ def _move_off(
             break
     budget.spend(claimed, moved)
     return moved
+
+
+def _fill(
+    ledger: engine.Pass,
+    target: int,
+    holdings: Sequence[_Holding],
+    by_cluster: dict[int, list[_Holding]],
+    demand: FloatArray,
+    scale: FloatArray,
+    node_fit: BoolArray,
+    budget: _Budget,
+    at: str,
+) -> set[int]:
+    """Move replicas into the Filling cluster `target`, the most loaded sources first, while
+    each move beats the threshold; returns the positions of the workloads moved."""
+    threshold = ledger.config.rebalance.threshold
+    level = _overall(ledger)
+    sources = [r for r in by_cluster if r != target and not ledger.filling[r]]
+    moved: set[int] = set()
+    for source in sorted(sources, key=lambda r: (-float(level[r]), r)):
+        if float(level[source] - level[target]) < threshold:
+            break
+        for holding in _by_relief(ledger, by_cluster[source], source, demand):
+            i = holding.position
+            if budget.allowed(holding.claimed) <= 0 or _cooling(ledger, holding, source):
+                continue
+            take, reason = _fill_one(
+                ledger, holding, source, target, demand[i], scale[i], node_fit[i], budget
+            )
+            if take:
+                _apply(ledger, holding, source, target, take, demand[i])
+                names = ledger.fleet.name_list
+                holding.moves.append(Move(names[source], names[target], take, reason, at))
+                budget.spend(holding.claimed, take)
+                moved.add(i)
+        level = _overall(ledger)
+    return moved
+
+
+def _fill_one(
+    ledger: engine.Pass,
+    holding: _Holding,
+    source: int,
+    target: int,
+    demand: FloatArray,
+    scale: FloatArray,
+    node_fit: BoolArray,
+    budget: _Budget,
+) -> tuple[int, str]:
+    """How many of this workload's replicas on `source` to move into `target`, and why."""
+    fleet = ledger.fleet
+    subject = ledger.facts.newcomer(holding.claimed, demand, scale, node_fit, holding.term)
+    if not framework.apply_filters(fleet, subject).feasible[target]:
+        return 0, ""
+    resource = _decisive(ledger, demand, source)
+    capacity = fleet.capacity_by_resource[resource]
+    per = float(demand[resource])
+    here, there = float(ledger.usage[resource, source]), float(ledger.usage[resource, target])
+    limit = min(int(subject.allocatable[target]), holding.counts.get(source, 0))
+    limit = min(limit, budget.allowed(holding.claimed))
+    take = 0
+    while take < limit:
+        left = (here - take * per) / capacity[source]
+        arrived = (there + (take + 1) * per) / capacity[target]
+        if left - arrived < ledger.config.rebalance.threshold:
+            break
+        take += 1
+    reason = (
+        f"{FILLING} {fleet.name_list[target]}: water level {here / capacity[source]:.2f} vs "
+        f"{there / capacity[target]:.2f} ({fleet.resources[resource]})"
+    )
+    return take, reason
+
+
+def _overall(ledger: engine.Pass) -> FloatArray:
+    """Each cluster's water level: the highest of cpu and memory (0 when it declares neither)."""
+    fleet = ledger.fleet
+    rows = [fleet.resources.index(r) for r in ("cpu", "memory") if r in fleet.resources]
+    capacity = fleet.capacity_by_resource[rows]
+    counted = np.isfinite(capacity) & (capacity > 0)
+    level = np.zeros_like(capacity)
+    np.divide(ledger.usage[rows], capacity, out=level, where=counted)
+    result: FloatArray = level.max(axis=0, initial=0.0)
+    return result
+
+
+def still_filling(decisions: Sequence[Decision], filling: Collection[str], now: float) -> set[str]:
+    """The Filling clusters that this pass (at `now`) moved replicas into: they stay Filling."""
+    at = durations.rfc3339(now)
+    return {
+        move.target
+        for decision in decisions
+        for move in decision.moves
+        if move.at == at and move.target in filling and move.reason.startswith(FILLING)
+    }
+
+
+def _decisive(ledger: engine.Pass, demand: FloatArray, source: int) -> int:
+    """The requested resource with the highest water level on `source` (cpu when none)."""
+    capacity = ledger.fleet.capacity_by_resource[:, source]
+    rows = rows_of((demand > 0) & np.isfinite(capacity) & (capacity > 0))
+    if not len(rows):
+        return ledger.fleet.resources.index("cpu") if "cpu" in ledger.fleet.resources else 0
+    level = ledger.usage[rows, source] / capacity[rows]
+    return int(rows[int(np.argmax(level))])
 
 
 def _toward(

@@ -1,0 +1,109 @@
+"""Filling: an added (or recovered) cluster is filled by re-balancing, under the budget."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import yaml
+from conftest import SourceRepo
+
+from reconciler import durations, pipeline, schedule
+from reconciler.domain import Decision, MoveBudget, Placement, ReplicaScheduling, Spec
+from reconciler.settings import Settings
+from tests.test_rebalance import counts, with_rebalance
+from tests.test_schedule import cluster, deployment, spec_of
+
+DYNAMIC = ReplicaScheduling(type="Divided", division="DynamicWeight")
+
+
+def usage_after(decisions: list[Decision], base: float = 10) -> dict[str, float]:
+    """Each cluster's declared cpu: the background plus every copy that runs (5 cpu each)."""
+    used = dict.fromkeys("abc", base)
+    for decision in decisions:
+        for placed in (*decision.clusters, *decision.retiring):
+            used[placed.cluster] += 5 * (placed.replicas or 0)
+    return used
+
+
+def with_usage(spec: Spec, used: dict[str, float]) -> Spec:
+    return replace(spec, clusters=tuple(cluster(c.name, used=used[c.name]) for c in spec.clusters))
+
+
+def loaded_fleet() -> tuple[list[Decision], Spec]:
+    """Four 4-replica workloads on a and b (at 0.5 cpu); then the empty cluster c is added."""
+    workloads = [deployment(f"w{i}", 4, cpu="5") for i in range(4)]
+    before = spec_of([cluster("a"), cluster("b")], workloads, Placement(replicas=DYNAMIC))
+    first = list(schedule.place(before))
+    assert all(set(counts(d)) == {"a", "b"} for d in first)
+    grown = replace(before, clusters=(cluster("a"), cluster("b"), cluster("c")))
+    return first, with_usage(grown, usage_after(first))
+
+
+def test_an_added_cluster_is_filled_only_while_filling() -> None:
+    first, grown = loaded_fleet()
+    spec = with_rebalance(grown, max_moves=MoveBudget(count=100))
+    previous = {d.key: d for d in first}
+    untouched = schedule.place(spec, previous, now=3600.0)
+    assert all(d.moves == () for d in untouched), "below every limit, nothing moves by itself"
+    filled = schedule.place(spec, previous, now=3600.0, filling={"c"})
+    moved = [m for d in filled for m in d.moves]
+    assert moved
+    assert all(m.target == "c" and m.reason.startswith("filling c: water level") for m in moved)
+    on_c = sum(counts(d).get("c", 0) or 0 for d in filled)
+    assert on_c == sum(m.replicas for m in moved)
+    assert schedule.still_filling(filled, {"c"}, 3600.0) == {"c"}
+    assert schedule.still_filling(filled, {"c"}, 7200.0) == set(), "only this pass's moves count"
+
+
+def test_filling_respects_the_budget_and_converges() -> None:
+    first, spec = loaded_fleet()
+    decisions = list(first)
+    filling: set[str] = {"c"}
+    per_pass = []
+    for step in range(1, 15):
+        now = step * 3600.0
+        spec = with_rebalance(
+            with_usage(spec, usage_after(decisions)), max_moves=MoveBudget(count=2)
+        )
+        decisions = list(
+            schedule.place(spec, {d.key: d for d in decisions}, now=now, filling=filling)
+        )
+        stamp = durations.rfc3339(now)
+        moved = sum(m.replicas for d in decisions for m in d.moves if m.at == stamp)
+        assert moved <= 2, f"pass {step} moved {moved} replicas over a budget of 2"
+        per_pass.append(moved)
+        filling = schedule.still_filling(decisions, filling, now)
+        if not filling:
+            break
+    assert not filling, f"filling never ended: {per_pass}"
+    assert per_pass[-1] == 0
+    levels = usage_after([replace(d, retiring=()) for d in decisions])
+    assert max(levels.values()) - min(levels.values()) <= 10 + 5, f"still uneven: {levels}"
+
+
+def test_reconcile_marks_an_added_cluster_filling_and_moves_into_it(
+    source_repo: SourceRepo, tmp_path: Path
+) -> None:
+    settings = Settings(repo=str(source_repo.bare), state_dir=tmp_path / "state")
+    pipeline.reconcile_once(settings)
+    added = (source_repo.work / "clusters/us-east-1.yaml").read_text()
+    added = added.replace("us-east-1", "us-east-3").replace(
+        'allocated: {cpu: "300", memory: 1.2Ti, pods: "2100"}',
+        'allocated: {cpu: "10", memory: 10Gi, pods: "20"}',
+    )
+    source_repo.write({"clusters/us-east-3.yaml": added})
+    source_repo.commit("add us-east-3")
+    result = pipeline.reconcile_once(settings)
+    moved = [m for d in result.planned.decisions for m in d.moves]
+    assert moved
+    assert {m.target for m in moved} == {"us-east-3"}
+    status = yaml.safe_load(result.planned.tree["status/clusters/us-east-3.yaml"])
+    assert status["status"]["phase"] == "Filling"
+    elsewhere = yaml.safe_load(result.planned.tree["status/clusters/us-east-1.yaml"])
+    assert "phase" not in elsewhere["status"]
+    decision = next(d for d in result.planned.decisions if d.moves)
+    path = (
+        f"decisions/{decision.key.namespace}/{decision.key.kind.lower()}-{decision.key.name}.yaml"
+    )
+    assert b"filling us-east-3" in result.planned.tree[path]
