@@ -28,3 +28,12 @@ def epoch(text: str) -> float:
     if parsed.tzinfo is None:
         raise ValueError(f"time {text!r} has no offset (add Z or +hh:mm)")
     return parsed.timestamp()
+
+
+def short(value: float) -> str:
+    """A duration as the largest whole unit that divides it: `5m`, `90s`, `2h`."""
+    whole = int(value)
+    for unit, size in (("h", 3600), ("m", 60)):
+        if whole and whole % size == 0:
+            return f"{whole // size}{unit}"
+    return f"{whole}s"

@@ -108,12 +108,14 @@ def pass_time(source: Source, now: float | None) -> float:
 
 
 def filling(spec: Spec, phases: Mapping[str, str]) -> set[str]:
-    """Clusters that re-balancing fills this pass: still `Filling` after the last pass, or
-    added since it (no status file, when the last pass wrote any)."""
+    """Clusters that re-balancing fills this pass: still `Filling` after the last pass,
+    recovering (`Unreachable` then; the fill step skips it while it still is), or added since
+    it (no status file, when the last pass wrote any)."""
     return {
         c.name
         for c in spec.clusters
-        if phases.get(c.name) == summary.FILLING or (phases and c.name not in phases)
+        if phases.get(c.name) in (summary.FILLING, summary.UNREACHABLE)
+        or (phases and c.name not in phases)
     }
 
 

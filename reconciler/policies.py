@@ -209,6 +209,7 @@ def _karmada_pp(doc: Document) -> PlacementPolicy:
             tolerations=selectors.tolerations(placement.get("clusterTolerations")),
             replicas=karmada_replicas(placement.get("replicaScheduling")),
             spread=tuple(_karmada_spread(s) for s in placement.get("spreadConstraints") or ()),
+            failover=spec.get("failover") is not None,
         ),
         dro_extensions=annotations.get(EXTENSIONS_ANNOTATION) == "enabled",
     )

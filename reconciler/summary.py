@@ -167,6 +167,9 @@ def water_levels(cluster: Cluster) -> dict[str, float]:
 
 FILLING = "Filling"
 """`status.phase` of a cluster that re-balancing is still filling (added or recovered)."""
+UNREACHABLE = "Unreachable"
+"""`status.phase` of a cluster whose observation says it could not be listed; the first pass
+that reaches it again fills it."""
 
 
 def observation(
@@ -185,6 +188,8 @@ def observation(
         }
     if filling:
         status = {**status, "phase": FILLING}
+    elif observed is not None and observed.get("unreachableSince"):
+        status = {**status, "phase": UNREACHABLE}
     return {
         "apiVersion": DRO_API_VERSION,
         "kind": "ClusterObservation",

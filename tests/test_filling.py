@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 from conftest import SourceRepo
 
-from reconciler import durations, pipeline, schedule
+from reconciler import durations, pipeline, schedule, summary
 from reconciler.domain import Decision, MoveBudget, Placement, ReplicaScheduling, Spec
 from reconciler.settings import Settings
 from tests.test_rebalance import counts, with_rebalance
@@ -107,3 +107,14 @@ def test_reconcile_marks_an_added_cluster_filling_and_moves_into_it(
         f"decisions/{decision.key.namespace}/{decision.key.kind.lower()}-{decision.key.name}.yaml"
     )
     assert b"filling us-east-3" in result.planned.tree[path]
+
+
+def test_a_recovered_cluster_is_filling_and_an_unreachable_one_says_so() -> None:
+    _, spec = loaded_fleet()
+    phases = {"a": "", "b": "", "c": summary.UNREACHABLE}
+    assert pipeline.filling(spec, phases) == {"c"}
+    assert pipeline.filling(spec, {"a": "", "b": "", "c": ""}) == set()
+    assert pipeline.filling(spec, {}) == set(), "a first pass fills nothing"
+    down = summary.observation(spec.clusters[2], {"unreachableSince": "2026-11-23T08:00:00Z"})
+    assert down["status"]["phase"] == summary.UNREACHABLE
+    assert "phase" not in summary.observation(spec.clusters[2], None)["status"]

@@ -82,7 +82,9 @@ class Observation:
 
     Amounts are floats in base units. When a cluster has an observation, the scheduler uses it
     in place of the declared `capacity`, `allocated` and `largestNodeFree`. `stale` marks the
-    last committed observation of a cluster that could not be reached this pass.
+    last committed observation of a cluster that could not be reached this pass;
+    `unreachable_since` (RFC 3339) is when its API first failed to list, kept until it lists
+    again. A cluster without a kubeconfig is never unreachable.
     """
 
     cluster: str
@@ -91,3 +93,4 @@ class Observation:
     largest_node_free: Mapping[str, float] = field(default_factory=empty)
     observed_at: str | None = None
     stale: bool = False
+    unreachable_since: str | None = None

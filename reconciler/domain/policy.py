@@ -149,6 +149,9 @@ class Placement:
     workloads it places."""
     max_moves: MoveBudget | None = None
     """`rebalance.maxMovesPerPass`: lowers the fleet's churn budget for these workloads."""
+    failover: bool = True
+    """Replicas leave a cluster unreachable for longer than `failover.after` (dro's policies
+    always; Karmada's when they set `spec.failover`)."""
     rebalance_requested_at: str | None = None
     """`rebalance.requestedAt` (RFC 3339): newer than a decision last served, it re-divides
     the workload in Fresh mode, moving replicas under the churn budget."""

@@ -75,6 +75,8 @@ def place(
         clusters=spec.clusters,
         observations=observations or {},
         extra_resources=sorted({r for d in demands for r in d}),
+        now=now,
+        failover_after=spec.config.rebalance.failover_after,
     )
     matrix = batch.demand_matrix(fleet, demands)
     fits = batch.node_fit(fleet, matrix)

@@ -354,7 +354,7 @@ class Pass:
             placement_digest=claimed.placement.digest,
             affinity_term=term,
             recorded=before.recorded if unchanged and before is not None else None,
-            moves=self.recent_moves(before),
+            moves=(*self.recent_moves(before), *self._failover_moves(before, result)),
             rebalance_served=result.served
             or (
                 before.rebalance_served
@@ -362,6 +362,35 @@ class Pass:
                 else claimed.placement.rebalance_requested_at
             ),
         )
+
+    def _failover_moves(self, before: Decision | None, result: _Placed) -> tuple[Move, ...]:
+        """The replicas a failover re-placed: from the failed clusters to those that gained,
+        paired in name order."""
+        if (
+            before is None
+            or result.counts is None
+            or not result.trigger.startswith(triggers.FAILOVER)
+        ):
+            return ()
+        fleet = self.fleet
+        previous = np.zeros(fleet.size, dtype=np.int64)
+        for placed in before.clusters:
+            if placed.cluster in fleet.index:
+                previous[fleet.index[placed.cluster]] = placed.replicas or 0
+        left = {r: int(previous[r]) for r in rows_of(fleet.failed & (previous > 0)).tolist()}
+        gained = result.counts - previous
+        arrived = {r: int(gained[r]) for r in rows_of(gained > 0).tolist()}
+        names, at = fleet.name_list, durations.rfc3339(self.now)
+        moves = []
+        for source, count in left.items():
+            remaining = count
+            for target, room in arrived.items():
+                take = min(remaining, room)
+                if take > 0:
+                    moves.append(Move(names[source], names[target], take, result.trigger, at))
+                    remaining -= take
+                    arrived[target] = room - take
+        return tuple(moves)
 
     def _unschedulable(
         self,

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from reconciler import durations
 from reconciler.domain import EMPTY, Cluster, ClusterAffinity, Observation, Taint
 
 BoolArray = npt.NDArray[np.bool_]
@@ -58,6 +59,10 @@ class Fleet:
     observations: Mapping[str, Observation] = field(default_factory=lambda: EMPTY)
     extra_resources: Sequence[str] = ()
     """Resources that workloads request but no cluster declares (they get a zero column)."""
+    now: float = 0.0
+    """The pass's time (seconds since the epoch), against which unreachability is measured."""
+    failover_after: float = 300.0
+    """`failover.after`: how long a cluster may be unreachable before its replicas move."""
     names: npt.NDArray[np.str_] = field(init=False)
     resources: tuple[str, ...] = field(init=False)
     taints: tuple[Taint, ...] = field(init=False)
@@ -187,8 +192,32 @@ class Fleet:
 
     @cached_property
     def cordoned(self) -> BoolArray:
-        """Clusters with `spec.cordon`."""
-        return frozen(np.array([c.cordon for c in self.clusters], dtype=bool))
+        """Clusters that take no new replicas: `spec.cordon`, or unreachable."""
+        cordon = np.array([c.cordon for c in self.clusters], dtype=bool)
+        return frozen(cordon | self.unreachable)
+
+    @cached_property
+    def unreachable(self) -> BoolArray:
+        """Clusters whose API could not be listed (`Observation.unreachable_since`); one
+        without a kubeconfig never is."""
+        return frozen(~np.isnan(self.unreachable_since))
+
+    @cached_property
+    def unreachable_since(self) -> FloatArray:
+        """Seconds since the epoch each cluster became unreachable; NaN when reachable."""
+        since = np.full(self.size, np.nan)
+        for i, cluster in enumerate(self.clusters):
+            seen = self.observations.get(cluster.name)
+            if seen is not None and seen.unreachable_since and cluster.kubeconfig_context:
+                since[i] = durations.epoch(seen.unreachable_since)
+        return frozen(since)
+
+    @cached_property
+    def failed(self) -> BoolArray:
+        """Clusters unreachable for at least `failover_after` seconds at `now`: failover moves
+        the replicas of the policies that allow it off them."""
+        down = np.where(self.unreachable, self.now - np.nan_to_num(self.unreachable_since), -1.0)
+        return frozen(self.unreachable & (down >= self.failover_after))
 
     def affinity_mask(self, affinity: ClusterAffinity) -> BoolArray:
         """Clusters an affinity term selects: every non-empty part ANDed, `exclude` wins."""

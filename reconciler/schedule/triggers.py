@@ -17,6 +17,12 @@ from reconciler.schedule.fleet import BoolArray, Fleet, rows_of
 STEADY = "steady: the previous division stands"
 REQUESTED = "rebalance requested"
 FOLLOWS = "follows its candidates on every pass"
+FAILOVER = "failover after"
+
+
+def failover_reason(fleet: Fleet) -> str:
+    """The trigger, and the move reason, of a failover: `failover after 5m`."""
+    return f"{FAILOVER} {durations.short(fleet.failover_after)}"
 
 
 def is_movable(extensions: bool, strategy: str, workload: Workload) -> bool:
@@ -59,6 +65,9 @@ def trigger(
         return f"replicas changed from {total} to {subject.replicas}"
     if lost:
         return f"cluster {lost[0]} is gone"
+    failed = rows_of(subject.holders & fleet.failed & ~feasible)
+    if len(failed):
+        return failover_reason(fleet)
     dropped = subject.holders & ~feasible
     if movable:
         dropped &= ~fleet.draining  # re-balancing moves these off under the churn budget
