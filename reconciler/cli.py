@@ -193,6 +193,8 @@ def _cmd_validate(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     if result.spec is None:
         return 1
     spec = result.spec
+    for warning in validate.removed_clusters(spec, pipeline.previous_decisions(_settings(args))):
+        sys.stdout.write(f"warning: {warning}\n")
     sys.stderr.write(
         f"ok: {len(source.files)} files, {len(spec.clusters)} clusters, "
         f"{len(spec.workloads)} objects, {len(spec.placement_policies)} placement "

@@ -165,6 +165,8 @@ def reconcile_once(settings: Settings, *, on_stage: StageHook = _noop) -> PassRe
         phases=load.previous_phases(state),
         now=time.time(),
     )
+    for warning in validate.removed_clusters(planned.spec, previous):
+        log.warning("cluster_removed_with_replicas", stage=Stage.VALIDATE, detail=warning)
     log.info(
         "planned",
         stage=Stage.RENDER,

@@ -9,7 +9,7 @@ nothing is scheduled, committed or applied from it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -19,6 +19,7 @@ from reconciler import references as refs
 from reconciler.domain import (
     DRO_API_VERSION,
     Cluster,
+    Decision,
     Document,
     MoveBudget,
     OverridePolicy,
@@ -294,3 +295,23 @@ def spec(source: Source) -> Spec:
     if result.spec is None:
         raise ValidationFailed(result.problems)
     return result.spec
+
+
+def removed_clusters(spec: Spec, previous: Iterable[Decision]) -> list[str]:
+    """Warnings for clusters whose file was deleted while the last pass still placed replicas
+    there (target or retiring), naming them: they are placed elsewhere at once, and dro can no
+    longer reach the cluster to remove the old copies."""
+    known = {c.name for c in spec.clusters}
+    held: dict[str, list[str]] = {}
+    for decision in sorted(previous, key=lambda d: d.key.sort_key):
+        for placed in (*decision.clusters, *decision.retiring):
+            if placed.cluster not in known:
+                count = "" if placed.replicas is None else f"{placed.replicas}× "
+                held.setdefault(placed.cluster, []).append(f"{count}{decision.key}")
+    return [
+        f"cluster {name} was removed while it still holds {', '.join(objects)}: they are "
+        f"placed elsewhere, but dro can no longer reach {name} to delete the old copies; "
+        "delete them there by hand (next time drain a cluster with spec.drain: true before "
+        "removing its file)"
+        for name, objects in sorted(held.items())
+    ]

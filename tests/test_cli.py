@@ -178,3 +178,17 @@ def test_large_fleet_table_lists_clusters_per_row() -> None:
     assert "c03=2 c11=1" in row
     assert " 3 " in row
     assert "c12" not in out.getvalue()
+
+
+def test_validate_warns_about_a_removed_cluster_that_holds_replicas(
+    source_repo: SourceRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = ("--state-dir", str(tmp_path / "state"))
+    assert run(capsys, "reconcile", "--once", "--repo", str(source_repo.bare), *state)[0] == 0
+    source_repo.write({"clusters/us-east-2.yaml": None})
+    source_repo.commit("remove us-east-2 without draining it")
+    code, out = run(capsys, "validate", "--repo", str(source_repo.bare), *state)
+    assert code == 0
+    (warning,) = [line for line in out.splitlines() if line.startswith("warning:")]
+    assert "cluster us-east-2 was removed while it still holds" in warning
+    assert "Deployment.apps" in warning

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from reconciler import durations, schedule
+from reconciler import durations, schedule, validate
 from reconciler.domain import (
     Cluster,
     Decision,
@@ -95,3 +95,23 @@ def test_failover_is_exempt_from_the_churn_budget() -> None:
     tight = with_rebalance(spec, max_moves=MoveBudget(count=1))
     (after,) = schedule.place(tight, {first.key: first}, down_since(spec, "a", 600), now=NOW)
     assert sum(m.replicas for m in after.moves) == 3, "all of a's replicas, whatever the budget"
+
+
+def test_a_deleted_cluster_file_re_places_its_replicas_and_warns() -> None:
+    spec, first = placed_on_three()
+    gone = replace(spec, clusters=spec.clusters[:2])
+    (after,) = schedule.place(gone, {first.key: first}, now=NOW)
+    assert set(counts(after)) == {"a", "b"}
+    assert sum(counts(after).values()) == 9  # type: ignore[arg-type]
+    (warning,) = validate.removed_clusters(gone, [first])
+    assert warning.startswith("cluster c was removed while it still holds 3× prod/Deployment")
+    assert "drain" in warning
+    assert validate.removed_clusters(spec, [first]) == []
+
+
+def test_a_suspended_cluster_is_never_unreachable() -> None:
+    spec, first = placed_on_three()
+    (a, *others) = spec.clusters
+    paused = replace(spec, clusters=(replace(a, suspend=True), *others))
+    (after,) = schedule.place(paused, {first.key: first}, down_since(paused, "a", 3600), now=NOW)
+    assert counts(after) == counts(first), "placement is unchanged while suspended"

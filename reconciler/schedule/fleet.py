@@ -199,7 +199,7 @@ class Fleet:
     @cached_property
     def unreachable(self) -> BoolArray:
         """Clusters whose API could not be listed (`Observation.unreachable_since`); one
-        without a kubeconfig never is."""
+        without a kubeconfig, or suspended (`spec.suspend`), never is."""
         return frozen(~np.isnan(self.unreachable_since))
 
     @cached_property
@@ -208,7 +208,9 @@ class Fleet:
         since = np.full(self.size, np.nan)
         for i, cluster in enumerate(self.clusters):
             seen = self.observations.get(cluster.name)
-            if seen is not None and seen.unreachable_since and cluster.kubeconfig_context:
+            if seen is None or not seen.unreachable_since or cluster.suspend:
+                continue
+            if cluster.kubeconfig_context:
                 since[i] = durations.epoch(seen.unreachable_since)
         return frozen(since)
 
