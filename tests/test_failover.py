@@ -13,6 +13,7 @@ from reconciler.domain import (
     Placement,
     PlacementPolicy,
     ReplicaScheduling,
+    ResourceKey,
     Spec,
 )
 from tests.test_rebalance import counts, with_rebalance
@@ -115,3 +116,33 @@ def test_a_suspended_cluster_is_never_unreachable() -> None:
     paused = replace(spec, clusters=(replace(a, suspend=True), *others))
     (after,) = schedule.place(paused, {first.key: first}, down_since(paused, "a", 3600), now=NOW)
     assert counts(after) == counts(first), "placement is unchanged while suspended"
+
+
+def pending_on(
+    spec: Spec, name: str, key: ResourceKey, pods: int, ago: float
+) -> dict[str, Observation]:
+    """An observation of `name` where `pods` of the workload have pended since `ago` seconds."""
+    (declared,) = [c for c in spec.clusters if c.name == name]
+    since = durations.rfc3339(NOW - ago)
+    return {
+        name: Observation(
+            cluster=name,
+            capacity=declared.capacity,
+            used=declared.allocated,
+            pending={key: (pods, since)},
+        )
+    }
+
+
+def test_pods_pending_too_long_move_their_share_elsewhere() -> None:
+    spec, first = placed_on_three()
+    waiting = pending_on(spec, "a", first.key, 2, 120)
+    (patient,) = schedule.place(spec, {first.key: first}, waiting, now=NOW)
+    assert counts(patient) == counts(first), "within unschedulableAfter nothing moves"
+    stuck = pending_on(spec, "a", first.key, 2, 600)
+    (after,) = schedule.place(spec, {first.key: first}, stuck, now=NOW)
+    assert counts(after)["a"] == 1
+    assert sum(counts(after).values()) == 9  # type: ignore[arg-type]
+    assert after.diagnosis.trigger == "pods pending over 5m"
+    assert {(m.source, m.reason) for m in after.moves} == {("a", "pods pending over 5m")}
+    assert sum(m.replicas for m in after.moves) == 2

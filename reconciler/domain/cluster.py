@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from reconciler.domain.base import Origin, empty
+from reconciler.domain.base import Origin, ResourceKey, empty
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,3 +94,5 @@ class Observation:
     observed_at: str | None = None
     stale: bool = False
     unreachable_since: str | None = None
+    pending: Mapping[ResourceKey, tuple[int, str]] = field(default_factory=dict)
+    """Workloads with pods pending (unschedulable) here: key → (pods, pending since, RFC 3339)."""

@@ -77,6 +77,7 @@ def place(
         extra_resources=sorted({r for d in demands for r in d}),
         now=now,
         failover_after=spec.config.rebalance.failover_after,
+        unschedulable_after=spec.config.rebalance.unschedulable_after,
     )
     matrix = batch.demand_matrix(fleet, demands)
     fits = batch.node_fit(fleet, matrix)

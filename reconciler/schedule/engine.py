@@ -99,6 +99,7 @@ class Pass:
                 continue
             holders[row] = True
             previous[row] = placed.replicas or 0
+        stuck = self._stuck(claimed, previous)
         running = self._running(before, previous)
         terms: list[int | None] = list(range(len(placement.affinity_terms))) or [None]
         names = [t.name for t in placement.affinity_terms]
@@ -113,25 +114,40 @@ class Pass:
                 subject = self.facts.subject(
                     claimed, demand, scale, node_fit, previous, holders, target
                 )
+                subject.allocatable[list(stuck)] = 0
             else:
                 subject = replace(subject, target=target)
             outcome = framework.apply_filters(fleet, subject)
             try:
                 result, outcome = self._place(
-                    subject, outcome, tiers, before, lost, refresh=attempt > 0
+                    subject, outcome, tiers, before, lost, refresh=attempt > 0, stuck=stuck
                 )
             except _Failed as error:
                 failure = error
                 continue
             self._charge(demand, running, result.counts)
             term_name = names[term] if term is not None else None
-            return self._decision(claimed, subject.strategy, outcome, result, term_name)
+            return self._decision(claimed, subject.strategy, outcome, result, term_name, stuck)
         assert failure is not None
         assert outcome is not None
         assert subject is not None
         return self._unschedulable(
             claimed, subject.strategy, outcome, failure, before, running, demand
         )
+
+    def _stuck(self, claimed: facts.Claimed, previous: IntArray) -> dict[int, int]:
+        """Lower the share of each cluster where this divided workload's pods have pended for
+        `unschedulableAfter`, by the pods pending; returns row → replicas taken away."""
+        strategy = claimed.placement.replicas.strategy
+        if claimed.workload.replicas is None or strategy == "Duplicated":
+            return {}
+        taken: dict[int, int] = {}
+        for row, pods in self.fleet.stuck(claimed.workload.key):
+            take = min(pods, int(previous[row]))
+            if take > 0:
+                previous[row] -= take
+                taken[row] = take
+        return taken
 
     def _running(self, before: Decision | None, previous: IntArray) -> IntArray:
         """What the last pass rendered per cluster: its target plus its retiring copies. The
@@ -161,6 +177,7 @@ class Pass:
         lost: list[str],
         *,
         refresh: bool,
+        stuck: Mapping[int, int],
     ) -> tuple[_Placed, framework.Outcome]:
         """The placement, and the outcome with its scores when they were needed."""
         fleet = self.fleet
@@ -171,6 +188,8 @@ class Pass:
         trigger = triggers.FOLLOWS
         if divided:
             reason = "an affinity term failed" if refresh else None
+            if stuck and reason is None:
+                reason = f"{triggers.PENDING} {durations.short(fleet.unschedulable_after)}"
             reason = reason or triggers.trigger(
                 fleet,
                 subject,
@@ -329,6 +348,7 @@ class Pass:
         outcome: framework.Outcome,
         result: _Placed,
         term: str | None,
+        stuck: Mapping[int, int],
     ) -> Decision:
         names = self.fleet.name_list
         rows = result.rows.tolist()
@@ -354,7 +374,7 @@ class Pass:
             placement_digest=claimed.placement.digest,
             affinity_term=term,
             recorded=before.recorded if unchanged and before is not None else None,
-            moves=(*self.recent_moves(before), *self._failover_moves(before, result)),
+            moves=(*self.recent_moves(before), *self._forced_moves(before, result, stuck)),
             rebalance_served=result.served
             or (
                 before.rebalance_served
@@ -363,14 +383,13 @@ class Pass:
             ),
         )
 
-    def _failover_moves(self, before: Decision | None, result: _Placed) -> tuple[Move, ...]:
-        """The replicas a failover re-placed: from the failed clusters to those that gained,
-        paired in name order."""
-        if (
-            before is None
-            or result.counts is None
-            or not result.trigger.startswith(triggers.FAILOVER)
-        ):
+    def _forced_moves(
+        self, before: Decision | None, result: _Placed, stuck: Mapping[int, int]
+    ) -> tuple[Move, ...]:
+        """The replicas a failover, or pods pending too long, re-placed: from the clusters
+        they left to those that gained, paired in name order."""
+        forced = (triggers.FAILOVER, triggers.PENDING)
+        if before is None or result.counts is None or not result.trigger.startswith(forced):
             return ()
         fleet = self.fleet
         previous = np.zeros(fleet.size, dtype=np.int64)
@@ -378,6 +397,7 @@ class Pass:
             if placed.cluster in fleet.index:
                 previous[fleet.index[placed.cluster]] = placed.replicas or 0
         left = {r: int(previous[r]) for r in rows_of(fleet.failed & (previous > 0)).tolist()}
+        left.update(stuck)
         gained = result.counts - previous
         arrived = {r: int(gained[r]) for r in rows_of(gained > 0).tolist()}
         names, at = fleet.name_list, durations.rfc3339(self.now)

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from reconciler import durations
-from reconciler.domain import EMPTY, Cluster, ClusterAffinity, Observation, Taint
+from reconciler.domain import EMPTY, Cluster, ClusterAffinity, Observation, ResourceKey, Taint
 
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
@@ -63,6 +63,8 @@ class Fleet:
     """The pass's time (seconds since the epoch), against which unreachability is measured."""
     failover_after: float = 300.0
     """`failover.after`: how long a cluster may be unreachable before its replicas move."""
+    unschedulable_after: float = 300.0
+    """`rebalance.unschedulableAfter`: how long pods may pend before their share moves."""
     names: npt.NDArray[np.str_] = field(init=False)
     resources: tuple[str, ...] = field(init=False)
     taints: tuple[Taint, ...] = field(init=False)
@@ -213,6 +215,20 @@ class Fleet:
             if cluster.kubeconfig_context:
                 since[i] = durations.epoch(seen.unreachable_since)
         return frozen(since)
+
+    def stuck(self, key: ResourceKey) -> list[tuple[int, int]]:
+        """(row, pods) where this workload's pods have pended for `unschedulable_after`."""
+        return self._stuck.get(key, [])
+
+    @cached_property
+    def _stuck(self) -> Mapping[ResourceKey, list[tuple[int, int]]]:
+        index: dict[ResourceKey, list[tuple[int, int]]] = {}
+        for row, cluster in enumerate(self.clusters):
+            seen = self.observations.get(cluster.name)
+            for key, (pods, since) in (seen.pending if seen is not None else {}).items():
+                if pods > 0 and self.now - durations.epoch(since) >= self.unschedulable_after:
+                    index.setdefault(key, []).append((row, pods))
+        return index
 
     @cached_property
     def failed(self) -> BoolArray:

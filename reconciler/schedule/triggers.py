@@ -18,6 +18,7 @@ STEADY = "steady: the previous division stands"
 REQUESTED = "rebalance requested"
 FOLLOWS = "follows its candidates on every pass"
 FAILOVER = "failover after"
+PENDING = "pods pending over"
 
 
 def failover_reason(fleet: Fleet) -> str:
