@@ -109,8 +109,7 @@ def previous_decisions(files: Mapping[str, bytes]) -> dict[ResourceKey, Decision
         if not path.startswith("decisions/") or not path.endswith(".yaml"):
             continue
         try:
-            (document,) = yamlio.parse_documents(path, data)
-            decision = summary.decision_from_document(document.body)
+            decision = summary.decision_from_document(yamlio.load_own(path, data))
         except (yamlio.YamlError, KeyError, TypeError, ValueError) as error:
             log.warning("previous_decision_unreadable", path=path, error=str(error))
             continue
@@ -127,10 +126,10 @@ def previous_phases(files: Mapping[str, bytes]) -> dict[str, str]:
             continue
         name = path.rsplit("/", 1)[-1].removesuffix(".yaml")
         try:
-            (document,) = yamlio.parse_documents(path, data)
-            status = document.body.get("status")
+            body = yamlio.load_own(path, data)
+            status = body.get("status") if isinstance(body, Mapping) else None
             phase = status.get("phase", "") if isinstance(status, Mapping) else ""
-        except (yamlio.YamlError, ValueError) as error:
+        except yamlio.YamlError as error:
             log.warning("previous_status_unreadable", path=path, error=str(error))
             phase = ""
         phases[name] = phase if isinstance(phase, str) else ""

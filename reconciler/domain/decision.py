@@ -58,7 +58,8 @@ class Move(NamedTuple):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Decision:
-    """Where one workload goes. An unschedulable workload has no clusters and a message."""
+    """Where one workload goes. An unschedulable workload has a message; it keeps its previous
+    clusters when capacity is short (all-or-nothing), and has none after a fit error."""
 
     key: ResourceKey
     api_version: str

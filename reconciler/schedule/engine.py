@@ -419,15 +419,19 @@ class Pass:
         outcome: framework.Outcome,
         failure: _Failed,
         before: Decision | None,
-        previous: IntArray,
+        running: IntArray,
         demand: FloatArray,
     ) -> Decision:
-        """All-or-nothing: a capacity shortage keeps the previous copies, a fit error does not."""
+        """All-or-nothing: a capacity shortage keeps the previous copies (and the cooldown of
+        their moves), a fit error does not. Retiring copies go either way, and give their
+        room back."""
         kept: tuple[Placed, ...] = ()
+        counts = np.zeros_like(running)
         if failure.keep and before is not None:
             kept = tuple(p for p in before.clusters if p.cluster in self.fleet.index)
-        else:
-            self._charge(demand, previous, np.zeros_like(previous))
+            for placed in kept:
+                counts[self.fleet.index[placed.cluster]] = placed.replicas or 0
+        self._charge(demand, running, counts)
         return Decision(
             key=claimed.workload.key,
             api_version=claimed.workload.api_version,
@@ -437,4 +441,5 @@ class Pass:
             diagnosis=self._diagnosis(claimed, strategy, outcome, "unschedulable"),
             placement_digest=before.placement_digest if kept and before else "",
             affinity_term=before.affinity_term if kept and before else None,
+            moves=self.recent_moves(before) if kept else (),
         )

@@ -416,11 +416,17 @@ def _need(
     level = ledger.usage[over, source] / capacity[over]
     worst = int(over[int(np.argmax(level - limit[over]))])
     resource = fleet.resources[worst]
-    reason = (
-        f"water level {float(ledger.usage[worst, source] / capacity[worst]):.2f} > "
-        f"{float(limit[worst]):g} ({resource})"
-    )
-    return need, worst, reason
+    shown = _above(float(ledger.usage[worst, source] / capacity[worst]), float(limit[worst]))
+    return need, worst, f"water level {shown} > {float(limit[worst]):g} ({resource})"
+
+
+def _above(level: float, limit: float) -> str:
+    """`level` with two decimals, or as many more as it takes to read above `limit`."""
+    for digits in range(2, 7):
+        shown = f"{level:.{digits}f}"
+        if float(shown) > limit:
+            return shown
+    return f"{level:g}"
 
 
 def _apply(
