@@ -9,9 +9,10 @@ Karmada-exact primitive, and this step only moves replicas that a decision alrea
 - Sources: draining clusters first (reason `cluster drained`), then clusters above a limit,
   the furthest above first. A cluster is above the limit for a workload when its usage exceeds
   limit × capacity on a resource the workload requests and its policy limits.
-- On a source, workloads go in order of relief per replica (their request of the hot resource
-  as a share of the source's capacity), largest first, so the fewest replicas move. Each moves
-  just enough replicas to bring the source back under its limit.
+- On a source, workloads whose replica count changed this pass go first (their pods roll out
+  anyway), then in order of relief per replica (their request of the hot resource as a share
+  of the source's capacity), largest first, so the fewest replicas move. Each moves just
+  enough replicas to bring the source back under its limit.
 - Destinations are the clusters where a new replica passes every filter now, the lowest water
   level after the move first. A move happens only when the source's water level exceeds the
   destination's after the move by `rebalance.threshold`; drains ignore the threshold. Since a
@@ -57,6 +58,8 @@ class _Holding:
     term: str | None
     recent: tuple[Move, ...]
     """Moves of earlier passes still within the cooldown."""
+    scaling: bool = False
+    """Its replica count changed this pass: its pods roll out anyway, so it moves first."""
     retiring: dict[int, int] = field(default_factory=dict)
     moves: list[Move] = field(default_factory=list)
     served: str | None = None
@@ -141,6 +144,7 @@ def _holdings(
                 counts=counts,
                 term=decision.affinity_term,
                 recent=decision.moves,
+                scaling=decision.diagnosis.trigger.startswith(triggers.SCALED),
             )
         )
     return result
@@ -199,13 +203,16 @@ def _sources(
 def _by_relief(
     ledger: engine.Pass, holders: Sequence[_Holding], source: int, demand: FloatArray
 ) -> list[_Holding]:
-    """Holders of `source`, the largest request per replica (as a share of its capacity)
-    first; ties by the scheduling order."""
+    """Holders of `source`: workloads that scaled this pass first (their rollout happens
+    anyway), then the largest request per replica (as a share of its capacity) first; ties by
+    the scheduling order."""
     capacity = ledger.fleet.capacity_by_resource[:, source]
     rows = [h.position for h in holders]
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(capacity > 0, demand[rows] / capacity, 0.0).max(axis=1).tolist()
-    ranked = sorted(zip(share, rows, holders, strict=True), key=lambda t: (-t[0], t[1]))
+    ranked = sorted(
+        zip(share, rows, holders, strict=True), key=lambda t: (not t[2].scaling, -t[0], t[1])
+    )
     return [holding for _, _, holding in ranked]
 
 

@@ -17,6 +17,7 @@ from reconciler.schedule.fleet import BoolArray, Fleet, rows_of
 STEADY = "steady: the previous division stands"
 REQUESTED = "rebalance requested"
 FOLLOWS = "follows its candidates on every pass"
+SCALED = "replicas changed"
 FAILOVER = "failover after"
 PENDING = "pods pending over"
 
@@ -63,7 +64,7 @@ def trigger(
         return "the placement changed"
     total = sum(p.replicas or 0 for p in before.clusters)
     if total != subject.replicas:
-        return f"replicas changed from {total} to {subject.replicas}"
+        return f"{SCALED} from {total} to {subject.replicas}"
     if lost:
         return f"cluster {lost[0]} is gone"
     failed = rows_of(subject.holders & fleet.failed & ~feasible)
