@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -175,6 +176,38 @@ def test_webster_preserves_total_and_is_monotone(
     bigger = division.webster(seats + 1, votes, uid=uid)
     assert all(bigger[name] >= count for name, count in result.items())
     assert division.webster(seats, dict(reversed(list(votes.items()))), uid=uid) == result
+
+
+def one_seat_at_a_time(
+    seats: int, votes: list[int], held: list[int], descending: bool
+) -> list[int]:
+    """Sainte-Laguë by its definition: each seat to the highest votes / (2 × seats + 1), ties to
+    the party with fewer seats, then by name order (reversed when `descending`)."""
+    held = list(held)
+    for _ in range(seats):
+        best = min(
+            range(len(votes)),
+            key=lambda i: (-votes[i] / (2 * held[i] + 1), held[i], -i if descending else i),
+        )
+        held[best] += 1
+    return held
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    votes=st.lists(st.integers(0, 9), min_size=1, max_size=40),
+    data=st.data(),
+    seats=st.integers(0, 30),
+    descending=st.booleans(),
+)
+def test_webster_seats_matches_the_definition(
+    votes: list[int], data: st.DataObject, seats: int, descending: bool
+) -> None:
+    zero = [0] * len(votes)
+    held = data.draw(st.sampled_from([zero, [v % 3 for v in votes]]))
+    array, initial = np.array(votes, dtype=np.int64), np.array(held, dtype=np.int64)
+    result = division.webster_seats(seats, array, initial, descending=descending)
+    assert result.tolist() == one_seat_at_a_time(seats, votes, held, descending)
 
 
 @given(uid=st.text(max_size=40))

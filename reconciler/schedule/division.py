@@ -95,20 +95,32 @@ def webster_seats(
     size = len(votes)
     if seats <= 0 or size == 0:
         return result
-    tie = -np.arange(size) if descending else np.arange(size)
-    members: list[int] = list(range(size))
+    members = np.arange(size)
     if seats < size and not result.any():
-        members = np.lexsort((tie, -votes))[:seats].tolist()
-    vote = votes.tolist()
-    held = result.tolist()
+        members = _leading(votes, seats, descending)
+    tie = -members if descending else members
+    vote = votes[members].tolist()
+    held = result[members].tolist()
     order = tie.tolist()
-    heap = [(-_priority(vote[i], held[i]), held[i], order[i], i) for i in members]
+    heap = [(-_priority(vote[j], held[j]), held[j], order[j], j) for j in range(len(held))]
     heapq.heapify(heap)
     for _ in range(seats):
         _, count, rank, party = heapq.heappop(heap)
         held[party] = count + 1
         heapq.heappush(heap, (-_priority(vote[party], count + 1), count + 1, rank, party))
-    return np.array(held, dtype=np.int64)
+    result[members] = held
+    return result
+
+
+def _leading(votes: IntArray, seats: int, descending: bool) -> IntArray:
+    """The first `seats` parties by (votes descending, tie order). Only parties with at least
+    the `seats`-th largest vote can be among them, so only those are sorted."""
+    size = len(votes)
+    threshold = np.partition(votes, size - seats)[size - seats]
+    rows = (votes >= threshold).nonzero()[0]
+    tie = -rows if descending else rows
+    leading: IntArray = rows[np.lexsort((tie, -votes[rows]))[:seats]]
+    return leading
 
 
 def _priority(votes: int, seats: int) -> float:
