@@ -38,10 +38,11 @@ imports: install ## import-linter layer contracts
 
 check: lint typecheck imports test ## every quality gate: ruff, mypy --strict, lint-imports, pytest
 
-bench: install ## benchmarks against their baselines (kubectl kustomize, git fast-import)
+bench: install ## benchmarks against their baselines (kubectl kustomize, git fast-import, Karmada …)
 	$(PY) bench/render.py
 	$(PY) bench/commit.py
 	$(PY) bench/schedule.py
+	$(PY) bench/rebalance.py
 
 clean: ## remove build output and the virtualenv
 	rm -rf build $(VENV) *.egg-info
