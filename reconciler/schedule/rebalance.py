@@ -121,7 +121,7 @@ def run(
             if moved:
                 changed.add(i)
     for target in rows_of(ledger.filling).tolist():
-        changed |= _fill(ledger, target, holdings, by_cluster, demand, scale, node_fit, budget, at)
+        changed |= _fill(ledger, target, by_cluster, demand, scale, node_fit, budget, at)
     for holding in holdings:
         if holding.position in changed:
             decisions[holding.position] = _rebuilt(ledger, decisions[holding.position], holding)
@@ -264,7 +264,6 @@ def _move_off(
 def _fill(
     ledger: engine.Pass,
     target: int,
-    holdings: Sequence[_Holding],
     by_cluster: dict[int, list[_Holding]],
     demand: FloatArray,
     scale: FloatArray,
