@@ -333,14 +333,10 @@ def _fill_one(
 
 
 def _overall(ledger: engine.Pass) -> FloatArray:
-    """Each cluster's water level: the highest of cpu and memory (0 when it declares neither)."""
+    """Each cluster's water level: the highest of its cpu and memory levels."""
     fleet = ledger.fleet
     rows = [fleet.resources.index(r) for r in ("cpu", "memory") if r in fleet.resources]
-    capacity = fleet.capacity_by_resource[rows]
-    counted = np.isfinite(capacity) & (capacity > 0)
-    level = np.zeros_like(capacity)
-    np.divide(ledger.usage[rows], capacity, out=level, where=counted)
-    result: FloatArray = level.max(axis=0, initial=0.0)
+    result: FloatArray = _level(ledger)[rows].max(axis=0, initial=0.0)
     return result
 
 
