@@ -91,23 +91,29 @@ def webster_seats(
     win a seat: each of them beats any later party to its first seat. So the heap never holds
     more than `seats` parties, however many candidates there are.
     """
-    result = initial.astype(np.int64, copy=True)
     size = len(votes)
     if seats <= 0 or size == 0:
-        return result
-    members = np.arange(size)
-    if seats < size and not result.any():
+        return initial.astype(np.int64, copy=True)
+    if seats < size and not initial.any():
         members = _leading(votes, seats, descending)
-    tie = -members if descending else members
+        held = [0] * len(members)
+    else:
+        members = np.arange(size)
+        held = initial.tolist()
     vote = votes[members].tolist()
-    held = result[members].tolist()
-    order = tie.tolist()
-    heap = [(-_priority(vote[j], held[j]), held[j], order[j], j) for j in range(len(held))]
+    order = (-members if descending else members).tolist()
+    # A party's priority is votes / (2 × seats + 1); the heap pops the highest, then the
+    # party with fewer seats, then the tie order.
+    parties = zip(vote, held, order, strict=True)
+    heap = [(-v / (2 * h + 1), h, r, j) for j, (v, h, r) in enumerate(parties)]
     heapq.heapify(heap)
+    pop, push = heapq.heappop, heapq.heappush
     for _ in range(seats):
-        _, count, rank, party = heapq.heappop(heap)
-        held[party] = count + 1
-        heapq.heappush(heap, (-_priority(vote[party], count + 1), count + 1, rank, party))
+        _, count, rank, party = pop(heap)
+        count += 1
+        held[party] = count
+        push(heap, (-vote[party] / (2 * count + 1), count, rank, party))
+    result = initial.astype(np.int64, copy=True)
     result[members] = held
     return result
 
@@ -121,10 +127,6 @@ def _leading(votes: IntArray, seats: int, descending: bool) -> IntArray:
     tie = -rows if descending else rows
     leading: IntArray = rows[np.lexsort((tie, -votes[rows]))[:seats]]
     return leading
-
-
-def _priority(votes: int, seats: int) -> float:
-    return float(votes) / float(2 * seats + 1)
 
 
 def divide(
@@ -194,38 +196,41 @@ def _dynamic(
     descending: bool,
     fresh: bool,
 ) -> IntArray:
-    size = len(free)
-    scheduled = np.zeros(size, dtype=np.int64)
-    scheduled[candidates] = np.maximum(previous[candidates], 0)
+    """DynamicWeight and Aggregated, worked on the candidates' positions (`candidates` holds
+    no row twice) and spread back over all rows at the end."""
+    result = np.zeros(len(free), dtype=np.int64)
+    scheduled = np.maximum(previous[candidates], 0)
     assigned = int(scheduled.sum())
     merge = False
-    members = candidates
+    members = np.arange(len(candidates))
     if fresh:
         target = replicas
-        weights = free + scheduled
+        weights = free[candidates] + scheduled
     elif assigned > replicas:
         target = replicas
         weights = scheduled
-        members = candidates[scheduled[candidates] > 0]
+        members = members[scheduled > 0]
     elif assigned < replicas:
         target = replicas - assigned
-        weights = free
+        weights = free[candidates]
         merge = True
     else:
-        return scheduled
+        result[candidates] = scheduled
+        return result
     total = int(weights[members].sum())
     if total < target:
         raise Unschedulable(f"Clusters available replicas {total} are not enough to schedule.")
-    ordered = members
+    voters = members[weights[members] > 0]
     if strategy == "Aggregated":
         # A stable sort by weight descending keeps the caller's order among equals.
         ordered = members[np.argsort(-weights[members], kind="stable")]
         ordered = _aggregated_prefix(ordered, weights, target, scheduled if merge else None)
-    voters = np.sort(ordered[weights[ordered] > 0])
-    result = np.zeros(size, dtype=np.int64)
-    result[voters] = webster_seats(target, weights[voters], _zeros(voters), descending=descending)
-    if merge:
-        result += scheduled
+        voters = ordered[weights[ordered] > 0]
+        voters = voters[np.argsort(candidates[voters])]  # the division counts in name order
+    rows = candidates[voters]
+    result[rows] = webster_seats(target, weights[voters], _zeros(voters), descending=descending)
+    if merge and assigned:
+        result[candidates] += scheduled
     return result
 
 

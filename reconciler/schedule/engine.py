@@ -29,7 +29,7 @@ from reconciler.domain import (
     Placed,
     SchedulerConfig,
 )
-from reconciler.schedule import division, facts, framework, spread, triggers
+from reconciler.schedule import division, express, facts, framework, spread, triggers
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, rows_of, some
 
 
@@ -86,6 +86,10 @@ class Pass:
         self, claimed: facts.Claimed, demand: FloatArray, scale: FloatArray, node_fit: BoolArray
     ) -> Decision:
         """Place one workload at its turn, and charge its placement to the ledger."""
+        if express.eligible(self, claimed):
+            decided = express.place(self, claimed, demand, scale, node_fit)
+            if decided is not None:
+                return decided
         fleet = self.fleet
         workload, placement = claimed.workload, claimed.placement
         before = self.previous.get(workload.key)
@@ -313,6 +317,43 @@ class Pass:
             )
         return counts
 
+    def place_newcomer(
+        self,
+        claimed: facts.Claimed,
+        subject: framework.Subject,
+        outcome: framework.Outcome,
+        demand: FloatArray,
+    ) -> Decision:
+        """Place a workload that holds nothing yet on the clusters `outcome` finds feasible
+        (at least one), as `decide` would, and charge it to the ledger."""
+        divided = subject.replicas is not None and subject.strategy != "Duplicated"
+        trigger = triggers.FIRST if divided else triggers.FOLLOWS
+        tiers = self.facts.target(subject.placement, None)[1]
+        outcome = self._scored(subject, outcome)
+        try:
+            result = self._select(subject, outcome, tiers, trigger)
+        except _Failed as failure:
+            return self._unschedulable(
+                claimed, subject.strategy, outcome, failure, None, subject.previous, demand
+            )
+        if result.counts is not None and len(result.rows):
+            placed = result.counts[result.rows]
+            self.usage[:, result.rows] += demand[:, np.newaxis] * placed[np.newaxis, :]
+        return self._decision(claimed, subject.strategy, outcome, result, None, {})
+
+    def refuse(
+        self,
+        claimed: facts.Claimed,
+        strategy: str,
+        outcome: framework.Outcome | None,
+        message: str,
+        demand: FloatArray,
+    ) -> Decision:
+        """Record a workload placed for the first time as unschedulable, with `message`."""
+        zeros = np.zeros(self.fleet.size, dtype=np.int64)
+        failure = _Failed(message, keep=False)
+        return self._unschedulable(claimed, strategy, outcome, failure, None, zeros, demand)
+
     def _charge(self, demand: FloatArray, previous: IntArray, counts: IntArray | None) -> None:
         if counts is None:
             return
@@ -331,10 +372,14 @@ class Pass:
         return weights
 
     def _diagnosis(
-        self, claimed: facts.Claimed, strategy: str, outcome: framework.Outcome, trigger: str
+        self,
+        claimed: facts.Claimed,
+        strategy: str,
+        outcome: framework.Outcome | None,
+        trigger: str,
     ) -> Diagnosis:
         return Diagnosis(
-            verdicts=outcome.verdicts(self.fleet) if self.diagnose else (),
+            verdicts=outcome.verdicts(self.fleet) if self.diagnose and outcome else (),
             weights=self._weights(claimed.extensions),
             strategy=strategy,
             fleet_water_level=self.load,
@@ -345,7 +390,7 @@ class Pass:
         self,
         claimed: facts.Claimed,
         strategy: str,
-        outcome: framework.Outcome,
+        outcome: framework.Outcome | None,
         result: _Placed,
         term: str | None,
         stuck: Mapping[int, int],
@@ -416,7 +461,7 @@ class Pass:
         self,
         claimed: facts.Claimed,
         strategy: str,
-        outcome: framework.Outcome,
+        outcome: framework.Outcome | None,
         failure: _Failed,
         before: Decision | None,
         running: IntArray,

@@ -16,7 +16,15 @@ import numpy as np
 
 from reconciler.domain import Placement, PolicyRef, SchedulerConfig, Workload
 from reconciler.schedule import division, framework, triggers
-from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, rows_of
+from reconciler.schedule.fleet import (
+    BoolArray,
+    Fleet,
+    FloatArray,
+    IntArray,
+    frozen,
+    rows_of,
+    some,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,6 +75,9 @@ class Facts:
         self.usage = usage
         """The pass's ledger (resources × clusters); updated in place as the pass goes."""
         self.cache: dict[Any, Any] = {}
+        self._any_cordoned = some(fleet.cordoned)
+        self._nothing = frozen(np.zeros(fleet.size, dtype=np.int64))
+        self._nowhere = frozen(np.zeros(fleet.size, dtype=bool))
 
     def limit(self, claimed: Claimed) -> FloatArray:
         """The RWL limit per resource that applies to this workload; 1 where none does."""
@@ -117,7 +128,7 @@ class Facts:
         result: IntArray | None = self.cache[key]
         return result
 
-    def _ceiling(self, limit: FloatArray) -> FloatArray:
+    def ceiling(self, limit: FloatArray) -> FloatArray:
         """(resources × clusters) capacity × RWL limit; unbounded resources stay inf."""
         key = ("ceiling", id(limit))
         if key not in self.cache:
@@ -132,7 +143,7 @@ class Facts:
         limit (Karmada's estimator). `scale` is 1/demand per resource, NaN where the workload
         requests none, so `fmin` skips those resources."""
         fleet = self.fleet
-        headroom: FloatArray = self._ceiling(limit) - self.usage
+        headroom: FloatArray = self.ceiling(limit) - self.usage
         if not len(requested):
             allocatable = np.full(fleet.size, division.MAX_REPLICAS, dtype=np.int64)
         else:
@@ -142,7 +153,8 @@ class Facts:
             np.maximum(fit, 0.0, out=fit)
             np.minimum(fit, float(division.MAX_REPLICAS), out=fit)
             allocatable = fit.astype(np.int64)
-        allocatable[fleet.cordoned] = 0
+        if self._any_cordoned:
+            allocatable[fleet.cordoned] = 0
         allocatable[allocatable >= division.MAX_REPLICAS] = replicas
         return headroom, allocatable
 
@@ -155,12 +167,12 @@ class Facts:
         term: str | None,
     ) -> framework.Subject:
         """The workload as the filters see a new replica of it now: no holders, the current
-        ledger. Re-balancing uses it to find where moved replicas may go."""
+        ledger. Re-balancing uses it to find where moved replicas may go. Its `previous` and
+        `holders` are shared read-only arrays."""
         names = [t.name for t in claimed.placement.affinity_terms]
         index = names.index(term) if term in names else (0 if names else None)
-        nothing = np.zeros(self.fleet.size, dtype=np.int64)
         target = self.target(claimed.placement, index)[0]
-        return self.subject(claimed, demand, scale, node_fit, nothing, nothing > 0, target)
+        return self.subject(claimed, demand, scale, node_fit, self._nothing, self._nowhere, target)
 
     def subject(
         self,

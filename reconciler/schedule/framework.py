@@ -11,7 +11,7 @@ policies that opt in with `multicluster.io/extensions: enabled`, run them all.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,12 +102,14 @@ def verdict(passed: BoolArray, category: str, reason: str | None = None) -> Verd
     )
 
 
-def tally_of(picked: IntArray, names: Sequence[str]) -> dict[str, int]:
-    """Counts per category when row i falls in category `names[picked[i]]`."""
+def tally_of(picked: IntArray, name: Callable[[int], str]) -> dict[str, int]:
+    """Counts per category when row i falls in category `name(picked[i])`; `name` is called
+    once per category present."""
     counted: dict[str, int] = {}
-    counts = np.bincount(picked, minlength=len(names))
+    counts = np.bincount(picked)
     for j in rows_of(counts).tolist():
-        counted[names[j]] = counted.get(names[j], 0) + int(counts[j])
+        category = name(j)
+        counted[category] = counted.get(category, 0) + int(counts[j])
     return counted
 
 
@@ -245,6 +247,16 @@ def _static_filters(
     if fresh:
         subject.cache[key] = (feasible.copy(), tuple(rejected_by))
     return feasible, tuple(rejected_by)
+
+
+def static_feasible(fleet: Fleet, subject: Subject) -> BoolArray:
+    """The clusters that pass the leading static filters, for a subject that holds nothing;
+    memoised per placement, and shared: the caller must not change it."""
+    key = ("static-filters", id(subject.placement), id(subject.target), subject.extensions)
+    if key not in subject.cache:
+        _static_filters(fleet, subject)
+    feasible: BoolArray = subject.cache[key][0]
+    return feasible
 
 
 def _reject(

@@ -14,6 +14,7 @@ from reconciler.domain import Decision, Placement, Workload
 from reconciler.schedule import framework
 from reconciler.schedule.fleet import BoolArray, Fleet, rows_of
 
+FIRST = "first placement"
 STEADY = "steady: the previous division stands"
 REQUESTED = "rebalance requested"
 FOLLOWS = "follows its candidates on every pass"
@@ -59,7 +60,7 @@ def trigger(
 ) -> str | None:
     """Why a divided workload is divided again this pass, or None when nothing requires it."""
     if before is None or not before.clusters:
-        return "first placement" if before is None else "placed again after unschedulable"
+        return FIRST if before is None else "placed again after unschedulable"
     if before.placement_digest != subject.placement.digest:
         return "the placement changed"
     total = sum(p.replicas or 0 for p in before.clusters)

@@ -22,12 +22,12 @@ def capacity(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
     passed = (subject.allocatable >= need) | subject.holders
     columns = subject.requested.tolist()
 
-    def names() -> list[str]:
-        return [f"insufficient {fleet.resources[j]}" for j in columns]
+    def category(j: int) -> str:
+        return f"insufficient {fleet.resources[columns[j]]}"
 
     def limiting(rows: IntArray) -> IntArray:
         per = subject.demand[subject.requested][:, np.newaxis]
-        room = subject.headroom[np.ix_(subject.requested, rows)]
+        room = subject.headroom[subject.requested][:, rows]
         picked: IntArray = np.argmin(room / per, axis=0)
         return picked
 
@@ -35,7 +35,7 @@ def capacity(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
         j = int(limiting(np.array([row]))[0])
         resource = fleet.resources[columns[j]]
         return (
-            names()[j],
+            category(j),
             f"room for {int(subject.allocatable[row])} of the {need} replica(s) needed "
             f"within the water-level limit ({resource})",
         )
@@ -43,5 +43,5 @@ def capacity(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
     return framework.Verdict(
         passed=passed,
         label=label,
-        tally=lambda rows: framework.tally_of(limiting(rows), names()),
+        tally=lambda rows: framework.tally_of(limiting(rows), category),
     )

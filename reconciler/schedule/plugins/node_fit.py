@@ -21,7 +21,7 @@ def node_fit(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
     columns = subject.requested
 
     def short_of(rows: IntArray) -> IntArray:
-        short = fleet.largest_free[np.ix_(rows, columns)] < subject.demand[columns]
+        short = fleet.largest_free[rows][:, columns] < subject.demand[columns]
         picked: IntArray = columns[np.argmax(short, axis=1)]
         return picked
 
@@ -35,8 +35,8 @@ def node_fit(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
         has = units.describe(resource, float(fleet.largest_free[row, j]))
         return category(j), f"the largest free node has {has}; one replica needs {need}"
 
-    def tally(rows: IntArray) -> dict[str, int]:
-        names = [category(j) for j in range(len(fleet.resources))]
-        return framework.tally_of(short_of(rows), names)
-
-    return framework.Verdict(passed=passed, label=label, tally=tally)
+    return framework.Verdict(
+        passed=passed,
+        label=label,
+        tally=lambda rows: framework.tally_of(short_of(rows), category),
+    )

@@ -57,5 +57,5 @@ def water_level(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
     return framework.Verdict(
         passed=passed,
         label=label,
-        tally=lambda rows: framework.tally_of(np.argmax(over[:, rows], axis=0), names),
+        tally=lambda rows: framework.tally_of(np.argmax(over[:, rows], axis=0), names.__getitem__),
     )

@@ -1,0 +1,81 @@
+"""The express lane: a first placement that needs no explanation, without the framework's
+per-filter bookkeeping.
+
+Most workloads of a large first pass are placed for the first time, under a placement with
+plain targets, and nothing asks why. For them the filters' verdicts and reasons are never read,
+only which clusters pass. This lane computes that mask directly:
+
+- the static filters' mask, memoised per placement (a newcomer holds nothing, so it depends
+  on the placement only: `framework.static_feasible`);
+- NodeFit and Capacity from the pass's fit matrix and the subject's estimate of the replicas
+  each cluster can take (`Facts.room`);
+- WaterLevel from the subject's headroom, when it is not implied by Capacity.
+
+The engine then selects, divides and charges as for any workload (`Pass.place_newcomer`).
+When no cluster passes, the filters run in full for the reasons of the unschedulable message.
+A workload with a previous decision, or with ordered affinity terms, or a pass that explains
+itself, goes through `Pass.decide` in full. `tests/test_express.py` checks that both lanes
+decide alike.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reconciler.domain import Decision
+from reconciler.schedule import facts, framework
+from reconciler.schedule.fleet import BoolArray, FloatArray, some
+
+if TYPE_CHECKING:
+    from reconciler.schedule.engine import Pass
+
+
+def eligible(run: Pass, claimed: facts.Claimed) -> bool:
+    """Whether the express lane may place this workload: a first placement, not explained,
+    whose placement has no ordered affinity terms."""
+    return (
+        not run.diagnose
+        and not claimed.placement.affinity_terms
+        and claimed.workload.key not in run.previous
+    )
+
+
+def place(
+    run: Pass, claimed: facts.Claimed, demand: FloatArray, scale: FloatArray, node_fit: BoolArray
+) -> Decision | None:
+    """The decision for an eligible workload, its placement charged to the ledger; None when
+    the lane cannot decide it (the engine then does)."""
+    subject = run.facts.newcomer(claimed, demand, scale, node_fit, None)
+    feasible = _feasible(run, subject)
+    if some(feasible):
+        outcome = framework.Outcome(feasible=feasible, rejected_by=())
+        return run.place_newcomer(claimed, subject, outcome, demand)
+    outcome = framework.apply_filters(run.fleet, subject)
+    if some(outcome.feasible):
+        return None  # the lane and the filters disagree: let the engine decide
+    return run.refuse(claimed, subject.strategy, outcome, outcome.fit_error(run.fleet.size), demand)
+
+
+def _feasible(run: Pass, subject: framework.Subject) -> BoolArray:
+    """Clusters that pass every filter for a subject that holds nothing.
+
+    With one replica or more, WaterLevel needs no mask of its own: a cluster above the limit
+    on a requested resource has negative headroom there, so it can take no replica and
+    Capacity rejects it anyway.
+    """
+    base = framework.static_feasible(run.fleet, subject)
+    if not subject.extensions:
+        return base
+    feasible = base & subject.node_fit
+    replicas = subject.replicas
+    if replicas:
+        need = replicas if subject.strategy == "Duplicated" else 1
+        feasible &= subject.allocatable >= need
+    elif replicas == 0:
+        requested = subject.requested
+        limited = requested[subject.limit[requested] < 1.0]
+        if len(limited):
+            feasible &= ~np.logical_or.reduce(subject.headroom[limited] < 0, axis=0)
+    return feasible
