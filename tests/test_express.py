@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_schedule import GPU, ORIGIN, cluster, deployment
 
-from reconciler import schedule
+from reconciler import demand, schedule
 from reconciler.domain import (
     ClusterAffinity,
     Decision,
@@ -30,7 +30,7 @@ from reconciler.domain import (
     SpreadConstraint,
     Workload,
 )
-from reconciler.schedule import engine, express, facts
+from reconciler.schedule import batch, engine, express, facts, framework
 from reconciler.schedule.fleet import Fleet
 
 DIVISIONS = ("Duplicated", "StaticWeight", "DynamicWeight", "Aggregated")
@@ -46,6 +46,9 @@ def labelled(workload: Workload, group: str) -> Workload:
 
 
 def region_targets(regions: tuple[str, ...]) -> tuple[ClusterAffinity, ...]:
+    """Clusters in these regions; every cluster when none are named."""
+    if not regions:
+        return ()
     requirement = LabelRequirement(key="region", operator="In", values=regions)
     return (ClusterAffinity(label_selector=LabelSelector(match_expressions=(requirement,))),)
 
@@ -56,7 +59,7 @@ def placements(draw: st.DrawFn) -> tuple[Placement, bool]:
     limit = draw(st.sampled_from([None, 0.5, 0.85, 1.0]))
     spread = draw(st.sampled_from([(), (SpreadConstraint(by="region", min_groups=1),)]))
     placement = Placement(
-        targets=region_targets(tuple(draw(st.sets(st.sampled_from(["eu", "us", "ap"]))))),
+        targets=region_targets(draw(st.sampled_from([(), ("eu",), ("eu", "us"), ("us", "ap")]))),
         replicas=ReplicaScheduling(
             type="Duplicated" if division == "Duplicated" else "Divided",
             division="StaticWeight" if division == "Duplicated" else division,
@@ -68,7 +71,7 @@ def placements(draw: st.DrawFn) -> tuple[Placement, bool]:
     return placement, draw(st.booleans())
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     shape=st.lists(
         st.tuples(
@@ -82,7 +85,9 @@ def placements(draw: st.DrawFn) -> tuple[Placement, bool]:
     ),
     policies=st.lists(placements(), min_size=1, max_size=3),
     workloads=st.lists(
-        st.tuples(st.integers(0, 40), st.sampled_from(["0", "500m", "2", "9"])),
+        st.tuples(
+            st.sampled_from([0, 1, 2, 3, 5, 8, 13, 40]), st.sampled_from(["0", "500m", "2", "9"])
+        ),
         min_size=1,
         max_size=8,
     ),
@@ -130,6 +135,21 @@ def test_the_express_lane_decides_as_the_filters_do(
     fast = schedule.place(spec, diagnose=False)
     full = schedule.place(spec, diagnose=True)
     assert without_verdicts(fast) == without_verdicts(full)
+    assert_newcomers_pass_alike(spec)
+
+
+def assert_newcomers_pass_alike(spec: Spec) -> None:
+    """`express.feasible` equals the filters' feasible set for every workload as a newcomer
+    (re-balancing asks this for replicas it moves)."""
+    order = schedule.claimed_workloads(spec)
+    fleet = Fleet(clusters=spec.clusters)
+    matrix = batch.demand_matrix(fleet, [demand.per_replica(c.workload) for c in order])
+    fits, scales = batch.node_fit(fleet, matrix), batch.inverse(matrix)
+    run = engine.Pass(fleet, spec.config, {}, diagnose=False, now=0.0)
+    for i, claimed in enumerate(order):
+        subject = run.facts.newcomer(claimed, matrix[i], scales[i], fits[i], None)
+        expected = framework.apply_filters(fleet, subject).feasible
+        assert express.feasible(fleet, subject).tolist() == expected.tolist()
 
 
 def test_only_unexplained_first_placements_take_the_lane() -> None:
@@ -153,3 +173,17 @@ def test_only_unexplained_first_placements_take_the_lane() -> None:
     assert not express.eligible(engine.Pass(fleet, config, {}, diagnose=True, now=0.0), claimed)
     again = engine.Pass(fleet, config, {workload.key: before}, diagnose=False, now=0.0)
     assert not express.eligible(again, claimed)
+
+
+def test_a_workload_scaled_to_zero_still_keeps_off_clusters_above_the_limit() -> None:
+    spec = Spec(
+        source=Source(files=()),
+        config=SchedulerConfig(),
+        clusters=(cluster("hot", used=90), cluster("cool", used=10)),
+        workloads=(deployment("w", 0, "500m"),),
+        placement_policies=(),
+    )
+    for diagnose in (False, True):
+        (decision,) = schedule.place(spec, diagnose=diagnose)
+        assert [p.cluster for p in decision.clusters] == ["cool"]
+    assert_newcomers_pass_alike(spec)

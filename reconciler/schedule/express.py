@@ -26,7 +26,7 @@ import numpy as np
 
 from reconciler.domain import Decision
 from reconciler.schedule import facts, framework
-from reconciler.schedule.fleet import BoolArray, FloatArray, some
+from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, some
 
 if TYPE_CHECKING:
     from reconciler.schedule.engine import Pass
@@ -48,9 +48,9 @@ def place(
     """The decision for an eligible workload, its placement charged to the ledger; None when
     the lane cannot decide it (the engine then does)."""
     subject = run.facts.newcomer(claimed, demand, scale, node_fit, None)
-    feasible = _feasible(run, subject)
-    if some(feasible):
-        outcome = framework.Outcome(feasible=feasible, rejected_by=())
+    passed = feasible(run.fleet, subject)
+    if some(passed):
+        outcome = framework.Outcome(feasible=passed, rejected_by=())
         return run.place_newcomer(claimed, subject, outcome, demand)
     outcome = framework.apply_filters(run.fleet, subject)
     if some(outcome.feasible):
@@ -58,24 +58,25 @@ def place(
     return run.refuse(claimed, subject.strategy, outcome, outcome.fit_error(run.fleet.size), demand)
 
 
-def _feasible(run: Pass, subject: framework.Subject) -> BoolArray:
-    """Clusters that pass every filter for a subject that holds nothing.
+def feasible(fleet: Fleet, subject: framework.Subject) -> BoolArray:
+    """Clusters that pass every filter for a subject that holds nothing (a newcomer), as
+    `framework.apply_filters(...).feasible` finds them, without the verdicts.
 
     With one replica or more, WaterLevel needs no mask of its own: a cluster above the limit
     on a requested resource has negative headroom there, so it can take no replica and
     Capacity rejects it anyway.
     """
-    base = framework.static_feasible(run.fleet, subject)
+    base = framework.static_feasible(fleet, subject)
     if not subject.extensions:
         return base
-    feasible = base & subject.node_fit
+    passed = base & subject.node_fit
     replicas = subject.replicas
     if replicas:
         need = replicas if subject.strategy == "Duplicated" else 1
-        feasible &= subject.allocatable >= need
+        passed &= subject.allocatable >= need
     elif replicas == 0:
         requested = subject.requested
         limited = requested[subject.limit[requested] < 1.0]
         if len(limited):
-            feasible &= ~np.logical_or.reduce(subject.headroom[limited] < 0, axis=0)
-    return feasible
+            passed &= ~np.logical_or.reduce(subject.headroom[limited] < 0, axis=0)
+    return passed

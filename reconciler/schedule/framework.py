@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from reconciler.domain import ClusterVerdict, Placement, Workload
-from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, rows_of, some
+from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, frozen, rows_of, some
 
 SCORE_MAX = 100.0
 
@@ -245,7 +245,7 @@ def _static_filters(
         if _applies(entry, subject):
             _reject(name, entry.plugin(fleet, subject), feasible, rejected_by)
     if fresh:
-        subject.cache[key] = (feasible.copy(), tuple(rejected_by))
+        subject.cache[key] = (frozen(feasible.copy()), tuple(rejected_by))
     return feasible, tuple(rejected_by)
 
 

@@ -40,7 +40,7 @@ import numpy as np
 
 from reconciler import durations
 from reconciler.domain import Decision, Move, Placed
-from reconciler.schedule import engine, facts, framework, triggers
+from reconciler.schedule import engine, express, facts, triggers
 from reconciler.schedule.fleet import BoolArray, FloatArray, IntArray, rows_of
 
 DRAINED = "cluster drained"
@@ -236,7 +236,7 @@ def _move_off(
     if wanted <= 0:
         return 0
     subject = ledger.facts.newcomer(claimed, demand, scale, node_fit, holding.term)
-    feasible = framework.apply_filters(ledger.fleet, subject).feasible
+    feasible = express.feasible(ledger.fleet, subject)
     feasible[source] = False
     allocatable = subject.allocatable
     capacity = ledger.fleet.capacity_by_resource[resource]
@@ -310,7 +310,7 @@ def _fill_one(
     """How many of this workload's replicas on `source` to move into `target`, and why."""
     fleet = ledger.fleet
     subject = ledger.facts.newcomer(holding.claimed, demand, scale, node_fit, holding.term)
-    if not framework.apply_filters(fleet, subject).feasible[target]:
+    if not express.feasible(fleet, subject)[target]:
         return 0, ""
     resource = _decisive(ledger, demand, source)
     capacity = fleet.capacity_by_resource[resource]
