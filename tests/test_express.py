@@ -15,6 +15,7 @@ from test_schedule import GPU, ORIGIN, cluster, deployment
 
 from reconciler import demand, schedule
 from reconciler.domain import (
+    Cluster,
     ClusterAffinity,
     Decision,
     LabelRequirement,
@@ -28,11 +29,13 @@ from reconciler.domain import (
     Source,
     Spec,
     SpreadConstraint,
+    Taint,
     Workload,
 )
 from reconciler.schedule import batch, engine, express, facts, framework
 from reconciler.schedule.fleet import Fleet
 
+EVICT = Taint(key="maintenance", value="", effect="NoExecute")
 DIVISIONS = ("Duplicated", "StaticWeight", "DynamicWeight", "Aggregated")
 
 
@@ -136,6 +139,24 @@ def test_the_express_lane_decides_as_the_filters_do(
     full = schedule.place(spec, diagnose=True)
     assert without_verdicts(fast) == without_verdicts(full)
     assert_newcomers_pass_alike(spec)
+    # The next pass, on changed load, cordons and taints: steady divisions and re-placements.
+    previous = {d.key: d for d in fast}
+    changed = replace(spec, clusters=tuple(shifted(c, i) for i, c in enumerate(spec.clusters)))
+    fast = schedule.place(changed, previous, diagnose=False)
+    full = schedule.place(changed, previous, diagnose=True)
+    assert without_verdicts(fast) == without_verdicts(full)
+
+
+def shifted(item: Cluster, i: int) -> Cluster:
+    """The cluster a pass later: its load moved; some cordoned, evicting or drained."""
+    used = (item.allocated["cpu"] + 37 * (i + 1)) % 100
+    return replace(
+        item,
+        allocated=MappingProxyType({**item.allocated, "cpu": used}),
+        cordon=item.cordon != (i % 4 == 0),
+        taints=(EVICT,) if i % 4 == 1 else item.taints,
+        drain=i % 4 == 2,
+    )
 
 
 def assert_newcomers_pass_alike(spec: Spec) -> None:

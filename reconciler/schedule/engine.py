@@ -121,6 +121,10 @@ class Pass:
                 subject.allocatable[list(stuck)] = 0
             else:
                 subject = replace(subject, target=target)
+            if attempt == 0 and self._stands(subject, before, lost, stuck):
+                result = _Placed(previous, rows_of(previous), triggers.STEADY)
+                self._charge(demand, running, result.counts)
+                return self._decision(claimed, subject.strategy, None, result, None, stuck)
             outcome = framework.apply_filters(fleet, subject)
             try:
                 result, outcome = self._place(
@@ -138,6 +142,31 @@ class Pass:
         return self._unschedulable(
             claimed, subject.strategy, outcome, failure, before, running, demand
         )
+
+    def _stands(
+        self,
+        subject: framework.Subject,
+        before: Decision | None,
+        lost: list[str],
+        stuck: Mapping[int, int],
+    ) -> bool:
+        """Whether a divided workload's previous division stands, found without the filters'
+        verdicts. Every filter after the static ones keeps the clusters a workload holds, so
+        the static filters alone decide whether a holder is dropped, and a kept holder makes
+        the workload feasible. Passes that explain
+        themselves, ordered affinity terms, pods pending and Fresh requests take the full path.
+        """
+        if self.diagnose or stuck or before is None or not before.clusters:
+            return False
+        placement = subject.placement
+        if subject.replicas is None or subject.strategy == "Duplicated" or placement.affinity_terms:
+            return False
+        if triggers.pending_request(placement, before) is not None:
+            return False
+        kept = framework.static_filters(self.fleet, subject)
+        if not some(kept & subject.holders):
+            return False  # the full path finds out whether anything is feasible at all
+        return triggers.trigger(self.fleet, subject, kept, before, lost, subject.movable) is None
 
     def _stuck(self, claimed: facts.Claimed, previous: IntArray) -> dict[int, int]:
         """Lower the share of each cluster where this divided workload's pods have pended for
@@ -327,7 +356,8 @@ class Pass:
         """Place a workload that holds nothing yet on the clusters `outcome` finds feasible
         (at least one), as `decide` would, and charge it to the ledger."""
         divided = subject.replicas is not None and subject.strategy != "Duplicated"
-        trigger = triggers.FIRST if divided else triggers.FOLLOWS
+        before = self.previous.get(claimed.workload.key)
+        trigger = triggers.newcomer(before) if divided else triggers.FOLLOWS
         tiers = self.facts.target(subject.placement, None)[1]
         outcome = self._scored(subject, outcome)
         try:

@@ -33,13 +33,13 @@ if TYPE_CHECKING:
 
 
 def eligible(run: Pass, claimed: facts.Claimed) -> bool:
-    """Whether the express lane may place this workload: a first placement, not explained,
-    whose placement has no ordered affinity terms."""
-    return (
-        not run.diagnose
-        and not claimed.placement.affinity_terms
-        and claimed.workload.key not in run.previous
-    )
+    """Whether the express lane may place this workload: it holds nothing (a first placement,
+    or one that was unschedulable), the pass does not explain itself, and its placement has
+    no ordered affinity terms."""
+    if run.diagnose or claimed.placement.affinity_terms:
+        return False
+    before = run.previous.get(claimed.workload.key)
+    return before is None or not (before.clusters or before.retiring)
 
 
 def place(

@@ -76,6 +76,7 @@ class Facts:
         """The pass's ledger (resources × clusters); updated in place as the pass goes."""
         self.cache: dict[Any, Any] = {}
         self._any_cordoned = some(fleet.cordoned)
+        self._requested: dict[bytes, IntArray] = {}
         self._nothing = frozen(np.zeros(fleet.size, dtype=np.int64))
         self._nowhere = frozen(np.zeros(fleet.size, dtype=bool))
 
@@ -127,6 +128,14 @@ class Facts:
             self.cache[key] = weights
         result: IntArray | None = self.cache[key]
         return result
+
+    def requested(self, demand: FloatArray) -> IntArray:
+        """Indices of the resources one replica requests; memoised per distinct demand."""
+        key = demand.tobytes()
+        found: IntArray | None = self._requested.get(key)
+        if found is None:
+            found = self._requested[key] = frozen(rows_of(demand > 0))
+        return found
 
     def ceiling(self, limit: FloatArray) -> FloatArray:
         """(resources × clusters) capacity × RWL limit; unbounded resources stay inf."""
@@ -187,7 +196,7 @@ class Facts:
         """The workload at its turn, as the filters see it on the `target` clusters."""
         replicas = claimed.workload.replicas
         limit = self.limit(claimed)
-        requested = rows_of(demand > 0)
+        requested = self.requested(demand)
         headroom, allocatable = self.room(scale, requested, limit, replicas or 0)
         return framework.Subject(
             workload=claimed.workload,

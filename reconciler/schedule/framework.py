@@ -23,9 +23,11 @@ from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, fr
 SCORE_MAX = 100.0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class Subject:
-    """One workload as the plugins see it at its turn in the pass."""
+    """One workload as the plugins see it at its turn in the pass. Built once per workload
+    and read-only by convention (not frozen: a frozen dataclass costs a `__setattr__` per
+    field, and one is built per workload and pass)."""
 
     workload: Workload
     placement: Placement
@@ -247,6 +249,12 @@ def _static_filters(
     if fresh:
         subject.cache[key] = (frozen(feasible.copy()), tuple(rejected_by))
     return feasible, tuple(rejected_by)
+
+
+def static_filters(fleet: Fleet, subject: Subject) -> BoolArray:
+    """The clusters that pass the leading static filters (which alone may drop a cluster the
+    subject holds: every later filter keeps holders)."""
+    return _static_filters(fleet, subject)[0]
 
 
 def static_feasible(fleet: Fleet, subject: Subject) -> BoolArray:

@@ -15,6 +15,7 @@ from reconciler.schedule import framework
 from reconciler.schedule.fleet import BoolArray, Fleet, rows_of
 
 FIRST = "first placement"
+AGAIN = "placed again after unschedulable"
 STEADY = "steady: the previous division stands"
 REQUESTED = "rebalance requested"
 FOLLOWS = "follows its candidates on every pass"
@@ -36,6 +37,12 @@ def is_movable(extensions: bool, strategy: str, workload: Workload) -> bool:
         and strategy in ("DynamicWeight", "Aggregated")
         and not workload.stateful
     )
+
+
+def newcomer(before: Decision | None) -> str:
+    """The trigger of a divided workload that holds nothing: placed for the first time, or
+    again after it was unschedulable."""
+    return FIRST if before is None else AGAIN
 
 
 def pending_request(placement: Placement, before: Decision | None) -> str | None:
@@ -60,7 +67,7 @@ def trigger(
 ) -> str | None:
     """Why a divided workload is divided again this pass, or None when nothing requires it."""
     if before is None or not before.clusters:
-        return FIRST if before is None else "placed again after unschedulable"
+        return newcomer(before)
     if before.placement_digest != subject.placement.digest:
         return "the placement changed"
     total = sum(p.replicas or 0 for p in before.clusters)
