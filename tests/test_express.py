@@ -48,6 +48,22 @@ def labelled(workload: Workload, group: str) -> Workload:
     return replace(workload, manifest={**workload.manifest, "metadata": metadata})
 
 
+def policy(group: int, placement: Placement, extensions: bool) -> PlacementPolicy:
+    """Policy `p<group>`, for the Deployments labelled `p: <group>`."""
+    labels = LabelSelector(match_labels=MappingProxyType({"p": str(group)}))
+    return PlacementPolicy(
+        ref=PolicyRef(kind="ResourcePlacementPolicy", namespace=None, name=f"p{group}"),
+        origin=ORIGIN,
+        api_version="multicluster.io/v1alpha1",
+        namespaced=False,
+        selectors=(
+            ResourceSelector(api_version="apps/v1", kind="Deployment", label_selector=labels),
+        ),
+        placement=placement,
+        dro_extensions=extensions,
+    )
+
+
 def region_targets(regions: tuple[str, ...]) -> tuple[ClusterAffinity, ...]:
     """Clusters in these regions; every cluster when none are named."""
     if not regions:
@@ -117,22 +133,7 @@ def test_the_express_lane_decides_as_the_filters_do(
             for i, (replicas, cpu) in enumerate(workloads)
         ),
         placement_policies=tuple(
-            PlacementPolicy(
-                ref=PolicyRef(kind="ResourcePlacementPolicy", namespace=None, name=f"p{j}"),
-                origin=ORIGIN,
-                api_version="multicluster.io/v1alpha1",
-                namespaced=False,
-                selectors=(
-                    ResourceSelector(
-                        api_version="apps/v1",
-                        kind="Deployment",
-                        label_selector=LabelSelector(match_labels=MappingProxyType({"p": str(j)})),
-                    ),
-                ),
-                placement=placement,
-                dro_extensions=extensions,
-            )
-            for j, (placement, extensions) in enumerate(policies)
+            policy(j, placement, extensions) for j, (placement, extensions) in enumerate(policies)
         ),
     )
     fast = schedule.place(spec, diagnose=False)
@@ -208,3 +209,24 @@ def test_a_workload_scaled_to_zero_still_keeps_off_clusters_above_the_limit() ->
         (decision,) = schedule.place(spec, diagnose=diagnose)
         assert [p.cluster for p in decision.clusters] == ["cool"]
     assert_newcomers_pass_alike(spec)
+
+
+def test_a_refusal_is_worded_anew_once_the_usage_it_read_has_changed() -> None:
+    dynamic = Placement(replicas=ReplicaScheduling(type="Divided", division="DynamicWeight"))
+    spec = Spec(
+        source=Source(files=()),
+        config=SchedulerConfig(),
+        clusters=(cluster("a", used=90), cluster("b", used=80)),
+        workloads=(
+            labelled(deployment("w1", 1, "9"), "0"),
+            labelled(deployment("w2", 1, "9"), "1"),  # Karmada's: fills b above 0.85
+            labelled(deployment("w3", 1, "9"), "0"),
+        ),
+        placement_policies=(policy(0, dynamic, True), policy(1, dynamic, False)),
+    )
+    first, karmada, again = schedule.place(spec, diagnose=False)
+    assert first.unschedulable == (
+        "0/2 clusters are available: 1 insufficient cpu, 1 water level above 0.85 (cpu)"
+    )
+    assert [p.cluster for p in karmada.clusters] == ["b"]
+    assert again.unschedulable == "0/2 clusters are available: 2 water level above 0.85 (cpu)"

@@ -76,6 +76,10 @@ class Pass:
         self.load = round(fleet.load(), 4)
         self.weights = facts.effective_weights(config, self.load)
         self.facts = facts.Facts(fleet, config, self.usage)
+        self.clock = 0
+        """Counts the changes to the ledger."""
+        self.changed: IntArray = np.zeros(fleet.size, dtype=np.int64)
+        """The `clock` of each cluster's last usage change."""
         self.fresh_targets: dict[Any, tuple[IntArray, str]] = {}
         """Workload key → (its Fresh division, the requestedAt it serves), for requests that
         re-balancing carries out under the churn budget."""
@@ -367,8 +371,7 @@ class Pass:
                 claimed, subject.strategy, outcome, failure, None, subject.previous, demand
             )
         if result.counts is not None and len(result.rows):
-            placed = result.counts[result.rows]
-            self.usage[:, result.rows] += demand[:, np.newaxis] * placed[np.newaxis, :]
+            self.add(result.rows, demand, result.counts[result.rows])
         return self._decision(claimed, subject.strategy, outcome, result, None, {})
 
     def refuse(
@@ -390,7 +393,15 @@ class Pass:
         delta = counts - previous
         rows = rows_of(delta)
         if len(rows):
-            self.usage[:, rows] += demand[:, np.newaxis] * delta[rows][np.newaxis, :]
+            self.add(rows, demand, delta[rows])
+
+    def add(self, rows: IntArray, demand: FloatArray, replicas: IntArray) -> None:
+        """Charge `replicas` (one count per row; negative frees room) of a workload with this
+        per-replica `demand` to the ledger. Every change to the usage goes through here, so
+        `changed` knows when each cluster's usage last changed."""
+        self.usage[:, rows] += demand[:, np.newaxis] * replicas[np.newaxis, :]
+        self.clock += 1
+        self.changed[rows] = self.clock
 
     def _weights(self, extensions: bool) -> dict[str, float]:
         """The weights of the scorers that run for such a policy; the same every workload."""

@@ -26,7 +26,7 @@ import numpy as np
 
 from reconciler.domain import Decision
 from reconciler.schedule import facts, framework
-from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, some
+from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, rows_of, some
 
 if TYPE_CHECKING:
     from reconciler.schedule.engine import Pass
@@ -52,10 +52,44 @@ def place(
     if some(passed):
         outcome = framework.Outcome(feasible=passed, rejected_by=())
         return run.place_newcomer(claimed, subject, outcome, demand)
+    message = _refusal(run, subject)
+    return None if message is None else run.refuse(claimed, subject.strategy, None, message, demand)
+
+
+def _refusal(run: Pass, subject: framework.Subject) -> str | None:
+    """Why no cluster takes this newcomer, in the filters' words; None if the filters find a
+    cluster after all.
+
+    The filters' verdicts on a newcomer depend on its placement, its demand and replica count,
+    and the usage of the clusters that pass the static filters, so the message is memoised on
+    those: a run of workloads alike, refused while those clusters' usage stands still, costs
+    one filter run."""
+    key = (
+        "refusal",
+        id(subject.placement),
+        subject.extensions,
+        subject.demand.tobytes(),
+        subject.replicas,
+    )
+    rows = _static_rows(run, subject)
+    memo: tuple[int, str] | None = run.facts.cache.get(key)
+    if memo is not None and (not len(rows) or int(run.changed[rows].max()) <= memo[0]):
+        return memo[1]
     outcome = framework.apply_filters(run.fleet, subject)
     if some(outcome.feasible):
         return None  # the lane and the filters disagree: let the engine decide
-    return run.refuse(claimed, subject.strategy, outcome, outcome.fit_error(run.fleet.size), demand)
+    message = outcome.fit_error(run.fleet.size)
+    run.facts.cache[key] = (run.clock, message)
+    return message
+
+
+def _static_rows(run: Pass, subject: framework.Subject) -> IntArray:
+    """The clusters that pass the static filters for a newcomer of this placement."""
+    key = ("static-rows", id(subject.placement), id(subject.target), subject.extensions)
+    rows: IntArray | None = run.facts.cache.get(key)
+    if rows is None:
+        rows = run.facts.cache[key] = rows_of(framework.static_feasible(run.fleet, subject))
+    return rows
 
 
 def feasible(fleet: Fleet, subject: framework.Subject) -> BoolArray:

@@ -434,8 +434,7 @@ def _above(level: float, limit: float) -> str:
 def _apply(
     ledger: engine.Pass, holding: _Holding, source: int, target: int, take: int, demand: FloatArray
 ) -> None:
-    ledger.usage[:, source] -= take * demand
-    ledger.usage[:, target] += take * demand
+    ledger.add(np.array([source, target]), demand, np.array([-take, take]))
     holding.counts[source] -= take
     holding.counts[target] = holding.counts.get(target, 0) + take
     holding.retiring[source] = holding.retiring.get(source, 0) + take
