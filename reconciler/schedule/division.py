@@ -96,6 +96,12 @@ def webster_seats(
         return initial.astype(np.int64, copy=True)
     if seats < size and not initial.any():
         members = _leading(votes, seats, descending)
+        if 3 * int(votes[members[-1]]) > int(votes[members[0]]):
+            # Every leading party's first quotient (its votes) beats every second quotient
+            # (at most the largest votes / 3): one seat each, no heap needed.
+            result = np.zeros(size, dtype=np.int64)
+            result[members] = 1
+            return result
         held = [0] * len(members)
     else:
         members = np.arange(size)
@@ -173,9 +179,10 @@ def divide(
             replicas, weights[keep], _zeros(chosen), descending=descending
         )
         return result
-    free = np.zeros(size, dtype=np.int64) if available is None else np.maximum(available, 0)
-    before = np.zeros(size, dtype=np.int64) if previous is None else previous
-    return _dynamic(strategy, replicas, candidates, free, before, descending, fresh)
+    free = _zeros(candidates) if available is None else np.maximum(available[candidates], 0)
+    before = _zeros(candidates) if previous is None else np.maximum(previous[candidates], 0)
+    result[candidates] = _dynamic(strategy, replicas, candidates, free, before, descending, fresh)
+    return result
 
 
 def _zeros(rows: IntArray) -> IntArray:
@@ -192,45 +199,41 @@ def _dynamic(
     replicas: int,
     candidates: IntArray,
     free: IntArray,
-    previous: IntArray,
+    scheduled: IntArray,
     descending: bool,
     fresh: bool,
 ) -> IntArray:
-    """DynamicWeight and Aggregated, worked on the candidates' positions (`candidates` holds
-    no row twice) and spread back over all rows at the end."""
-    result = np.zeros(len(free), dtype=np.int64)
-    scheduled = np.maximum(previous[candidates], 0)
+    """DynamicWeight and Aggregated over the candidates (no row twice): `free` and `scheduled`
+    are their free capacity and previous replicas; returns their new replicas."""
     assigned = int(scheduled.sum())
     merge = False
-    members = np.arange(len(candidates))
     if fresh:
         target = replicas
-        weights = free[candidates] + scheduled
+        weights = free + scheduled
     elif assigned > replicas:
-        target = replicas
+        target = replicas  # the previous replicas are the weights; the others weigh nothing
         weights = scheduled
-        members = members[scheduled > 0]
     elif assigned < replicas:
         target = replicas - assigned
-        weights = free[candidates]
+        weights = free
         merge = True
     else:
-        result[candidates] = scheduled
-        return result
-    total = int(weights[members].sum())
+        return scheduled
+    total = int(weights.sum())
     if total < target:
         raise Unschedulable(f"Clusters available replicas {total} are not enough to schedule.")
-    voters = members[weights[members] > 0]
+    voters = (weights > 0).nonzero()[0]
     if strategy == "Aggregated":
-        # A stable sort by weight descending keeps the caller's order among equals.
-        ordered = members[np.argsort(-weights[members], kind="stable")]
+        # A stable sort by weight descending keeps the caller's order among equals; the
+        # weightless come last and never enter the covering prefix.
+        ordered = np.argsort(-weights, kind="stable")
         ordered = _aggregated_prefix(ordered, weights, target, scheduled if merge else None)
         voters = ordered[weights[ordered] > 0]
         voters = voters[np.argsort(candidates[voters])]  # the division counts in name order
-    rows = candidates[voters]
-    result[rows] = webster_seats(target, weights[voters], _zeros(voters), descending=descending)
+    result = np.zeros(len(candidates), dtype=np.int64)
+    result[voters] = webster_seats(target, weights[voters], _zeros(voters), descending=descending)
     if merge and assigned:
-        result[candidates] += scheduled
+        result += scheduled
     return result
 
 

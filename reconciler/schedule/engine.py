@@ -276,10 +276,10 @@ class Pass:
     ) -> _Placed:
         fleet = self.fleet
         rows = rows_of(outcome.feasible)
-        available = subject.available
         selected = rows  # unscored: no spread, and a division that reads no order
         if outcome.total is not None:
             # Aggregated and spread read the candidate order; the others divide in name order.
+            available = subject.available
             ordered = rows[np.lexsort((rows, -available[rows], -outcome.total[rows], tiers[rows]))]
             try:
                 selected = spread.select(
@@ -296,8 +296,8 @@ class Pass:
                 raise _Failed(str(error), keep=True) from error
         if subject.replicas is None:
             return _Placed(None, np.sort(selected), trigger)
-        counts = np.zeros(fleet.size, dtype=np.int64)
         if subject.strategy == "Duplicated":
+            counts = np.zeros(fleet.size, dtype=np.int64)
             counts[selected] = subject.replicas
             return _Placed(counts, np.sort(selected), trigger)
         try:
@@ -332,7 +332,7 @@ class Pass:
             distinct=True,
             fresh=fresh,
         )
-        if not some(tiers[selected]):
+        if not self.facts.tiered(tiers) or not some(tiers[selected]):
             return dynamic(replicas, selected)
         counts = np.zeros(size, dtype=np.int64)
         remaining = replicas

@@ -114,6 +114,14 @@ class Facts:
         pair: tuple[BoolArray, IntArray] = self.cache[key]
         return pair
 
+    def tiered(self, tiers: IntArray) -> bool:
+        """Whether a `target` tiers array has overflow tiers at all; memoised per array."""
+        key = ("tiered", id(tiers))
+        if key not in self.cache:
+            self.cache[key] = (tiers, some(tiers))  # holding the array keeps its id unique
+        tiered: bool = self.cache[key][1]
+        return tiered
+
     def static(self, placement: Placement) -> IntArray | None:
         """Each cluster's largest matching static weight; None when the policy lists none."""
         key = ("static", id(placement))
