@@ -47,49 +47,58 @@ def place(
 ) -> Decision | None:
     """The decision for an eligible workload, its placement charged to the ledger; None when
     the lane cannot decide it (the engine then does)."""
+    key = _refusal_key(claimed, demand)
+    message = _still_refused(run, key)
+    if message is not None:
+        return run.refuse(claimed, _strategy(claimed), None, message, demand)
     subject = run.facts.newcomer(claimed, demand, scale, node_fit, None)
     passed = feasible(run.fleet, subject)
     if some(passed):
         outcome = framework.Outcome(feasible=passed, rejected_by=())
         return run.place_newcomer(claimed, subject, outcome, demand)
-    message = _refusal(run, subject)
+    message = _refusal(run, subject, key)
     return None if message is None else run.refuse(claimed, subject.strategy, None, message, demand)
 
 
-def _refusal(run: Pass, subject: framework.Subject) -> str | None:
-    """Why no cluster takes this newcomer, in the filters' words; None if the filters find a
-    cluster after all.
+def _strategy(claimed: facts.Claimed) -> str:
+    replicas = claimed.workload.replicas
+    return claimed.placement.replicas.strategy if replicas is not None else "Duplicated"
 
-    The filters' verdicts on a newcomer depend on its placement, its demand and replica count,
-    and the usage of the clusters that pass the static filters, so the message is memoised on
-    those: a run of workloads alike, refused while those clusters' usage stands still, costs
-    one filter run."""
-    key = (
-        "refusal",
-        id(subject.placement),
-        subject.extensions,
-        subject.demand.tobytes(),
-        subject.replicas,
-    )
-    rows = _static_rows(run, subject)
-    memo: tuple[int, str] | None = run.facts.cache.get(key)
-    if memo is not None and (not len(rows) or int(run.changed[rows].max()) <= memo[0]):
-        return memo[1]
+
+# A refusal is memoised: the filters' verdicts on a newcomer depend only on its placement, its
+# demand and replica count, and the usage of the clusters that pass the static filters. A run
+# of workloads alike, refused while those clusters' usage stands still, runs the estimate and
+# the filters once.
+_Refusal = tuple[int, str, IntArray]
+"""(the ledger's clock when worded, the message, the clusters past the static filters)."""
+
+
+def _refusal_key(claimed: facts.Claimed, demand: FloatArray) -> tuple[object, ...]:
+    placement, replicas = claimed.placement, claimed.workload.replicas
+    return ("refusal", id(placement), claimed.extensions, demand.tobytes(), replicas)
+
+
+def _still_refused(run: Pass, key: tuple[object, ...]) -> str | None:
+    """The memoised refusal under `key`, if none of the usage it read has changed since."""
+    memo: _Refusal | None = run.facts.cache.get(key)
+    if memo is None:
+        return None
+    clock, message, rows = memo
+    if len(rows) and int(run.changed[rows].max()) > clock:
+        return None
+    return message
+
+
+def _refusal(run: Pass, subject: framework.Subject, key: tuple[object, ...]) -> str | None:
+    """Why no cluster takes this newcomer, in the filters' words, memoised under `key`; None
+    if the filters find a cluster after all."""
     outcome = framework.apply_filters(run.fleet, subject)
     if some(outcome.feasible):
         return None  # the lane and the filters disagree: let the engine decide
     message = outcome.fit_error(run.fleet.size)
-    run.facts.cache[key] = (run.clock, message)
+    rows = rows_of(framework.static_feasible(run.fleet, subject))
+    run.facts.cache[key] = (run.clock, message, rows)
     return message
-
-
-def _static_rows(run: Pass, subject: framework.Subject) -> IntArray:
-    """The clusters that pass the static filters for a newcomer of this placement."""
-    key = ("static-rows", id(subject.placement), id(subject.target), subject.extensions)
-    rows: IntArray | None = run.facts.cache.get(key)
-    if rows is None:
-        rows = run.facts.cache[key] = rows_of(framework.static_feasible(run.fleet, subject))
-    return rows
 
 
 def feasible(fleet: Fleet, subject: framework.Subject) -> BoolArray:
