@@ -55,7 +55,10 @@ def place(
     passed = feasible(run.fleet, subject)
     if some(passed):
         outcome = framework.Outcome(feasible=passed, rejected_by=())
-        return run.place_newcomer(claimed, subject, outcome, demand)
+        decision = run.place_newcomer(claimed, subject, outcome, demand)
+        if decision.unschedulable is not None:  # capacity or spread fell short
+            _remember(run, subject, key, decision.unschedulable)
+        return decision
     message = _refusal(run, subject, key)
     return None if message is None else run.refuse(claimed, subject.strategy, None, message, demand)
 
@@ -65,10 +68,10 @@ def _strategy(claimed: facts.Claimed) -> str:
     return claimed.placement.replicas.strategy if replicas is not None else "Duplicated"
 
 
-# A refusal is memoised: the filters' verdicts on a newcomer depend only on its placement, its
-# demand and replica count, and the usage of the clusters that pass the static filters. A run
-# of workloads alike, refused while those clusters' usage stands still, runs the estimate and
-# the filters once.
+# A refusal is memoised: whether a newcomer fits, and why not, depends only on its placement,
+# its demand and replica count, and the usage of the clusters that pass the static filters
+# (the filters' verdicts, the estimate, spread and division all read nothing else). A run of
+# workloads alike, refused while those clusters' usage stands still, is worked out once.
 _Refusal = tuple[int, str, IntArray]
 """(the ledger's clock when worded, the message, the clusters past the static filters)."""
 
@@ -96,9 +99,13 @@ def _refusal(run: Pass, subject: framework.Subject, key: tuple[object, ...]) -> 
     if some(outcome.feasible):
         return None  # the lane and the filters disagree: let the engine decide
     message = outcome.fit_error(run.fleet.size)
-    rows = rows_of(framework.static_feasible(run.fleet, subject))
-    run.facts.cache[key] = (run.clock, message, rows)
+    _remember(run, subject, key, message)
     return message
+
+
+def _remember(run: Pass, subject: framework.Subject, key: tuple[object, ...], why: str) -> None:
+    rows = rows_of(framework.static_feasible(run.fleet, subject))
+    run.facts.cache[key] = (run.clock, why, rows)
 
 
 def feasible(fleet: Fleet, subject: framework.Subject) -> BoolArray:
