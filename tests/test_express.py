@@ -11,7 +11,6 @@ from types import MappingProxyType
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_schedule import GPU, ORIGIN, cluster, deployment
 
 from reconciler import demand, schedule
 from reconciler.domain import (
@@ -34,6 +33,7 @@ from reconciler.domain import (
 )
 from reconciler.schedule import batch, engine, express, facts, framework
 from reconciler.schedule.fleet import Fleet
+from tests.test_schedule import GPU, ORIGIN, cluster, deployment
 
 EVICT = Taint(key="maintenance", value="", effect="NoExecute")
 DIVISIONS = ("Duplicated", "StaticWeight", "DynamicWeight", "Aggregated")

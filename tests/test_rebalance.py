@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from reconciler import durations, render, report, schedule, summary
 from reconciler.domain import (
+    ClusterAffinity,
     Decision,
     MoveBudget,
     Placement,
@@ -17,9 +18,11 @@ from reconciler.domain import (
     ReplicaScheduling,
     ResourceKey,
     SchedulerConfig,
+    Source,
     Spec,
     Workload,
 )
+from tests.test_express import labelled, policy
 from tests.test_schedule import cluster, deployment, spec_of
 
 DYNAMIC = ReplicaScheduling(type="Divided", division="DynamicWeight")
@@ -288,3 +291,36 @@ def test_an_unschedulable_scale_up_keeps_the_copies_and_the_cooldown() -> None:
     assert counts(stuck) == counts(moved), "capacity is short: the running copies stay"
     assert stuck.retiring == (), "the move completes: its old copies go"
     assert stuck.moves == moved.moves, "the cooldown still knows the move"
+
+
+def test_replicas_placed_this_pass_move_without_retiring_copies() -> None:
+    """A Karmada policy's workload, placed after a dro one, fills a and b above their limit:
+    the dro workload's replicas, placed this very pass, move to c and leave nothing behind."""
+    dynamic = Placement(replicas=DYNAMIC)
+    targets = Placement(targets=(ClusterAffinity(names=("a", "b")),), replicas=DYNAMIC)
+    spec = Spec(
+        source=Source(files=()),
+        config=SchedulerConfig(rebalance=Rebalance(max_moves=MoveBudget(count=100))),
+        clusters=(cluster("a", used=60), cluster("b", used=60), cluster("c", used=60)),
+        workloads=(
+            labelled(deployment("w1", 6), "0"),
+            labelled(deployment("w2", 60), "1"),
+        ),
+        placement_policies=(policy(0, dynamic, True), policy(1, targets, False)),
+    )
+    first, filler = schedule.place(spec)
+    assert counts(filler) == {"a": 30, "b": 30}, "Karmada's estimator fills a and b to 0.92"
+    assert counts(first) == {"c": 6}
+    assert {(m.source, m.replicas) for m in first.moves} == {("a", 2), ("b", 2)}
+    assert retiring(first) == {}, "nothing ran on a or b yet: there is no old copy to keep"
+
+
+def test_only_copies_that_ran_before_retire() -> None:
+    """Scaled from 8 to 4 while a turns hot: the old copies the new division keeps on a are
+    the only ones that retire when they move."""
+    hot, first = two_clusters(used_a=90)
+    scaled = replace(hot, workloads=(deployment("w", 4),))
+    spec = with_rebalance(scaled, max_moves=MoveBudget(count=100))
+    (after,) = schedule.place(spec, {first.key: first}, now=HOUR)
+    assert counts(after) == {"b": 4}
+    assert retiring(after) == {"a": 2}, "2 of a's 4 replicas were scaled away, 2 moved"

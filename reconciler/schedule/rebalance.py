@@ -27,7 +27,8 @@ Karmada-exact primitive, and this step only moves replicas that a decision alrea
   `rebalance.maxMovesPerPass` of its workloads' replicas lowers it for them.
 - Cooldown: a workload does not move off a cluster it moved onto within `rebalance.cooldown`.
 - A move keeps the old copies running: the decision lists them in `retiring`, rendered beside
-  the target, and the next pass drops them.
+  the target, and the next pass drops them. Only copies that ran before this pass retire:
+  replicas this pass placed (a first placement, a scale-up) have not started, and just move.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ class _Holding:
     """Moves of earlier passes still within the cooldown."""
     scaling: bool = False
     """Its replica count changed this pass: its pods roll out anyway, so it moves first."""
+    settled: dict[int, int] = field(default_factory=dict)
+    """Replicas per cluster that ran before this pass and that this pass's division keeps."""
     retiring: dict[int, int] = field(default_factory=dict)
     moves: list[Move] = field(default_factory=list)
     served: str | None = None
@@ -137,11 +140,18 @@ def _holdings(
         if not claimed.movable or decision.unschedulable or not decision.clusters:
             continue
         counts = {index[p.cluster]: p.replicas or 0 for p in decision.clusters if p.replicas}
+        before = ledger.previous.get(claimed.workload.key)
+        settled = {
+            index[p.cluster]: min(p.replicas or 0, counts.get(index[p.cluster], 0))
+            for p in (before.clusters if before is not None else ())
+            if p.cluster in index
+        }
         result.append(
             _Holding(
                 claimed=claimed,
                 position=position,
                 counts=counts,
+                settled=settled,
                 term=decision.affinity_term,
                 recent=decision.moves,
                 scaling=decision.diagnosis.trigger.startswith(triggers.SCALED),
@@ -437,7 +447,9 @@ def _apply(
     ledger.add(np.array([source, target]), demand, np.array([-take, take]))
     holding.counts[source] -= take
     holding.counts[target] = holding.counts.get(target, 0) + take
-    holding.retiring[source] = holding.retiring.get(source, 0) + take
+    # Only copies that already ran keep running until the new ones are up: replicas this
+    # pass placed (a first placement, a scale-up) have not started, so they simply move.
+    holding.retiring[source] = max(0, holding.settled.get(source, 0) - holding.counts[source])
 
 
 def _rebuilt(ledger: engine.Pass, decision: Decision, holding: _Holding) -> Decision:
