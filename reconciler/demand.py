@@ -37,8 +37,11 @@ def _requests(container: Mapping[str, Any]) -> dict[str, float]:
 def per_replica(workload: Workload) -> dict[str, float]:
     """Requests of one replica; empty for objects that run no pods."""
     pod = pod_template(workload.manifest)
-    if pod is None:
-        return {}
+    return {} if pod is None else pod_requests(pod)
+
+
+def pod_requests(pod: Mapping[str, Any]) -> dict[str, float]:
+    """Requests of one pod from its spec, one `pods` slot included."""
     total: dict[str, float] = {}
     for container in pod.get("containers") or ():
         for name, amount in _requests(container).items():

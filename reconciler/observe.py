@@ -1,0 +1,136 @@
+"""Observe: a cluster's live resources, measured from its Nodes and Pods.
+
+This is the pure half of the observe stage: it turns the Nodes and Pods listed from a cluster
+(plain dicts, as the API returns them) into an `Observation`, which the scheduler uses in place
+of the cluster's declared `capacity`, `allocated` and `largestNodeFree`.
+
+- A node counts when it is Ready, not cordoned (`spec.unschedulable`) and has no NoSchedule or
+  NoExecute taint: the room dro can place replicas in. `capacity` is the sum of the counted
+  nodes' `status.allocatable`.
+- `used` sums the requests of the pods that hold room: pods bound to a counted node and pods
+  not bound yet (Karmada's "allocated" and "allocating"), except Succeeded and Failed ones. A
+  pod's request is Kubernetes' rule, one `pods` slot included (`demand.pod_requests`).
+- `largest_node_free` is, per resource, the most any one counted node has left: the draft's
+  "single node maximum resource query".
+- `pending` names the workloads whose pods the Kubernetes scheduler could not place
+  (`PodScheduled=False`, reason `Unschedulable`), with how many and since when. A pod is traced
+  to its workload by the `multicluster.io/placement` annotation that dro renders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from reconciler import demand, kube
+from reconciler.domain import Observation, ResourceKey
+
+PLACEMENT_ANNOTATION = "multicluster.io/placement"
+_BLOCKING_TAINTS = frozenset({"NoSchedule", "NoExecute"})
+_DONE = frozenset({"Succeeded", "Failed"})
+
+
+def measure(
+    cluster: str,
+    nodes: Sequence[Mapping[str, Any]],
+    pods: Sequence[Mapping[str, Any]],
+    *,
+    observed_at: str,
+) -> Observation:
+    """The observation of `cluster` from its listed Nodes and Pods, taken at `observed_at`."""
+    counted = {
+        _name(node): _amounts(_status(node).get("allocatable"))
+        for node in nodes
+        if _schedulable(node)
+    }
+    capacity: dict[str, float] = {}
+    for room in counted.values():
+        _add(capacity, room)
+    used: dict[str, float] = {}
+    free = {name: dict(room) for name, room in counted.items()}
+    for pod in pods:
+        if _status(pod).get("phase") in _DONE:
+            continue
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node and node not in counted:
+            continue  # on a node dro does not count: neither its room nor its load
+        requests = demand.pod_requests(pod.get("spec") or {})
+        _add(used, requests)
+        if node:
+            _add(free[node], {name: -amount for name, amount in requests.items()})
+    largest: dict[str, float] = {}
+    for room in free.values():
+        for resource, amount in room.items():
+            largest[resource] = max(largest.get(resource, 0.0), amount, 0.0)
+    return Observation(
+        cluster=cluster,
+        capacity=dict(sorted(capacity.items())),
+        used=dict(sorted(used.items())),
+        largest_node_free=dict(sorted(largest.items())),
+        observed_at=observed_at,
+        pending=pending_pods(pods),
+    )
+
+
+def pending_pods(pods: Iterable[Mapping[str, Any]]) -> dict[ResourceKey, tuple[int, str]]:
+    """Workload → (pods the scheduler could not place, the earliest time one became so)."""
+    result: dict[ResourceKey, tuple[int, str]] = {}
+    for pod in pods:
+        since = _unschedulable_since(pod)
+        key = _workload_of(pod)
+        if since is None or key is None:
+            continue
+        count, earliest = result.get(key, (0, since))
+        result[key] = (count + 1, min(earliest, since))
+    return dict(sorted(result.items(), key=lambda item: item[0].sort_key))
+
+
+def _unschedulable_since(pod: Mapping[str, Any]) -> str | None:
+    status = _status(pod)
+    if status.get("phase") != "Pending":
+        return None
+    for condition in status.get("conditions") or ():
+        if (
+            condition.get("type") == "PodScheduled"
+            and condition.get("status") == "False"
+            and condition.get("reason") == "Unschedulable"
+        ):
+            return str(condition.get("lastTransitionTime") or "")
+    return None
+
+
+def _workload_of(pod: Mapping[str, Any]) -> ResourceKey | None:
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    parts = str(annotations.get(PLACEMENT_ANNOTATION, "")).split("/")
+    if len(parts) != 4 or not all(parts[1:]):
+        return None
+    group, kind, namespace, name = parts
+    return ResourceKey(group, kind, namespace, name)
+
+
+def _schedulable(node: Mapping[str, Any]) -> bool:
+    spec = node.get("spec") or {}
+    if spec.get("unschedulable"):
+        return False
+    if any(taint.get("effect") in _BLOCKING_TAINTS for taint in spec.get("taints") or ()):
+        return False
+    ready = [c for c in _status(node).get("conditions") or () if c.get("type") == "Ready"]
+    return all(c.get("status") == "True" for c in ready)
+
+
+def _amounts(raw: Mapping[str, Any] | None) -> dict[str, float]:
+    return {name: float(kube.parse_quantity(value)) for name, value in (raw or {}).items()}
+
+
+def _add(total: dict[str, float], amounts: Mapping[str, float]) -> None:
+    for name, amount in amounts.items():
+        total[name] = total.get(name, 0.0) + amount
+
+
+def _name(item: Mapping[str, Any]) -> str:
+    return str((item.get("metadata") or {}).get("name", ""))
+
+
+def _status(item: Mapping[str, Any]) -> Mapping[str, Any]:
+    status = item.get("status")
+    return status if isinstance(status, Mapping) else {}
