@@ -1,0 +1,172 @@
+"""What dro applied to a cluster, the order it applies in, and what it may prune.
+
+Like Flux's inventory, each cluster keeps the list of objects dro applied there, in a ConfigMap
+in that cluster (`dro-system/dro-inventory`). Pruning deletes only objects that are in the
+inventory and no longer rendered, so an object dro never applied is never touched, whatever its
+labels say. This module is pure: it plans; the apply stage talks to the cluster.
+
+Apply order is fixed: CustomResourceDefinitions (which must be Established before their custom
+resources), then Namespaces, then what workloads need (quotas, storage, service accounts, RBAC,
+config, services), then workloads and everything else. Pruning runs in the reverse order, so a
+Namespace or a CRD goes last. Within a stage the order is by kind, namespace and name.
+
+An object annotated `multicluster.io/deletion-protected: Always` in its live copy is never
+pruned (the applier checks the live object before each delete).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+INVENTORY_NAMESPACE = "dro-system"
+INVENTORY_NAME = "dro-inventory"
+PROTECTION_ANNOTATION = "multicluster.io/deletion-protected"
+PROTECTED = "Always"
+
+CRDS, NAMESPACES, PREREQUISITES, WORKLOADS = range(4)
+_STAGE_OF_KIND = {
+    "CustomResourceDefinition": CRDS,
+    "Namespace": NAMESPACES,
+    **dict.fromkeys(
+        (
+            "ResourceQuota",
+            "LimitRange",
+            "PriorityClass",
+            "StorageClass",
+            "PersistentVolume",
+            "PersistentVolumeClaim",
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Role",
+            "RoleBinding",
+            "ConfigMap",
+            "Secret",
+            "Service",
+            "NetworkPolicy",
+        ),
+        PREREQUISITES,
+    ),
+}
+_KIND_RANK = {kind: rank for rank, kind in enumerate(_STAGE_OF_KIND)}
+
+
+class Ref(NamedTuple):
+    """One object's identity in a cluster; `version` is the one dro applied it with."""
+
+    group: str
+    version: str
+    kind: str
+    namespace: str
+    name: str
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any]) -> Ref:
+        """The identity of a manifest or live object."""
+        group, _, version = str(obj.get("apiVersion", "")).rpartition("/")
+        metadata = obj.get("metadata") or {}
+        return cls(
+            group, version, str(obj["kind"]), metadata.get("namespace") or "", metadata["name"]
+        )
+
+    @property
+    def api_version(self) -> str:
+        """`group/version`, or `version` for the core group."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def entry(self) -> str:
+        """The inventory line: `namespace_name_group_kind_version`, as Flux writes its ids."""
+        return "_".join((self.namespace, self.name, self.group, self.kind, self.version))
+
+    @classmethod
+    def from_entry(cls, entry: str) -> Ref:
+        """The inverse of `entry`. Names, groups and kinds hold no `_`; a namespace neither."""
+        namespace, name, group, kind, version = entry.split("_")
+        return cls(group, version, kind, namespace, name)
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind} {where}{self.name}"
+
+
+def stage(ref: Ref) -> int:
+    """The apply stage of an object: CRDS, NAMESPACES, PREREQUISITES or WORKLOADS."""
+    return _STAGE_OF_KIND.get(ref.kind, WORKLOADS)
+
+
+def apply_order(ref: Ref) -> tuple[int, int, str, str, str, str]:
+    """Sort key: stage, kind, then group, namespace and name."""
+    rank = _KIND_RANK.get(ref.kind, len(_KIND_RANK))
+    return (stage(ref), rank, ref.kind, ref.group, ref.namespace, ref.name)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """One cluster's pass: what to apply, in order, and what may be pruned, in order."""
+
+    apply: tuple[Mapping[str, Any], ...]
+    prune: tuple[Ref, ...]
+    inventory: tuple[Ref, ...]
+    """What the cluster's inventory holds once the pass succeeds: every object applied, and
+    every object left to prune that has not been pruned yet."""
+
+
+def plan(rendered: Iterable[Mapping[str, Any]], inventory: Iterable[Ref]) -> Plan:
+    """Plan a cluster's pass from its rendered objects and its current inventory.
+
+    An object applied under a new apiVersion is the same object: it is not pruned.
+    """
+    objects = sorted(rendered, key=lambda obj: apply_order(Ref.of(obj)))
+    wanted = {_identity(Ref.of(obj)) for obj in objects}
+    stale = [ref for ref in set(inventory) if _identity(ref) not in wanted]
+    prune = tuple(sorted(stale, key=apply_order, reverse=True))
+    applied = tuple(Ref.of(obj) for obj in objects)
+    return Plan(apply=tuple(objects), prune=prune, inventory=applied + prune)
+
+
+def protected(live: Mapping[str, Any]) -> bool:
+    """Whether a live object is protected from deletion."""
+    annotations = (live.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(PROTECTION_ANNOTATION) == PROTECTED
+
+
+def encode(refs: Iterable[Ref]) -> dict[str, Any]:
+    """The inventory ConfigMap holding `refs`, one entry per line, sorted."""
+    entries = sorted({ref.entry() for ref in refs})
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": INVENTORY_NAME,
+            "namespace": INVENTORY_NAMESPACE,
+            "labels": {"app.kubernetes.io/managed-by": "dro"},
+        },
+        "data": {"entries": "".join(f"{entry}\n" for entry in entries)},
+    }
+
+
+def decode(configmap: Mapping[str, Any] | None) -> tuple[Ref, ...]:
+    """The refs an inventory ConfigMap holds; none when it does not exist yet."""
+    if configmap is None:
+        return ()
+    text = str((configmap.get("data") or {}).get("entries", ""))
+    return tuple(sorted(Ref.from_entry(line) for line in text.splitlines() if line))
+
+
+def _identity(ref: Ref) -> tuple[str, str, str, str]:
+    return (ref.group, ref.kind, ref.namespace, ref.name)
+
+
+def in_stages(objects: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """`objects` (already in apply order) cut into their stages, empty stages left out."""
+    stages: list[list[Mapping[str, Any]]] = []
+    current = -1
+    for obj in objects:
+        here = stage(Ref.of(obj))
+        if here != current:
+            stages.append([])
+            current = here
+        stages[-1].append(obj)
+    return stages
