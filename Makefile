@@ -6,10 +6,10 @@ PY     := $(BIN)/python
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test check lint typecheck imports bench clean
+.PHONY: help install demo test e2e check lint typecheck imports bench clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,11 @@ demo: install ## run the main job offline on example-repo/: validate, schedule, 
 test: install ## run the test suite (no tests collected counts as a failure)
 	@$(PY) -m pytest -q -p no:cacheprovider; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+
+e2e: ## the API contract tests against a real cluster: DRO_E2E_KUBECONFIG=path make e2e
+	@if [ -z "$$DRO_E2E_KUBECONFIG" ]; then echo "set DRO_E2E_KUBECONFIG to a real cluster's kubeconfig"; exit 1; fi
+	@$(MAKE) --no-print-directory install
+	$(PY) -m pytest -q -p no:cacheprovider tests/contract
 
 lint: install ## ruff lint and format check
 	$(BIN)/ruff check reconciler tests bench

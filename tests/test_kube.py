@@ -1,0 +1,137 @@
+"""Cluster access through the official client, over real HTTP to the API emulator."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from reconciler import kube
+from reconciler.errors import ClusterError, UsageError
+from tests.kubeapi import KubeAPI
+
+
+def kubeconfig(path: Path, *contexts: str) -> Path:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {"name": c, "cluster": {"server": "http://127.0.0.1:1"}} for c in contexts
+                ],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": c, "context": {"cluster": c, "user": "u"}} for c in contexts],
+            }
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_contexts_come_from_a_file_or_a_directory(tmp_path: Path) -> None:
+    one = kubeconfig(tmp_path / "one.yaml", "eu-1", "eu-2")
+    assert kube.kubeconfig_contexts(one) == {"eu-1": one, "eu-2": one}
+    folder = tmp_path / "mounted"
+    folder.mkdir()
+    a = kubeconfig(folder / "a", "eu-1")
+    b = kubeconfig(folder / "b", "us-1")
+    assert kube.kubeconfig_contexts(folder) == {"eu-1": a, "us-1": b}
+    kubeconfig(folder / "c", "us-1")
+    with pytest.raises(UsageError, match=r"'us-1' is defined in both .*b and .*c"):
+        kube.kubeconfig_contexts(folder)
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[tuple[KubeAPI, kube.Connection]]:
+    server = KubeAPI(nodes=2, node_cpu="8", node_memory="32Gi")
+    server.start()
+    try:
+        config = server.kubeconfig(tmp_path / "kubeconfig", context="c1")
+        connection = kube.connect("c1", context="c1", kubeconfig=Path(config), timeout=2.0)
+        yield server, connection
+        connection.close()
+    finally:
+        server.stop()
+
+
+def deployment(name: str, image: str = "app:1", replicas: int = 2) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": image}]},
+            },
+        },
+    }
+
+
+def test_apply_get_list_and_delete(api: tuple[KubeAPI, kube.Connection]) -> None:
+    _server, connection = api
+    applied = connection.apply(deployment("web"))
+    assert applied["metadata"]["uid"]
+    managers = {m["manager"] for m in applied["metadata"]["managedFields"]}
+    assert managers == {"dro"}
+    live = connection.get("apps/v1", "Deployment", "web", "default")
+    assert live is not None
+    assert live["spec"]["template"]["spec"]["containers"][0]["image"] == "app:1"
+    connection.apply(deployment("api"))
+    names = [
+        d["metadata"]["name"]
+        for d in connection.list("apps/v1", "Deployment", label_selector="app in (web)")
+    ]
+    assert names == ["web"]
+    assert len(connection.list("v1", "Node")) == 2
+    assert connection.delete("apps/v1", "Deployment", "web", "default")
+    assert connection.get("apps/v1", "Deployment", "web", "default") is None
+    assert not connection.delete("apps/v1", "Deployment", "web", "default")
+
+
+def test_a_dry_run_changes_nothing(api: tuple[KubeAPI, kube.Connection]) -> None:
+    server, connection = api
+    connection.apply(deployment("web"))
+    writes = server.writes
+    preview = connection.apply(deployment("web", image="app:2"), dry_run=True)
+    assert preview["spec"]["template"]["spec"]["containers"][0]["image"] == "app:2"
+    live = connection.get("apps/v1", "Deployment", "web", "default")
+    assert live is not None
+    assert live["spec"]["template"]["spec"]["containers"][0]["image"] == "app:1"
+    assert server.writes == writes
+
+
+def test_errors_name_the_cluster_the_verb_and_the_object(
+    api: tuple[KubeAPI, kube.Connection],
+) -> None:
+    server, connection = api
+    connection.get("apps/v1", "Deployment", "web", "default")  # discovery done
+    server.fail_next(1, status=500)
+    with pytest.raises(ClusterError, match=r"cluster c1: apply Deployment default/web: HTTP 500"):
+        connection.apply(deployment("web"))
+    with pytest.raises(
+        ClusterError, match="cluster c1: discover Gadget: the API serves no such kind"
+    ):
+        connection.get("example.com/v1", "Gadget", "g")
+
+
+def test_a_slow_or_refusing_cluster_fails_within_its_timeout(
+    api: tuple[KubeAPI, kube.Connection],
+) -> None:
+    server, connection = api
+    connection.get("apps/v1", "Deployment", "web", "default")
+    server.delay(5.0)
+    with pytest.raises(ClusterError, match="cluster c1: get Deployment default/web: cannot reach"):
+        connection.get("apps/v1", "Deployment", "web", "default")
+    server.delay(0.0)
+    server.refuse()
+    with pytest.raises(ClusterError, match="cannot reach the API"):
+        connection.list("v1", "Node")
+    server.accept()
+    assert len(connection.list("v1", "Node")) == 2
