@@ -16,6 +16,8 @@ pruned (the applier checks the live object before each delete).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -132,9 +134,17 @@ def protected(live: Mapping[str, Any]) -> bool:
     return annotations.get(PROTECTION_ANNOTATION) == PROTECTED
 
 
-def encode(refs: Iterable[Ref]) -> dict[str, Any]:
-    """The inventory ConfigMap holding `refs`, one entry per line, sorted."""
-    entries = sorted({ref.entry() for ref in refs})
+def digest(obj: Mapping[str, Any]) -> str:
+    """A digest of a manifest as dro applies it: it tells a changed manifest (an update)
+    from a live object changed behind dro's back (drift)."""
+    canonical = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def encode(applied: Mapping[Ref, str]) -> dict[str, Any]:
+    """The inventory ConfigMap: one line per object dro applied, its id and the digest of
+    the manifest it applied (empty when not known), sorted."""
+    entries = sorted(f"{ref.entry()} {applied[ref]}".rstrip() for ref in applied)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -147,12 +157,17 @@ def encode(refs: Iterable[Ref]) -> dict[str, Any]:
     }
 
 
-def decode(configmap: Mapping[str, Any] | None) -> tuple[Ref, ...]:
-    """The refs an inventory ConfigMap holds; none when it does not exist yet."""
+def decode(configmap: Mapping[str, Any] | None) -> dict[Ref, str]:
+    """Ref → digest of what an inventory ConfigMap holds; empty when it does not exist yet."""
     if configmap is None:
-        return ()
+        return {}
     text = str((configmap.get("data") or {}).get("entries", ""))
-    return tuple(sorted(Ref.from_entry(line) for line in text.splitlines() if line))
+    held: dict[Ref, str] = {}
+    for line in text.splitlines():
+        if line:
+            entry, _, recorded = line.partition(" ")
+            held[Ref.from_entry(entry)] = recorded
+    return dict(sorted(held.items()))
 
 
 def _identity(ref: Ref) -> tuple[str, str, str, str]:

@@ -76,9 +76,15 @@ refs = st.builds(
 )
 
 
-@given(st.lists(refs, max_size=20))
-def test_the_configmap_round_trips(held: list[Ref]) -> None:
+@given(st.dictionaries(refs, st.sampled_from(["", "0123456789abcdef"]), max_size=20))
+def test_the_configmap_round_trips(held: dict[Ref, str]) -> None:
     configmap = inventory.encode(held)
     assert configmap["metadata"]["namespace"] == "dro-system"
-    assert inventory.decode(configmap) == tuple(sorted(set(held)))
-    assert inventory.decode(None) == ()
+    assert inventory.decode(configmap) == held
+    assert inventory.decode(None) == {}
+
+
+def test_the_digest_follows_the_manifest_not_its_key_order() -> None:
+    reordered = {"metadata": WEB["metadata"], "kind": "Deployment", "apiVersion": "apps/v1"}
+    assert inventory.digest(reordered) == inventory.digest(WEB)
+    assert inventory.digest(WEB) != inventory.digest(SHOP)
