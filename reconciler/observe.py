@@ -1,8 +1,9 @@
 """Observe: a cluster's live resources, measured from its Nodes and Pods.
 
-This is the pure half of the observe stage: it turns the Nodes and Pods listed from a cluster
-(plain dicts, as the API returns them) into an `Observation`, which the scheduler uses in place
-of the cluster's declared `capacity`, `allocated` and `largestNodeFree`.
+`live` lists a cluster's Nodes and unfinished Pods through its `kube.Connection`; `measure`,
+pure, turns them (plain dicts, as the API returns them) into an `Observation`, which the
+scheduler uses in place of the cluster's declared `capacity`, `allocated` and
+`largestNodeFree`.
 
 - A node counts when it is Ready, not cordoned (`spec.unschedulable`) and has no NoSchedule or
   NoExecute taint: the room dro can place replicas in. `capacity` is the sum of the counted
@@ -24,6 +25,7 @@ from typing import Any
 
 from reconciler import demand, kube
 from reconciler.domain import Observation, ResourceKey
+from reconciler.kube import Connection
 
 PLACEMENT_ANNOTATION = "multicluster.io/placement"
 _BLOCKING_TAINTS = frozenset({"NoSchedule", "NoExecute"})
@@ -70,6 +72,17 @@ def measure(
         observed_at=observed_at,
         pending=pending_pods(pods),
     )
+
+
+def live(connection: Connection, *, observed_at: str) -> Observation:
+    """Observe one reachable cluster: list its Nodes and its unfinished Pods, and measure.
+    Raises `ClusterError` when it cannot be listed: the caller then keeps the cluster's last
+    observation, marked stale, and counts it unreachable."""
+    nodes = connection.list("v1", "Node")
+    pods = connection.list(
+        "v1", "Pod", field_selector="status.phase!=Succeeded,status.phase!=Failed"
+    )
+    return measure(connection.cluster, nodes, pods, observed_at=observed_at)
 
 
 def pending_pods(pods: Iterable[Mapping[str, Any]]) -> dict[ResourceKey, tuple[int, str]]:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from reconciler import observe
-from reconciler.domain import ResourceKey
+from reconciler import kube, observe, schedule
+from reconciler.domain import Placement, ReplicaScheduling, ResourceKey
+from tests.kubeapi import KubeAPI
+from tests.test_schedule import cluster, deployment, spec_of
 
 AT = "2026-01-01T00:00:00Z"
 
@@ -120,3 +123,30 @@ def test_pending_pods_are_traced_to_their_workload() -> None:
     seen = observe.measure("c1", [node("n1")], pods, observed_at=AT)
     key = ResourceKey("apps", "Deployment", "shop", "web")
     assert seen.pending == {key: (2, "2026-01-01T00:01:00Z")}
+
+
+def test_a_live_cluster_is_observed_over_http_and_moves_the_next_placement(tmp_path: Path) -> None:
+    """Two declared-equal clusters; the live one turns out busy, so the next pass leans away."""
+    server = KubeAPI(nodes=2, node_cpu="16", node_memory="64Gi").start()
+    try:
+        for i in range(12):
+            server.add_pod(
+                "default", f"busy-{i}", f"node-{i % 2}", requests={"cpu": "2", "memory": "1Gi"}
+            )
+        server.add_pod("default", "done", "node-0", requests={"cpu": "8"}, phase="Succeeded")
+        config = server.kubeconfig(tmp_path / "kubeconfig", context="busy")
+        connection = kube.connect("busy", context="busy", kubeconfig=config, timeout=2.0)
+        seen = observe.live(connection, observed_at=AT)
+        connection.close()
+    finally:
+        server.stop()
+    assert seen.capacity["cpu"] == 32.0
+    assert seen.used["cpu"] == 24.0, "the Succeeded pod holds no room"
+    assert seen.largest_node_free["cpu"] == 4.0
+    clusters = [cluster("busy", cpu=32, used=0), cluster("idle", cpu=32, used=0)]
+    placement = Placement(replicas=ReplicaScheduling(type="Divided", division="DynamicWeight"))
+    spec = spec_of(clusters, [deployment("w", 8)], placement)
+    (declared,) = schedule.place(spec)
+    (observed,) = schedule.place(spec, observations={"busy": seen})
+    assert {p.cluster: p.replicas for p in declared.clusters} == {"busy": 4, "idle": 4}
+    assert {p.cluster: p.replicas for p in observed.clusters} == {"busy": 1, "idle": 7}
