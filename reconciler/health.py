@@ -95,6 +95,14 @@ def _condition(status: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None
     return next((c for c in status.get("conditions") or () if c.get("type") == kind), None)
 
 
+def _rolling(*waits: tuple[bool, str]) -> Health:
+    """Progressing with the first reason that still holds, in rollout order; else Healthy."""
+    for waiting, reason in waits:
+        if waiting:
+            return Health(PROGRESSING, reason)
+    return Health(HEALTHY)
+
+
 def _deployment(spec: Mapping[str, Any], status: Mapping[str, Any], generation: int) -> Health:
     if spec.get("paused"):
         return Health(SUSPENDED, "the rollout is paused")
@@ -105,15 +113,13 @@ def _deployment(spec: Mapping[str, Any], status: Mapping[str, Any], generation: 
         return Health(DEGRADED, "the rollout exceeded its progress deadline")
     wanted = int(spec.get("replicas", 1))
     updated = int(status.get("updatedReplicas", 0))
-    if updated < wanted:
-        return Health(PROGRESSING, f"{updated} of {wanted} replicas updated")
     old = int(status.get("replicas", 0)) - updated
-    if old > 0:
-        return Health(PROGRESSING, f"{old} old replicas pending termination")
     available = int(status.get("availableReplicas", 0))
-    if available < updated:
-        return Health(PROGRESSING, f"{available} of {updated} updated replicas available")
-    return Health(HEALTHY)
+    return _rolling(
+        (updated < wanted, f"{updated} of {wanted} replicas updated"),
+        (old > 0, f"{old} old replicas pending termination"),
+        (available < updated, f"{available} of {updated} updated replicas available"),
+    )
 
 
 def _statefulset(spec: Mapping[str, Any], status: Mapping[str, Any], generation: int) -> Health:
@@ -145,12 +151,11 @@ def _daemonset(spec: Mapping[str, Any], status: Mapping[str, Any], generation: i
         return Health(HEALTHY)
     desired = int(status.get("desiredNumberScheduled", 0))
     updated = int(status.get("updatedNumberScheduled", 0))
-    if updated < desired:
-        return Health(PROGRESSING, f"{updated} of {desired} pods updated")
     available = int(status.get("numberAvailable", 0))
-    if available < desired:
-        return Health(PROGRESSING, f"{available} of {desired} pods available")
-    return Health(HEALTHY)
+    return _rolling(
+        (updated < desired, f"{updated} of {desired} pods updated"),
+        (available < desired, f"{available} of {desired} pods available"),
+    )
 
 
 def _job(spec: Mapping[str, Any], status: Mapping[str, Any], _generation: int) -> Health:
