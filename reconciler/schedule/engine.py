@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -24,13 +24,12 @@ import numpy as np
 from reconciler import durations
 from reconciler.domain import (
     Decision,
-    Diagnosis,
-    Move,
     Placed,
     SchedulerConfig,
 )
-from reconciler.schedule import division, express, facts, framework, spread, triggers
+from reconciler.schedule import division, express, facts, framework, record, spread, triggers
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, rows_of, some
+from reconciler.schedule.record import Result
 
 
 class _Failed(Exception):
@@ -39,15 +38,6 @@ class _Failed(Exception):
     def __init__(self, message: str, *, keep: bool) -> None:
         super().__init__(message)
         self.keep = keep
-
-
-@dataclass(frozen=True, slots=True)
-class _Placed:
-    counts: IntArray | None
-    rows: IntArray
-    trigger: str
-    served: str | None = None
-    """The `rebalance.requestedAt` this placement fully serves."""
 
 
 class Pass:
@@ -76,6 +66,16 @@ class Pass:
         self.load = round(fleet.load(), 4)
         self.weights = facts.effective_weights(config, self.load)
         self.facts = facts.Facts(fleet, config, self.usage)
+        self.record = record.Recorder(
+            fleet,
+            previous,
+            now=now,
+            cooldown=config.rebalance.cooldown,
+            diagnose=diagnose,
+            load=self.load,
+            weights=self.weights,
+            cache=self.facts.cache,
+        )
         self.clock = 0
         """Counts the changes to the ledger."""
         self.changed: IntArray = np.zeros(fleet.size, dtype=np.int64)
@@ -126,9 +126,9 @@ class Pass:
             else:
                 subject = replace(subject, target=target)
             if attempt == 0 and self._stands(subject, before, lost, stuck):
-                result = _Placed(previous, rows_of(previous), triggers.STEADY)
+                result = Result(previous, rows_of(previous), triggers.STEADY)
                 self._charge(demand, running, result.counts)
-                return self._decision(claimed, subject.strategy, None, result, None, stuck)
+                return self.record.decision(claimed, subject.strategy, None, result, None, stuck)
             outcome = framework.apply_filters(fleet, subject)
             try:
                 result, outcome = self._place(
@@ -139,7 +139,9 @@ class Pass:
                 continue
             self._charge(demand, running, result.counts)
             term_name = names[term] if term is not None else None
-            return self._decision(claimed, subject.strategy, outcome, result, term_name, stuck)
+            return self.record.decision(
+                claimed, subject.strategy, outcome, result, term_name, stuck
+            )
         assert failure is not None
         assert outcome is not None
         assert subject is not None
@@ -198,13 +200,6 @@ class Pass:
                 running[row] += placed.replicas or 0
         return running
 
-    def recent_moves(self, before: Decision | None) -> tuple[Move, ...]:
-        """The previous decision's moves that are still within the cooldown."""
-        if before is None:
-            return ()
-        cooldown = self.config.rebalance.cooldown
-        return tuple(m for m in before.moves if self.now - durations.epoch(m.at) < cooldown)
-
     def _place(
         self,
         subject: framework.Subject,
@@ -215,7 +210,7 @@ class Pass:
         *,
         refresh: bool,
         stuck: Mapping[int, int],
-    ) -> tuple[_Placed, framework.Outcome]:
+    ) -> tuple[Result, framework.Outcome]:
         """The placement, and the outcome with its scores when they were needed."""
         fleet = self.fleet
         feasible = outcome.feasible
@@ -243,12 +238,12 @@ class Pass:
                     return replace(target, served=request), outcome
                 assert target.counts is not None
                 self.fresh_targets[subject.workload.key] = (target.counts, request)
-                steady = _Placed(subject.previous, rows_of(subject.previous), triggers.STEADY)
+                steady = Result(subject.previous, rows_of(subject.previous), triggers.STEADY)
                 return steady, outcome
             if reason is None:
                 if self.diagnose:
                     outcome = framework.apply_scorers(fleet, subject, outcome, self.weights)
-                steady = _Placed(subject.previous, rows_of(subject.previous), triggers.STEADY)
+                steady = Result(subject.previous, rows_of(subject.previous), triggers.STEADY)
                 return steady, outcome
             trigger = reason
             if request is not None:
@@ -273,7 +268,7 @@ class Pass:
         trigger: str,
         *,
         fresh: bool = False,
-    ) -> _Placed:
+    ) -> Result:
         fleet = self.fleet
         rows = rows_of(outcome.feasible)
         selected = rows  # unscored: no spread, and a division that reads no order
@@ -295,16 +290,16 @@ class Pass:
             except spread.SpreadError as error:
                 raise _Failed(str(error), keep=True) from error
         if subject.replicas is None:
-            return _Placed(None, np.sort(selected), trigger)
+            return Result(None, np.sort(selected), trigger)
         if subject.strategy == "Duplicated":
             counts = np.zeros(fleet.size, dtype=np.int64)
             counts[selected] = subject.replicas
-            return _Placed(counts, np.sort(selected), trigger)
+            return Result(counts, np.sort(selected), trigger)
         try:
             counts = self._divide(subject, selected, tiers, fresh=fresh)
         except division.Unschedulable as error:
             raise _Failed(str(error), keep=True) from error
-        return _Placed(counts, rows_of(counts), trigger)
+        return Result(counts, rows_of(counts), trigger)
 
     def _divide(
         self, subject: framework.Subject, selected: IntArray, tiers: IntArray, *, fresh: bool
@@ -372,7 +367,7 @@ class Pass:
             )
         if result.counts is not None and len(result.rows):
             self.add(result.rows, demand, result.counts[result.rows])
-        return self._decision(claimed, subject.strategy, outcome, result, None, {})
+        return self.record.decision(claimed, subject.strategy, outcome, result, None, {})
 
     def refuse(
         self,
@@ -403,101 +398,6 @@ class Pass:
         self.clock += 1
         self.changed[rows] = self.clock
 
-    def _weights(self, extensions: bool) -> dict[str, float]:
-        """The weights of the scorers that run for such a policy; the same every workload."""
-        key = ("weights", extensions)
-        if key not in self.facts.cache:
-            names = framework.scorer_names(extensions)
-            self.facts.cache[key] = {name: self.weights.get(name, 1.0) for name in names}
-        weights: dict[str, float] = self.facts.cache[key]
-        return weights
-
-    def _diagnosis(
-        self,
-        claimed: facts.Claimed,
-        strategy: str,
-        outcome: framework.Outcome | None,
-        trigger: str,
-    ) -> Diagnosis:
-        return Diagnosis(
-            verdicts=outcome.verdicts(self.fleet) if self.diagnose and outcome else (),
-            weights=self._weights(claimed.extensions),
-            strategy=strategy,
-            fleet_water_level=self.load,
-            trigger=trigger,
-        )
-
-    def _decision(
-        self,
-        claimed: facts.Claimed,
-        strategy: str,
-        outcome: framework.Outcome | None,
-        result: _Placed,
-        term: str | None,
-        stuck: Mapping[int, int],
-    ) -> Decision:
-        names = self.fleet.name_list
-        rows = result.rows.tolist()
-        if result.counts is None:
-            placed = tuple(Placed(names[r], None) for r in rows)
-        else:
-            counts = result.counts[result.rows].tolist()
-            placed = tuple(Placed(names[r], c) for r, c in zip(rows, counts, strict=True))
-        before = self.previous.get(claimed.workload.key)
-        unchanged = (
-            before is not None
-            and before.unschedulable is None
-            and before.clusters == placed
-            and before.policy == claimed.ref
-            and before.affinity_term == term
-        )
-        return Decision(
-            key=claimed.workload.key,
-            api_version=claimed.workload.api_version,
-            policy=claimed.ref,
-            clusters=placed,
-            diagnosis=self._diagnosis(claimed, strategy, outcome, result.trigger),
-            placement_digest=claimed.placement.digest,
-            affinity_term=term,
-            recorded=before.recorded if unchanged and before is not None else None,
-            moves=(*self.recent_moves(before), *self._forced_moves(before, result, stuck)),
-            rebalance_served=result.served
-            or (
-                before.rebalance_served
-                if before is not None
-                else claimed.placement.rebalance_requested_at
-            ),
-        )
-
-    def _forced_moves(
-        self, before: Decision | None, result: _Placed, stuck: Mapping[int, int]
-    ) -> tuple[Move, ...]:
-        """The replicas a failover, or pods pending too long, re-placed: from the clusters
-        they left to those that gained, paired in name order."""
-        forced = (triggers.FAILOVER, triggers.PENDING)
-        if before is None or result.counts is None or not result.trigger.startswith(forced):
-            return ()
-        fleet = self.fleet
-        previous = np.zeros(fleet.size, dtype=np.int64)
-        for placed in before.clusters:
-            if placed.cluster in fleet.index:
-                previous[fleet.index[placed.cluster]] = placed.replicas or 0
-        left = {r: int(previous[r]) for r in rows_of(fleet.failed & (previous > 0)).tolist()}
-        left.update(stuck)
-        gained = result.counts - previous
-        arrived = {r: int(gained[r]) for r in rows_of(gained > 0).tolist()}
-        names, at = fleet.name_list, durations.rfc3339(self.now)
-        moves = []
-        for source, count in left.items():
-            remaining = count
-            for target, room in arrived.items():
-                take = min(remaining, room)
-                if take > 0:
-                    moves.append(Move(names[source], names[target], take, result.trigger, at))
-                    remaining -= take
-                    arrived[target] = room - take
-        return tuple(moves)
-
     def _unschedulable(
         self,
         claimed: facts.Claimed,
@@ -518,14 +418,4 @@ class Pass:
             for placed in kept:
                 counts[self.fleet.index[placed.cluster]] = placed.replicas or 0
         self._charge(demand, running, counts)
-        return Decision(
-            key=claimed.workload.key,
-            api_version=claimed.workload.api_version,
-            policy=claimed.ref,
-            clusters=kept,
-            unschedulable=str(failure),
-            diagnosis=self._diagnosis(claimed, strategy, outcome, "unschedulable"),
-            placement_digest=before.placement_digest if kept and before else "",
-            affinity_term=before.affinity_term if kept and before else None,
-            moves=self.recent_moves(before) if kept else (),
-        )
+        return self.record.unschedulable(claimed, strategy, outcome, str(failure), before, kept)

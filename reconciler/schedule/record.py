@@ -1,0 +1,183 @@
+"""Recording: a placement, or the failure to make one, becomes the workload's `Decision`.
+
+A decision lists the clusters with their replicas, the diagnosis (the verdicts when the pass
+explains itself, the scorer weights, the strategy, the fleet's water level and the trigger),
+the moves still within the cooldown and those a failover or pods pending too long forced, and
+the `requestedAt` the placement serves. A decision equal to the previous one keeps its
+`recorded` time, so an unchanged workload's file does not change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from reconciler import durations
+from reconciler.domain import Decision, Diagnosis, Move, Placed
+from reconciler.schedule import facts, framework, triggers
+from reconciler.schedule.fleet import Fleet, IntArray, rows_of
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """A placement: replicas per cluster (None for objects without replicas) on `rows`."""
+
+    counts: IntArray | None
+    rows: IntArray
+    trigger: str
+    served: str | None = None
+    """The `rebalance.requestedAt` this placement fully serves."""
+
+
+class Recorder:
+    """Writes the decisions of one pass."""
+
+    def __init__(
+        self,
+        fleet: Fleet,
+        previous: Mapping[Any, Decision],
+        *,
+        now: float,
+        cooldown: float,
+        diagnose: bool,
+        load: float,
+        weights: Mapping[str, float],
+        cache: dict[Any, Any],
+    ) -> None:
+        self.fleet = fleet
+        self.previous = previous
+        self.now = now
+        self.cooldown = cooldown
+        self.diagnose = diagnose
+        self.load = load
+        self.weights = weights
+        self.cache = cache
+
+    def recent_moves(self, before: Decision | None) -> tuple[Move, ...]:
+        """The previous decision's moves that are still within the cooldown."""
+        if before is None:
+            return ()
+        return tuple(m for m in before.moves if self.now - durations.epoch(m.at) < self.cooldown)
+
+    def _weights(self, extensions: bool) -> dict[str, float]:
+        """The weights of the scorers that run for such a policy; the same every workload."""
+        key = ("weights", extensions)
+        if key not in self.cache:
+            names = framework.scorer_names(extensions)
+            self.cache[key] = {name: self.weights.get(name, 1.0) for name in names}
+        weights: dict[str, float] = self.cache[key]
+        return weights
+
+    def _diagnosis(
+        self,
+        claimed: facts.Claimed,
+        strategy: str,
+        outcome: framework.Outcome | None,
+        trigger: str,
+    ) -> Diagnosis:
+        return Diagnosis(
+            verdicts=outcome.verdicts(self.fleet) if self.diagnose and outcome else (),
+            weights=self._weights(claimed.extensions),
+            strategy=strategy,
+            fleet_water_level=self.load,
+            trigger=trigger,
+        )
+
+    def decision(
+        self,
+        claimed: facts.Claimed,
+        strategy: str,
+        outcome: framework.Outcome | None,
+        result: Result,
+        term: str | None,
+        stuck: Mapping[int, int],
+    ) -> Decision:
+        """The decision for a placement; `stuck` holds the replicas taken off clusters where
+        pods pended too long (row → replicas), for the moves they force."""
+        names = self.fleet.name_list
+        rows = result.rows.tolist()
+        if result.counts is None:
+            placed = tuple(Placed(names[r], None) for r in rows)
+        else:
+            counts = result.counts[result.rows].tolist()
+            placed = tuple(Placed(names[r], c) for r, c in zip(rows, counts, strict=True))
+        before = self.previous.get(claimed.workload.key)
+        unchanged = (
+            before is not None
+            and before.unschedulable is None
+            and before.clusters == placed
+            and before.policy == claimed.ref
+            and before.affinity_term == term
+        )
+        return Decision(
+            key=claimed.workload.key,
+            api_version=claimed.workload.api_version,
+            policy=claimed.ref,
+            clusters=placed,
+            diagnosis=self._diagnosis(claimed, strategy, outcome, result.trigger),
+            placement_digest=claimed.placement.digest,
+            affinity_term=term,
+            recorded=before.recorded if unchanged and before is not None else None,
+            moves=(*self.recent_moves(before), *self._forced_moves(before, result, stuck)),
+            rebalance_served=result.served
+            or (
+                before.rebalance_served
+                if before is not None
+                else claimed.placement.rebalance_requested_at
+            ),
+        )
+
+    def _forced_moves(
+        self, before: Decision | None, result: Result, stuck: Mapping[int, int]
+    ) -> tuple[Move, ...]:
+        """The replicas a failover, or pods pending too long, re-placed: from the clusters
+        they left to those that gained, paired in name order."""
+        forced = (triggers.FAILOVER, triggers.PENDING)
+        if before is None or result.counts is None or not result.trigger.startswith(forced):
+            return ()
+        fleet = self.fleet
+        previous = np.zeros(fleet.size, dtype=np.int64)
+        for placed in before.clusters:
+            if placed.cluster in fleet.index:
+                previous[fleet.index[placed.cluster]] = placed.replicas or 0
+        left = {r: int(previous[r]) for r in rows_of(fleet.failed & (previous > 0)).tolist()}
+        left.update(stuck)
+        gained = result.counts - previous
+        arrived = {r: int(gained[r]) for r in rows_of(gained > 0).tolist()}
+        names, at = fleet.name_list, durations.rfc3339(self.now)
+        moves = []
+        for source, count in left.items():
+            remaining = count
+            for target, room in arrived.items():
+                take = min(remaining, room)
+                if take > 0:
+                    moves.append(Move(names[source], names[target], take, result.trigger, at))
+                    remaining -= take
+                    arrived[target] = room - take
+        return tuple(moves)
+
+    def unschedulable(
+        self,
+        claimed: facts.Claimed,
+        strategy: str,
+        outcome: framework.Outcome | None,
+        message: str,
+        before: Decision | None,
+        kept: tuple[Placed, ...],
+    ) -> Decision:
+        """The decision of a workload that could not be placed, keeping `kept` (a capacity
+        shortage keeps the previous copies, and the cooldown of their moves)."""
+        return Decision(
+            key=claimed.workload.key,
+            api_version=claimed.workload.api_version,
+            policy=claimed.ref,
+            clusters=kept,
+            unschedulable=message,
+            diagnosis=self._diagnosis(claimed, strategy, outcome, "unschedulable"),
+            placement_digest=before.placement_digest if kept and before else "",
+            affinity_term=before.affinity_term if kept and before else None,
+            moves=self.recent_moves(before) if kept else (),
+        )
