@@ -50,7 +50,7 @@ def place(
     key = _refusal_key(claimed, demand)
     message = _still_refused(run, key)
     if message is not None:
-        return run.refuse(claimed, _strategy(claimed), None, message, demand)
+        return run.refuse(claimed, claimed.strategy, None, message, demand)
     subject = run.facts.newcomer(claimed, demand, scale, node_fit, None)
     passed = feasible(run.fleet, subject)
     if some(passed):
@@ -61,11 +61,6 @@ def place(
         return decision
     message = _refusal(run, subject, key)
     return None if message is None else run.refuse(claimed, subject.strategy, None, message, demand)
-
-
-def _strategy(claimed: facts.Claimed) -> str:
-    replicas = claimed.workload.replicas
-    return claimed.placement.replicas.strategy if replicas is not None else "Duplicated"
 
 
 # A refusal is memoised: whether a newcomer fits, and why not, depends only on its placement,

@@ -40,6 +40,13 @@ class Claimed:
     """Re-balancing may move its replicas: a stateless DynamicWeight or Aggregated workload
     under dro's policies (or a Karmada policy that opts in)."""
 
+    @property
+    def strategy(self) -> str:
+        """How its replicas are divided; objects without replicas go everywhere they are
+        placed, like Duplicated."""
+        replicas = self.workload.replicas
+        return self.placement.replicas.strategy if replicas is not None else "Duplicated"
+
     def __post_init__(self) -> None:
         strategy = self.placement.replicas.strategy
         movable = triggers.is_movable(self.extensions, strategy, self.workload)
@@ -211,7 +218,7 @@ class Facts:
             placement=claimed.placement,
             extensions=claimed.extensions,
             movable=claimed.movable,
-            strategy=claimed.placement.replicas.strategy if replicas is not None else "Duplicated",
+            strategy=claimed.strategy,
             replicas=replicas,
             demand=demand,
             requested=requested,
