@@ -256,7 +256,7 @@ def play_dro(trace: Trace, variant: str, steps: int) -> list[Step]:
             started = time.perf_counter()
             try:
                 source = load.from_directory(root)
-                planned = pipeline.plan(source, previous=previous, now=START + t * STEP_S)
+                planned, _ = pipeline.plan(source, previous=previous, now=START + t * STEP_S)
             except errors.ValidationFailed as failure:
                 print(f"{variant}, step {t}: the generated source is invalid:", file=sys.stderr)
                 for problem in failure.problems:

@@ -48,6 +48,12 @@ class ClusterSync:
     failed: list[str] = field(default_factory=list)
     protected: list[str] = field(default_factory=list)
     writes: int = 0
+    held: dict[Ref, str] = field(default_factory=dict, repr=False)
+    """The inventory as read: object → digest of the manifest last applied."""
+    stale: tuple[Ref, ...] = field(default=(), repr=False)
+    """Inventory objects no longer rendered: what a prune would delete, in reverse order."""
+    done: dict[Ref, str] = field(default_factory=dict, repr=False)
+    """Objects applied (or already as rendered) this pass → their manifest digest."""
 
     @property
     def ok(self) -> bool:
@@ -64,6 +70,20 @@ def sync(
     clock: Callable[[], float] = time.monotonic,
 ) -> ClusterSync:
     """Apply one cluster's rendered objects; prune only when `prune` and nothing failed."""
+    return finish(
+        connection, apply_all(connection, rendered, sleep=sleep, clock=clock), prune=prune
+    )
+
+
+def apply_all(
+    connection: Connection,
+    rendered: Iterable[Mapping[str, Any]],
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> ClusterSync:
+    """Steps 1-3: read the inventory and apply every rendered object, stage by stage. The
+    caller then calls `finish`, once it knows whether the whole pass allows pruning."""
     report = ClusterSync(connection.cluster)
     try:
         held = inventory.decode(
@@ -76,25 +96,33 @@ def sync(
         report.failed.append(str(error))
         return report
     planned = inventory.plan(rendered, held)
-    applied: dict[Ref, str] = {}
+    report.held, report.stale = held, planned.prune
     for stage in inventory.in_stages(planned.apply):
         for obj in stage:
             ref = Ref.of(obj)
             try:
                 _apply_one(connection, obj, held.get(ref), report)
-                applied[ref] = inventory.digest(obj)
+                report.done[ref] = inventory.digest(obj)
             except ClusterError as error:
                 report.failed.append(str(error))
         if inventory.stage(Ref.of(stage[0])) == inventory.CRDS and not report.failed:
             _await_established(connection, stage, report, sleep, clock)
         if report.failed:
             break  # a later stage may depend on this one
-    remaining = {ref: held.get(ref, "") for ref in planned.prune}
+    return report
+
+
+def finish(connection: Connection, report: ClusterSync, *, prune: bool) -> ClusterSync:
+    """Steps 4-5: prune what the inventory holds and is no longer rendered, when `prune`
+    and this cluster applied without a failure; then write the inventory back."""
+    if not report.reachable:
+        return report
+    remaining = {ref: report.held.get(ref, "") for ref in report.stale}
     if prune and report.ok:
-        for ref in planned.prune:
+        for ref in report.stale:
             if _prune_one(connection, ref, report):
                 del remaining[ref]
-    _write_inventory(connection, held, {**applied, **remaining}, report)
+    _write_inventory(connection, report.held, {**report.done, **remaining}, report)
     return report
 
 

@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from reconciler import pipeline, render, report, settings, summary, validate, yamlio
+from reconciler import durations, pipeline, render, report, settings, summary, validate, yamlio
 from reconciler.domain import Decision, Source, Spec
 from reconciler.errors import DroError, UsageError, ValidationFailed
 
@@ -141,7 +141,58 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="commit to the local cache only; do not push to the remote",
     )
+    _add_cluster_args(rec)
     return parser
+
+
+def _add_cluster_args(parser: argparse.ArgumentParser) -> None:
+    """Flags of the cluster stages: without --kubeconfig (or --in-cluster) a pass is offline."""
+    group = parser.add_argument_group("clusters (observe and apply)")
+    group.add_argument(
+        "--kubeconfig",
+        type=Path,
+        default=_path_env("KUBECONFIG"),
+        help="a kubeconfig file, or a directory of them (a mounted Secret); each Cluster's "
+        "spec.kubeconfig.context names its context. Without it the pass stops after the commit",
+    )
+    group.add_argument(
+        "--in-cluster",
+        action="store_true",
+        default=settings.env("IN_CLUSTER") == "true",
+        help="reach clusters marked spec.kubeconfig.inCluster with the pod's service account",
+    )
+    group.add_argument(
+        "--cluster-timeout", type=_duration, default="10s", help="per request (default 10s)"
+    )
+    group.add_argument(
+        "--parallel", type=int, default=8, help="clusters observed and applied at once (8)"
+    )
+    group.add_argument(
+        "--move-wait",
+        type=_duration,
+        default="60s",
+        help="how long to wait for a move's new copies to become Healthy before the old ones "
+        "retire in a second pass; after that, the next pass resumes (default 60s)",
+    )
+    group.add_argument(
+        "--status-interval",
+        type=_duration,
+        default=settings.env("STATUS_INTERVAL", "10m"),
+        help="commit a change to status/ alone at most this often, unless health or "
+        "reachability changed (default 10m)",
+    )
+
+
+def _duration(text: str) -> float:
+    try:
+        return durations.seconds(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+
+
+def _path_env(name: str) -> Path | None:
+    value = settings.env(name)
+    return Path(value) if value else None
 
 
 @contextlib.contextmanager
@@ -181,7 +232,25 @@ def _settings(args: argparse.Namespace) -> settings.Settings:
         credentials_file=args.git_credentials_file,
         output_branch=getattr(args, "output_branch", settings.DEFAULT_OUTPUT_BRANCH),
         push=not getattr(args, "no_push", False),
+        **_cluster_settings(args),
     )
+
+
+def _cluster_settings(args: argparse.Namespace) -> dict[str, Any]:
+    if getattr(args, "kubeconfig", None) is None and not getattr(args, "in_cluster", False):
+        return {}
+    if args.kubeconfig is not None and not args.kubeconfig.exists():
+        raise UsageError(f"--kubeconfig {args.kubeconfig}: no such file or directory")
+    if args.parallel < 1:
+        raise UsageError("--parallel must be at least 1")
+    return {
+        "kubeconfig": args.kubeconfig,
+        "in_cluster": args.in_cluster,
+        "cluster_timeout": args.cluster_timeout,
+        "parallel": args.parallel,
+        "move_wait": args.move_wait,
+        "status_interval": args.status_interval,
+    }
 
 
 def _cmd_validate(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
@@ -316,8 +385,19 @@ def _cmd_reconcile(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     else:
         where = "pushed to" if result.pushed else "committed in the cache of"
         print(f"output branch {args.output_branch}: {result.commit[:12]} {where} {args.repo}")
-    print(result.apply_skipped)
-    return 0
+    if result.applied is None:
+        print("apply skipped: offline pass (give --kubeconfig to observe and apply)")
+        return 0
+    report.console(sys.stdout).print(report.apply_table(result.applied.clusters))
+    for line in report.apply_details(result.applied.clusters):
+        print(line)
+    for why in sorted(result.unreachable.values()):
+        print(f"unreachable: {why}")
+    if result.applied.prune_blocked:
+        print(f"prune held back: {result.applied.prune_blocked}")
+    if result.passes == 2:
+        print("moves completed: the new copies are Healthy and the old ones were retired")
+    return 0 if result.applied.ok and not result.unreachable else 1
 
 
 _COMMANDS = {

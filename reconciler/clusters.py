@@ -66,6 +66,7 @@ def cluster(doc: Document, problems: list[Problem]) -> Cluster:
         ),
         cost=MappingProxyType({k: float(v) for k, v in (spec.get("cost") or {}).items()}),
         kubeconfig_context=(spec.get("kubeconfig") or {}).get("context"),
+        in_cluster=bool((spec.get("kubeconfig") or {}).get("inCluster", False)),
         suspend=bool(spec.get("suspend", False)),
         cordon=bool(spec.get("cordon", False)),
         drain=bool(spec.get("drain", False)),

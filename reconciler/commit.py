@@ -15,6 +15,7 @@ from reconciler import gitrepo
 from reconciler.errors import GitError
 
 MAX_PUSH_ATTEMPTS = 5
+STATUS = "status/"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,19 +57,27 @@ def publish(
     commit_time: int | None,
     push: bool = True,
     observations: str = "declared",
+    hold: Mapping[str, bytes] | None = None,
     author: tuple[str, str] = ("dro", "dro@localhost"),
     credentials: gitrepo.Credentials | None = None,
 ) -> PublishResult:
-    """Commit `tree` on `branch` in the cache of `url` unless unchanged, then push it."""
+    """Commit `tree` on `branch` in the cache of `url` unless unchanged, then push it.
+
+    `hold` holds back a change to `status/` alone: when `tree` with its `status/` files
+    replaced by `hold` equals the tip, nothing is committed (the status interval applies)."""
     writer = _writer(url, state_dir)
     repo = writer.repo
     root = writer.write(tree)
+    held = None
+    if hold is not None:
+        kept = {p: d for p, d in tree.items() if not p.startswith(STATUS)}
+        held = writer.write({**kept, **hold})
     text = message(source_sha, observations, len(tree))
     for attempt in range(1, MAX_PUSH_ATTEMPTS + 1):
         tip = (gitrepo.remote_tip(repo, branch) if push else None) or gitrepo.branch_tip(
             repo, branch
         )
-        if tip is not None and gitrepo.tree_of(tip) == root:
+        if tip is not None and gitrepo.tree_of(tip) in (root, held):
             return PublishResult(commit=None, pushed=False, attempts=attempt)
         when = (
             commit_time

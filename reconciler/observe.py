@@ -13,6 +13,8 @@ scheduler uses in place of the cluster's declared `capacity`, `allocated` and
   pod's request is Kubernetes' rule, one `pods` slot included (`demand.pod_requests`).
 - `largest_node_free` is, per resource, the most any one counted node has left: the draft's
   "single node maximum resource query".
+- `health` (in `live`) is the rollout health of each Deployment, StatefulSet, DaemonSet and
+  Job that dro applied, listed by its `managed-by` label.
 - `pending` names the workloads whose pods the Kubernetes scheduler could not place
   (`PodScheduled=False`, reason `Unschedulable`), with how many and since when. A pod is traced
   to its workload by the `multicluster.io/placement` annotation that dro renders.
@@ -21,15 +23,24 @@ scheduler uses in place of the cluster's declared `capacity`, `allocated` and
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from reconciler import demand, kube
+from reconciler import demand, health, kube
 from reconciler.domain import Observation, ResourceKey
 from reconciler.kube import Connection
 
 PLACEMENT_ANNOTATION = "multicluster.io/placement"
 _BLOCKING_TAINTS = frozenset({"NoSchedule", "NoExecute"})
 _DONE = frozenset({"Succeeded", "Failed"})
+MANAGED_BY_DRO = "app.kubernetes.io/managed-by=dro"
+ROLLOUT_KINDS = (
+    ("apps/v1", "Deployment"),
+    ("apps/v1", "StatefulSet"),
+    ("apps/v1", "DaemonSet"),
+    ("batch/v1", "Job"),
+)
+"""The kinds whose rollout has a health (`reconciler.health`); any other kind is Healthy."""
 
 
 def measure(
@@ -82,7 +93,28 @@ def live(connection: Connection, *, observed_at: str) -> Observation:
     pods = connection.list(
         "v1", "Pod", field_selector="status.phase!=Succeeded,status.phase!=Failed"
     )
-    return measure(connection.cluster, nodes, pods, observed_at=observed_at)
+    observed = measure(connection.cluster, nodes, pods, observed_at=observed_at)
+    rolled = [
+        item
+        for api_version, kind in ROLLOUT_KINDS
+        for item in connection.list(api_version, kind, label_selector=MANAGED_BY_DRO)
+    ]
+    return replace(observed, health=workload_health(rolled))
+
+
+def workload_health(objects: Iterable[Mapping[str, Any]]) -> dict[ResourceKey, tuple[str, str]]:
+    """Workload → (health, message) of the live objects dro applied, traced by their
+    `multicluster.io/placement` annotation. Listed items may lack `apiVersion` and `kind`,
+    as real servers send them; the caller's list gives them back."""
+    result: dict[ResourceKey, tuple[str, str]] = {}
+    for obj in objects:
+        key = _workload_of(obj)
+        if key is None:
+            continue
+        filled = {"apiVersion": f"{key.group}/v1" if key.group else "v1", "kind": key.kind}
+        found = health.of({**filled, **obj})
+        result[key] = (found.status, found.message)
+    return dict(sorted(result.items(), key=lambda item: item[0].sort_key))
 
 
 def pending_pods(pods: Iterable[Mapping[str, Any]]) -> dict[ResourceKey, tuple[int, str]]:

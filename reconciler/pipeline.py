@@ -7,15 +7,17 @@ last good state on the output branch stays in force.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 import structlog
 
-from reconciler import commit, load, render, schedule, summary, validate
-from reconciler.domain import Decision, Source, Spec
+from reconciler import commit, live, load, render, schedule, status, summary, validate
+from reconciler.apply import ClusterSync
+from reconciler.domain import Decision, Observation, Source, Spec
 from reconciler.settings import Settings
 
 log = structlog.get_logger("dro")
@@ -29,6 +31,7 @@ class Stage(StrEnum):
 
     LOAD = "load"
     VALIDATE = "validate"
+    OBSERVE = "observe"
     SCHEDULE = "schedule"
     RENDER = "render"
     COMMIT = "commit"
@@ -52,8 +55,16 @@ class PassResult:
     commit: str | None
     """The new output-branch commit, or None when the rendered tree was unchanged."""
     pushed: bool
-    apply_skipped: str
-    """Why apply did not run (apply arrives with the cluster-access stage)."""
+    applied: live.Applied | None = None
+    """Per-cluster apply reports; None when the pass ran offline (no `--kubeconfig`)."""
+    unreachable: Mapping[str, str] = field(default_factory=dict)
+    """Clusters whose API could not be listed this pass, and why."""
+    passes: int = 1
+    """2 when the moves' new copies became Healthy and a second pass retired the old ones."""
+
+
+Observer = Callable[[Spec], "live.Observed"]
+"""Observes the clusters of a validated spec (between validate and schedule)."""
 
 
 def _noop(_stage: str) -> None:
@@ -82,24 +93,39 @@ def decide(
     phases: Mapping[str, str] | None = None,
     diagnose: bool = True,
     now: float | None = None,
+    observations: Mapping[str, Observation] | None = None,
 ) -> tuple[Spec, tuple[Decision, ...]]:
     """Validate → schedule: the spec and one decision per workload.
 
     `now` stamps moves and measures cooldowns; by default it is the source commit's time, so
     an offline run on the same commit gives the same bytes. `phases` are the clusters' phases
     after the last pass (`load.previous_phases`), which say which clusters are filling.
+    `observations` replace the declared figures of the clusters they name.
     """
     on_stage(Stage.VALIDATE)
     spec = validate.spec(source)
+    return spec, _schedule(spec, on_stage, previous, phases, diagnose, now, source, observations)
+
+
+def _schedule(
+    spec: Spec,
+    on_stage: StageHook,
+    previous: Sequence[Decision],
+    phases: Mapping[str, str] | None,
+    diagnose: bool,
+    now: float | None,
+    source: Source,
+    observations: Mapping[str, Observation] | None,
+) -> tuple[Decision, ...]:
     on_stage(Stage.SCHEDULE)
-    decisions = schedule.place(
+    return schedule.place(
         spec,
         {d.key: d for d in previous} or None,
+        observations,
         diagnose=diagnose,
         now=pass_time(source, now),
         filling=filling(spec, phases or {}),
     )
-    return spec, decisions
 
 
 def pass_time(source: Source, now: float | None) -> float:
@@ -134,19 +160,54 @@ def plan(
     previous: Sequence[Decision] = (),
     phases: Mapping[str, str] | None = None,
     now: float | None = None,
-) -> Planned:
-    """Validate → schedule → render: the pure part of a pass, shared by every command."""
-    spec, decisions = decide(source, on_stage=on_stage, previous=previous, phases=phases, now=now)
+    observer: Observer | None = None,
+) -> tuple[Planned, live.Observed]:
+    """Validate → (observe) → schedule → render: the part of a pass every command shares.
+    Without an `observer` nothing is observed, and the tree is a pure function of the source
+    and the previous state."""
+    on_stage(Stage.VALIDATE)
+    spec = validate.spec(source)
+    observed = live.Observed()
+    if observer is not None:
+        on_stage(Stage.OBSERVE)
+        observed = observer(spec)
+    seen = observed.observations
+    decisions = _schedule(spec, on_stage, previous, phases, True, now, source, seen)
     on_stage(Stage.RENDER)
     still = schedule.still_filling(decisions, filling(spec, phases or {}), pass_time(source, now))
-    tree = render.tree(spec, decisions, filling=still)
-    return Planned(spec=spec, decisions=decisions, tree=tree)
+    documents = {
+        name: status.cluster_status(seen[name], suspended=name in observed.suspended)
+        for name in sorted(seen)
+    }
+    tree = render.tree(spec, decisions, observations=documents, filling=still)
+    tree.update(status.workload_files(decisions, seen))
+    return Planned(spec=spec, decisions=decisions, tree=dict(sorted(tree.items()))), observed
 
 
 def reconcile_once(settings: Settings, *, on_stage: StageHook = _noop) -> PassResult:
-    """One full pass: pull, validate, schedule, render, commit and push the output branch."""
+    """One full pass: pull, validate, observe, schedule, render, commit, push and apply.
+
+    Without `settings.kubeconfig` the pass is offline: it stops after the push. When the
+    pass moved replicas and their new copies became Healthy within `settings.move_wait`, a
+    second pass on the same source retires the old copies (make-before-break)."""
     if settings.repo is None:
         raise ValueError("reconcile needs a source repository (--repo)")
+    result = _one_pass(settings, on_stage)
+    if result.applied is not None and result.passes == 2:
+        second = _one_pass(settings, on_stage, follow_up=True)
+        return PassResult(
+            planned=second.planned,
+            commit=second.commit or result.commit,
+            pushed=second.pushed or result.pushed,
+            applied=second.applied,
+            unreachable=second.unreachable,
+            passes=2,
+        )
+    return result
+
+
+def _one_pass(settings: Settings, on_stage: StageHook, *, follow_up: bool = False) -> PassResult:
+    assert settings.repo is not None
     on_stage(Stage.LOAD)
     source = read_source(settings)
     state = load.previous_state(settings.repo, settings.output_branch, settings.state_dir)
@@ -157,45 +218,119 @@ def reconcile_once(settings: Settings, *, on_stage: StageHook = _noop) -> PassRe
         source=source.commit,
         files=len(source.files),
         previous_decisions=len(previous),
+        follow_up=follow_up,
     )
-    planned = plan(
-        source,
-        on_stage=on_stage,
-        previous=previous,
-        phases=load.previous_phases(state),
-        now=time.time(),
+    now = time.time()
+    members: live.Members | None = None
+    try:
+        statuses = status.previous_statuses(state)
+
+        def observer(spec: Spec) -> live.Observed:
+            nonlocal members
+            members = live.Members(spec, _access(settings)).open()
+            return members.observe(statuses, now)
+
+        planned, observed = plan(
+            source,
+            on_stage=on_stage,
+            previous=previous,
+            phases=load.previous_phases(state),
+            now=now,
+            observer=observer if settings.online else None,
+        )
+        for warning in validate.removed_clusters(planned.spec, previous):
+            log.warning("cluster_removed_with_replicas", stage=Stage.VALIDATE, detail=warning)
+        log.info(
+            "planned",
+            stage=Stage.RENDER,
+            source=source.commit,
+            decisions=len(planned.decisions),
+            files=len(planned.tree),
+            unreachable=sorted(observed.unreachable),
+        )
+        on_stage(Stage.COMMIT)
+        published = commit.publish(
+            settings.repo,
+            settings.state_dir,
+            branch=settings.output_branch,
+            tree=planned.tree,
+            source_sha=source.commit,
+            commit_time=source.commit_time,
+            push=settings.push,
+            observations=_digest(planned.tree) if observed.observations else "declared",
+            hold=_held_status(state, planned.tree, now, settings.status_interval),
+            author=(settings.author_name, settings.author_email),
+            credentials=load.credentials_from(settings.credentials_file),
+        )
+        log.info(
+            "committed",
+            stage=Stage.COMMIT,
+            source=source.commit,
+            commit=published.commit,
+            pushed=published.pushed,
+        )
+        if members is None:
+            return PassResult(planned=planned, commit=published.commit, pushed=published.pushed)
+        on_stage(Stage.APPLY)
+        applied = members.apply(planned.tree, prune=not observed.unreachable)
+        if observed.unreachable and applied.prune_blocked is None:
+            down = ", ".join(sorted(observed.unreachable))
+            applied.prune_blocked = f"clusters could not be listed ({down})"
+        for cluster in applied.clusters:
+            log.info("applied", stage=Stage.APPLY, **_fields(cluster))
+        retire = not follow_up and applied.ok and members.await_moves(planned.decisions)
+        return PassResult(
+            planned=planned,
+            commit=published.commit,
+            pushed=published.pushed,
+            applied=applied,
+            unreachable=dict(observed.unreachable),
+            passes=2 if retire else 1,
+        )
+    finally:
+        if members is not None:
+            members.close()
+
+
+def _access(settings: Settings) -> live.Access:
+    return live.Access(
+        kubeconfig=settings.kubeconfig,
+        in_cluster=settings.in_cluster,
+        timeout=settings.cluster_timeout,
+        parallel=settings.parallel,
+        move_wait=settings.move_wait,
     )
-    for warning in validate.removed_clusters(planned.spec, previous):
-        log.warning("cluster_removed_with_replicas", stage=Stage.VALIDATE, detail=warning)
-    log.info(
-        "planned",
-        stage=Stage.RENDER,
-        source=source.commit,
-        decisions=len(planned.decisions),
-        files=len(planned.tree),
-    )
-    on_stage(Stage.COMMIT)
-    published = commit.publish(
-        settings.repo,
-        settings.state_dir,
-        branch=settings.output_branch,
-        tree=planned.tree,
-        source_sha=source.commit,
-        commit_time=source.commit_time,
-        push=settings.push,
-        author=(settings.author_name, settings.author_email),
-        credentials=load.credentials_from(settings.credentials_file),
-    )
-    log.info(
-        "committed",
-        stage=Stage.COMMIT,
-        source=source.commit,
-        commit=published.commit,
-        pushed=published.pushed,
-    )
-    return PassResult(
-        planned=planned,
-        commit=published.commit,
-        pushed=published.pushed,
-        apply_skipped="apply skipped: cluster access is not part of this build yet",
-    )
+
+
+def _digest(tree: Mapping[str, bytes]) -> str:
+    """`Dro-Observations`: the sha256 of the cluster status files the decisions used."""
+    hashed = hashlib.sha256()
+    for path, data in sorted(tree.items()):
+        if path.startswith(status.CLUSTERS):
+            hashed.update(path.encode() + b"\0" + data + b"\0")
+    return hashed.hexdigest()
+
+
+def _held_status(
+    state: Mapping[str, bytes], tree: Mapping[str, bytes], now: float, interval: float
+) -> dict[str, bytes] | None:
+    """The last committed `status/` files when a change to status alone must wait for
+    `--status-interval` (health and reachability unchanged); None when it may be committed."""
+    before = {p: d for p, d in state.items() if p.startswith("status/")}
+    after = {p: d for p, d in tree.items() if p.startswith("status/")}
+    if before == after or status.urgent(before, after) or status.due(before, now, interval):
+        return None
+    return before
+
+
+def _fields(report: ClusterSync) -> dict[str, object]:
+    return {
+        "cluster": report.cluster,
+        "reachable": report.reachable,
+        "applied": report.applied,
+        "unchanged": report.unchanged,
+        "pruned": report.pruned,
+        "drifted": report.drifted,
+        "failed": report.failed,
+        "writes": report.writes,
+    }

@@ -15,6 +15,7 @@ import structlog
 from rich.console import Console
 from rich.table import Table
 
+from reconciler.apply import ClusterSync
 from reconciler.domain import Decision
 from reconciler.errors import Problem
 
@@ -79,6 +80,28 @@ def placement_table(decisions: Sequence[Decision], clusters: Sequence[str]) -> T
                 cells.append("✓" if replicas is None else str(replicas))
         table.add_row(label, *cells)
     return table
+
+
+def apply_table(clusters: Sequence[ClusterSync]) -> Table:
+    """Per cluster: objects applied, unchanged, pruned, drifted and failed, and the writes."""
+    table = Table(title="apply")
+    for name in ("cluster", "applied", "unchanged", "pruned", "drifted", "failed", "writes"):
+        table.add_column(name, justify="left" if name == "cluster" else "right")
+    for sync in clusters:
+        label = sync.cluster if sync.reachable else f"{sync.cluster} [red](unreachable)[/red]"
+        counts = (sync.applied, sync.unchanged, sync.pruned, len(sync.drifted), len(sync.failed))
+        table.add_row(label, *(str(n) for n in counts), str(sync.writes))
+    return table
+
+
+def apply_details(clusters: Sequence[ClusterSync]) -> list[str]:
+    """One line per drift corrected, failure and protected object, naming the cluster."""
+    lines = []
+    for sync in clusters:
+        lines += [f"{sync.cluster}: drift corrected: {line}" for line in sync.drifted]
+        lines += [f"{sync.cluster}: failed: {line}" for line in sync.failed]
+        lines += [f"{sync.cluster}: kept (deletion-protected): {ref}" for ref in sync.protected]
+    return lines
 
 
 def find_decision(decisions: Iterable[Decision], wanted: str) -> Decision | None:

@@ -30,6 +30,25 @@ class Settings:
     credentials_file: Path | None = None
     author_name: str = "dro"
     author_email: str = "dro@localhost"
+    kubeconfig: Path | None = None
+    """A kubeconfig file or a directory of them (a mounted Secret): with it, a pass observes
+    and applies to the clusters; without it, it stops after the commit (offline)."""
+    in_cluster: bool = False
+    """Reach the clusters marked `kubeconfig.inCluster` with the pod's service account."""
+    cluster_timeout: float = 10.0
+    """Seconds each request to a cluster may take."""
+    parallel: int = 8
+    """Clusters observed and applied at once."""
+    move_wait: float = 60.0
+    """Seconds a pass waits for the new copies of a move to become Healthy."""
+    status_interval: float = 600.0
+    """A change to `status/` alone is committed at most this often, unless health or
+    reachability changed."""
+
+    @property
+    def online(self) -> bool:
+        """Whether a pass observes and applies to clusters, not only commits."""
+        return self.kubeconfig is not None or self.in_cluster
 
 
 def env(name: str, default: str | None = None) -> str | None:

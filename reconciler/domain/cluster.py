@@ -55,10 +55,18 @@ class Cluster:
     taints: tuple[Taint, ...] = ()
     cost: Mapping[str, float] = field(default_factory=empty)
     kubeconfig_context: str | None = None
+    in_cluster: bool = False
+    """The cluster dro runs in: reached with the pod's service account, not a kubeconfig."""
     suspend: bool = False
     cordon: bool = False
     drain: bool = False
     zones: tuple[str, ...] = ()
+
+    @property
+    def reachable_by_dro(self) -> bool:
+        """dro has a way to reach its API (a kubeconfig context, or in-cluster); a cluster
+        without one is placed from its declared figures only, and is never unreachable."""
+        return bool(self.kubeconfig_context) or self.in_cluster
 
     @property
     def provider(self) -> str:
@@ -96,3 +104,6 @@ class Observation:
     unreachable_since: str | None = None
     pending: Mapping[ResourceKey, tuple[int, str]] = field(default_factory=dict)
     """Workloads with pods pending (unschedulable) here: key → (pods, pending since, RFC 3339)."""
+    health: Mapping[ResourceKey, tuple[str, str]] = field(default_factory=dict)
+    """The health of each workload dro applied here: key → (status, message), Argo CD's
+    states (`reconciler.health`). A move's old copies retire once its new copies are Healthy."""

@@ -90,6 +90,38 @@ class Pass:
         self, claimed: facts.Claimed, demand: FloatArray, scale: FloatArray, node_fit: BoolArray
     ) -> Decision:
         """Place one workload at its turn, and charge its placement to the ledger."""
+        decided = self._decide(claimed, demand, scale, node_fit)
+        before = self.previous.get(claimed.workload.key)
+        if before is None or not before.retiring:
+            return decided
+        return self._keep_retiring(before, decided, demand)
+
+    def _keep_retiring(self, before: Decision, decided: Decision, demand: FloatArray) -> Decision:
+        """Make-before-break across passes: while the copies on the workload's clusters are
+        not observed Healthy (`Fleet.settled`), each cluster a move is retiring keeps what
+        the last pass rendered there, and the ledger keeps counting it."""
+        fleet = self.fleet
+        if fleet.settled(decided.key, (p.cluster for p in decided.clusters)):
+            return decided
+        target = {p.cluster: p.replicas or 0 for p in decided.clusters}
+        was = {p.cluster: p.replicas or 0 for p in before.clusters}
+        kept: list[Placed] = []
+        for placed in before.retiring:
+            if placed.cluster not in fleet.index:
+                continue  # its file is gone: nothing there to keep
+            extra = was.get(placed.cluster, 0) + (placed.replicas or 0)
+            extra -= target.get(placed.cluster, 0)
+            if extra > 0:
+                kept.append(Placed(placed.cluster, extra))
+        if not kept:
+            return decided
+        rows = np.array([fleet.index[p.cluster] for p in kept], dtype=np.int64)
+        self.add(rows, demand, np.array([p.replicas or 0 for p in kept], dtype=np.int64))
+        return replace(decided, retiring=tuple(kept))
+
+    def _decide(
+        self, claimed: facts.Claimed, demand: FloatArray, scale: FloatArray, node_fit: BoolArray
+    ) -> Decision:
         if express.eligible(self, claimed):
             decided = express.place(self, claimed, demand, scale, node_fit)
             if decided is not None:

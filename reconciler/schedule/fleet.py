@@ -13,7 +13,7 @@ as one node.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypeVar
@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from reconciler import durations
 from reconciler.domain import EMPTY, Cluster, ClusterAffinity, Observation, ResourceKey, Taint
+from reconciler.health import HEALTHY
 
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
@@ -212,9 +213,22 @@ class Fleet:
             seen = self.observations.get(cluster.name)
             if seen is None or not seen.unreachable_since or cluster.suspend:
                 continue
-            if cluster.kubeconfig_context:
+            if cluster.reachable_by_dro:
                 since[i] = durations.epoch(seen.unreachable_since)
         return frozen(since)
+
+    def settled(self, key: ResourceKey, clusters: Iterable[str]) -> bool:
+        """Whether this workload's copies on `clusters` are up, so that the old copies of a
+        move may retire: each one is Healthy in a fresh observation of its cluster, or the
+        cluster is not observed this pass (no kubeconfig, or an offline pass). A stale
+        observation (unreachable or suspended) proves nothing, so the old copies stay."""
+        for name in clusters:
+            seen = self.observations.get(name)
+            if seen is None:
+                continue
+            if seen.stale or seen.health.get(key, ("", ""))[0] != HEALTHY:
+                return False
+        return True
 
     def stuck(self, key: ResourceKey) -> list[tuple[int, int]]:
         """(row, pods) where this workload's pods have pended for `unschedulable_after`."""

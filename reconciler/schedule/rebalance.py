@@ -27,7 +27,8 @@ Karmada-exact primitive, and this step only moves replicas that a decision alrea
   `rebalance.maxMovesPerPass` of its workloads' replicas lowers it for them.
 - Cooldown: a workload does not move off a cluster it moved onto within `rebalance.cooldown`.
 - A move keeps the old copies running: the decision lists them in `retiring`, rendered beside
-  the target, and the next pass drops them. Only copies that ran before this pass retire:
+  the target, until a pass observes the new copies Healthy (`engine.Pass.decide`); a workload
+  with a move in flight does not move again. Only copies that ran before this pass retire:
   replicas this pass placed (a first placement, a scale-up) have not started, and just move.
 """
 
@@ -139,6 +140,8 @@ def _holdings(
     for position, (claimed, decision) in enumerate(zip(order, decisions, strict=True)):
         if not claimed.movable or decision.unschedulable or not decision.clusters:
             continue
+        if decision.retiring:
+            continue  # a move still waits for its new copies: no second move on top
         counts = {index[p.cluster]: p.replicas or 0 for p in decision.clusters if p.replicas}
         before = ledger.previous.get(claimed.workload.key)
         settled = {

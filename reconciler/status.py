@@ -1,0 +1,212 @@
+"""Status: what a pass observed, as the output branch's `status/` files, and back.
+
+- `status/clusters/<cluster>.yaml` holds a cluster's observation: capacity, used, the largest
+  free node and the water level per resource, its reachability, the health of the workloads
+  dro placed there, and when it was observed. `cluster_status` writes the `status` part from
+  an `Observation`; `stale_observation` reads it back for a cluster that cannot be reached,
+  marked stale, so the scheduler keeps using the last committed figures.
+- `status/workloads/<namespace>/<kind>-<name>.yaml` holds one workload's health across its
+  clusters, aggregated like Argo CD's (`health.workload`).
+- Status files are committed at most once per `--status-interval` when only they changed,
+  unless health or reachability changed (`urgent`, `due`).
+
+Amounts are in base units (cores, bytes), as in an `Observation`. This module is pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from reconciler import durations, health, yamlio
+from reconciler.domain import DRO_API_VERSION, Cluster, Decision, Observation, ResourceKey
+
+CLUSTERS = "status/clusters/"
+WORKLOADS = "status/workloads/"
+OBSERVED = "observed"
+_URGENT_KEYS = ("reachable", "stale", "suspended", "health", "phase")
+
+
+def cluster_status(observation: Observation, *, suspended: bool = False) -> dict[str, Any]:
+    """The `status` of a cluster's status file, from its observation this pass."""
+    result: dict[str, Any] = {
+        "source": OBSERVED,
+        "observedAt": observation.observed_at,
+        "reachable": not observation.unreachable_since and not suspended,
+        "capacity": _amounts(observation.capacity),
+        "used": _amounts(observation.used),
+        "largestNodeFree": _amounts(observation.largest_node_free),
+        "waterLevel": water_level(observation.capacity, observation.used),
+    }
+    if observation.stale:
+        result["stale"] = True
+    if suspended:
+        result["suspended"] = True
+    if observation.unreachable_since:
+        result["unreachableSince"] = observation.unreachable_since
+    states = [status for status, _ in observation.health.values()]
+    if states:
+        result["health"] = health.worst(health.Health(s) for s in states).status
+        result["workloads"] = {s: states.count(s) for s in sorted(set(states))}
+    if observation.pending:
+        result["pending"] = [
+            {"workload": _name(key), "pods": pods, "since": since}
+            for key, (pods, since) in sorted(observation.pending.items())
+        ]
+    return result
+
+
+def water_level(capacity: Mapping[str, float], used: Mapping[str, float]) -> dict[str, float]:
+    """RWL = used / capacity per resource with a capacity, rounded to 4 places."""
+    return {
+        resource: round(used.get(resource, 0.0) / total, 4)
+        for resource, total in sorted(capacity.items())
+        if total > 0
+    }
+
+
+def stale_observation(
+    cluster: Cluster,
+    previous: Mapping[str, Any] | None,
+    *,
+    unreachable_since: str | None,
+) -> Observation:
+    """The last committed observation of a cluster not observed this pass, marked stale: its
+    status file's figures when it was observed before, else its declared ones.
+    `unreachable_since` is when its API first failed to list (None for a suspended cluster);
+    an earlier time in the status file wins, so the clock of failover keeps running."""
+    status = previous or {}
+    if status.get("unreachableSince") and unreachable_since is not None:
+        unreachable_since = str(status["unreachableSince"])
+    if status.get("source") == OBSERVED:
+        capacity = _floats(status.get("capacity"))
+        used = _floats(status.get("used"))
+        largest = _floats(status.get("largestNodeFree"))
+        observed_at = status.get("observedAt")
+    else:
+        capacity, used = dict(cluster.capacity), dict(cluster.allocated)
+        largest, observed_at = dict(cluster.largest_node_free), None
+    return Observation(
+        cluster=cluster.name,
+        capacity=capacity,
+        used=used,
+        largest_node_free=largest,
+        observed_at=str(observed_at) if observed_at else None,
+        stale=True,
+        unreachable_since=unreachable_since,
+    )
+
+
+def previous_statuses(files: Mapping[str, bytes]) -> dict[str, dict[str, Any]]:
+    """Cluster name → the `status` of its file on the output branch (unreadable ones skipped)."""
+    result: dict[str, dict[str, Any]] = {}
+    for path, data in sorted(files.items()):
+        if not path.startswith(CLUSTERS) or not path.endswith(".yaml"):
+            continue
+        try:
+            body = yamlio.load_own(path, data)
+        except yamlio.YamlError:
+            continue
+        status = body.get("status") if isinstance(body, Mapping) else None
+        if isinstance(status, Mapping):
+            result[path[len(CLUSTERS) : -len(".yaml")]] = dict(status)
+    return result
+
+
+def workload_files(
+    decisions: Iterable[Decision], observations: Mapping[str, Observation]
+) -> dict[str, bytes]:
+    """`status/workloads/...` for every workload placed on an observed cluster: its health
+    on each of those clusters (Unknown on a stale observation), and the worst of them."""
+    files: dict[str, bytes] = {}
+    for decision in decisions:
+        per_cluster: dict[str, health.Health] = {}
+        for placed in decision.rendered():
+            seen = observations.get(placed.cluster)
+            if seen is None:
+                continue
+            if seen.stale:
+                per_cluster[placed.cluster] = health.Health(
+                    health.UNKNOWN, f"not observed since {seen.observed_at or 'never'}"
+                )
+                continue
+            state, message = seen.health.get(decision.key, (health.MISSING, "not found"))
+            per_cluster[placed.cluster] = health.Health(state, message)
+        if per_cluster:
+            files[workload_path(decision.key)] = yamlio.dump(
+                _workload_document(decision.key, per_cluster)
+            ).encode()
+    return files
+
+
+def workload_path(key: ResourceKey) -> str:
+    """`status/workloads/<namespace|_cluster>/<kind>[.<group>]-<name>.yaml`, lowercase."""
+    return f"{WORKLOADS}{key.folder}/{key.file_stem}.yaml".lower()
+
+
+def urgent(before: Mapping[str, bytes], after: Mapping[str, bytes]) -> bool:
+    """Whether health or reachability differ between two sets of `status/` files: such a
+    change is committed at once, not held back by `--status-interval`."""
+    return _vitals(before) != _vitals(after)
+
+
+def due(before: Mapping[str, bytes], now: float, interval: float) -> bool:
+    """Whether the last committed observation is at least `interval` seconds older than
+    `now` (or there is none): a status-only change may then be committed."""
+    times = [
+        durations.epoch(str(status["observedAt"]))
+        for status in previous_statuses(before).values()
+        if status.get("observedAt") and status.get("source") == OBSERVED
+    ]
+    return not times or now - max(times) >= interval
+
+
+def _vitals(files: Mapping[str, bytes]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for path, data in files.items():
+        if not path.startswith(("status/",)):
+            continue
+        try:
+            body = yamlio.load_own(path, data)
+        except yamlio.YamlError:
+            found[path] = None
+            continue
+        status = body.get("status") if isinstance(body, Mapping) else None
+        status = status if isinstance(status, Mapping) else {}
+        if path.startswith(WORKLOADS):
+            found[path] = [(c.get("name"), c.get("health")) for c in status.get("clusters") or ()]
+        else:
+            found[path] = [status.get(key) for key in _URGENT_KEYS]
+    return found
+
+
+def _workload_document(key: ResourceKey, per_cluster: Mapping[str, health.Health]) -> Any:
+    overall = health.workload(per_cluster)
+    return {
+        "apiVersion": DRO_API_VERSION,
+        "kind": "WorkloadHealth",
+        "metadata": {"name": key.name, **({"namespace": key.namespace} if key.namespace else {})},
+        "status": {
+            "resource": _name(key),
+            "health": overall.status,
+            "message": overall.message,
+            "clusters": [
+                {"name": name, "health": h.status, "message": h.message}
+                for name, h in sorted(per_cluster.items())
+            ],
+        },
+    }
+
+
+def _name(key: ResourceKey) -> str:
+    return f"{key.group}/{key.kind}/{key.namespace}/{key.name}"
+
+
+def _amounts(values: Mapping[str, float]) -> dict[str, float | int]:
+    return {k: int(v) if float(v).is_integer() else round(v, 6) for k, v in sorted(values.items())}
+
+
+def _floats(raw: Any) -> dict[str, float]:
+    if not isinstance(raw, Mapping):
+        return {}
+    return {str(k): float(v) for k, v in raw.items() if isinstance(v, int | float)}
