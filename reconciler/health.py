@@ -34,6 +34,13 @@ DEGRADED = "Degraded"
 UNKNOWN = "Unknown"
 ORDER = (HEALTHY, SUSPENDED, PROGRESSING, MISSING, DEGRADED, UNKNOWN)
 """From the healthiest to the least healthy: the worst one decides an aggregate."""
+ROLLOUT_KINDS = (
+    ("apps/v1", "Deployment"),
+    ("apps/v1", "StatefulSet"),
+    ("apps/v1", "DaemonSet"),
+    ("batch/v1", "Job"),
+)
+"""The kinds whose rollout has a health; an object of any other kind is Healthy when present."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +54,11 @@ class Health:
     def rank(self) -> int:
         """Position in `ORDER`; higher is worse."""
         return ORDER.index(self.status)
+
+
+def has_rollout(group: str, kind: str) -> bool:
+    """Whether objects of this API group and kind have a rollout whose health is checked."""
+    return (group, kind) in _CHECKS
 
 
 def of(obj: Mapping[str, Any] | None) -> Health:

@@ -29,7 +29,7 @@ import structlog
 
 from reconciler import apply, durations, health, kube, observe, status, yamlio
 from reconciler.apply import ClusterSync
-from reconciler.domain import Cluster, Decision, Observation, Spec
+from reconciler.domain import Cluster, Decision, Observation, ResourceKey, Spec
 from reconciler.errors import ClusterError
 from reconciler.kube import Connection
 
@@ -138,9 +138,10 @@ class Members:
             log.warning("cluster_unreachable", stage="observe", cluster=cluster.name, error=why)
         return result
 
-    def apply(self, tree: Mapping[str, bytes], *, prune: bool) -> Applied:
-        """Apply each reachable cluster's folder of `tree`; then prune, only when `prune`
-        (the pass before apply went well) and every cluster applied without a failure."""
+    def apply(self, tree: Mapping[str, bytes], *, held_back: str | None = None) -> Applied:
+        """Apply each reachable cluster's folder of `tree`; then prune, only when nothing
+        holds it back (`held_back` says why the pass before apply forbids it) and every
+        cluster applied without a failure."""
         reports = self._each(lambda c: apply.apply_all(c, cluster_objects(tree, c.cluster)))
         result = Applied()
         for name in sorted(self.errors):
@@ -153,8 +154,8 @@ class Members:
             for name, r in reports.items()
         ]
         result.clusters.sort(key=lambda r: r.cluster)
-        if not prune:
-            result.prune_blocked = "an earlier stage of the pass failed"
+        if held_back is not None:
+            result.prune_blocked = held_back
         elif not result.ok:
             broken = ", ".join(r.cluster for r in result.clusters if not r.ok)
             result.prune_blocked = f"not every cluster applied cleanly ({broken})"
@@ -173,24 +174,25 @@ class Members:
         """Wait up to `Access.move_wait` seconds until every workload with retiring copies
         is Healthy on each of its reachable target clusters. True when there were such
         moves and they all became Healthy: the next pass can retire the old copies."""
-        waiting = {
-            (placed.cluster, decision)
+        waiting = [
+            (placed.cluster, decision.key)
             for decision in decisions
             if decision.retiring
             for placed in decision.clusters
             if placed.cluster in self.connections
-        }
+        ]
         if not waiting:
             return False
         deadline = clock() + self.access.move_wait
         while True:
-            waiting = {(c, d) for c, d in waiting if not self._healthy(c, d)}
+            waiting = [
+                (cluster, key) for cluster, key in waiting if not self._healthy(cluster, key)
+            ]
             if not waiting or clock() >= deadline:
                 return not waiting
             sleep(min(1.0, max(0.0, deadline - clock())))
 
-    def _healthy(self, cluster: str, decision: Decision) -> bool:
-        key = decision.key
+    def _healthy(self, cluster: str, key: ResourceKey) -> bool:
         api_version = self._versions.get(key, f"{key.group}/v1" if key.group else "v1")
         try:
             live = self.connections[cluster].get(api_version, key.kind, key.name, key.namespace)

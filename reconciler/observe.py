@@ -34,13 +34,6 @@ PLACEMENT_ANNOTATION = "multicluster.io/placement"
 _BLOCKING_TAINTS = frozenset({"NoSchedule", "NoExecute"})
 _DONE = frozenset({"Succeeded", "Failed"})
 MANAGED_BY_DRO = "app.kubernetes.io/managed-by=dro"
-ROLLOUT_KINDS = (
-    ("apps/v1", "Deployment"),
-    ("apps/v1", "StatefulSet"),
-    ("apps/v1", "DaemonSet"),
-    ("batch/v1", "Job"),
-)
-"""The kinds whose rollout has a health (`reconciler.health`); any other kind is Healthy."""
 
 
 def measure(
@@ -96,7 +89,7 @@ def live(connection: Connection, *, observed_at: str) -> Observation:
     observed = measure(connection.cluster, nodes, pods, observed_at=observed_at)
     rolled = [
         item
-        for api_version, kind in ROLLOUT_KINDS
+        for api_version, kind in health.ROLLOUT_KINDS
         for item in connection.list(api_version, kind, label_selector=MANAGED_BY_DRO)
     ]
     return replace(observed, health=workload_health(rolled))

@@ -272,10 +272,10 @@ def _one_pass(settings: Settings, on_stage: StageHook, *, follow_up: bool = Fals
         if members is None:
             return PassResult(planned=planned, commit=published.commit, pushed=published.pushed)
         on_stage(Stage.APPLY)
-        applied = members.apply(planned.tree, prune=not observed.unreachable)
-        if observed.unreachable and applied.prune_blocked is None:
-            down = ", ".join(sorted(observed.unreachable))
-            applied.prune_blocked = f"clusters could not be listed ({down})"
+        down = ", ".join(sorted(observed.unreachable))
+        applied = members.apply(
+            planned.tree, held_back=f"clusters could not be listed ({down})" if down else None
+        )
         for cluster in applied.clusters:
             log.info("applied", stage=Stage.APPLY, **_fields(cluster))
         retire = not follow_up and applied.ok and members.await_moves(planned.decisions)

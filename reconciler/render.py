@@ -89,11 +89,26 @@ def _base(workload: Workload) -> dict[str, Any]:
         metadata["namespace"] = workload.key.namespace
     metadata["labels"] = {**(metadata.get("labels") or {}), MANAGED_BY[0]: MANAGED_BY[1]}
     key = workload.key
-    metadata["annotations"] = {
-        **(metadata.get("annotations") or {}),
-        PLACEMENT_ANNOTATION: f"{key.group}/{key.kind}/{key.namespace}/{key.name}",
-    }
+    placement = f"{key.group}/{key.kind}/{key.namespace}/{key.name}"
+    for owner in (manifest, _pod_template(manifest)):
+        if owner is None:
+            continue
+        meta = owner.setdefault("metadata", {})
+        meta["annotations"] = {**(meta.get("annotations") or {}), PLACEMENT_ANNOTATION: placement}
     return manifest
+
+
+def _pod_template(manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """The pod template of a workload (`spec.template`, or a CronJob's job template's), whose
+    pods then carry the placement annotation: observe traces pending pods by it."""
+    spec = manifest.get("spec")
+    if not isinstance(spec, dict):
+        return None
+    job = spec.get("jobTemplate")
+    if isinstance(job, dict) and isinstance(job.get("spec"), dict):
+        spec = job["spec"]
+    template = spec.get("template")
+    return template if isinstance(template, dict) else None
 
 
 def _render_one(

@@ -31,7 +31,9 @@ def configure_logging(*, verbose: bool = False, stream: TextIO | None = None) ->
             structlog.processors.JSONRenderer(sort_keys=True),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(stream or sys.stderr),
+        # sys.stderr is looked up per logger, not once: a replaced stream (a test's capture,
+        # a closed terminal) must not keep receiving events.
+        logger_factory=lambda *_: structlog.PrintLogger(stream or sys.stderr),
         cache_logger_on_first_use=False,
     )
 

@@ -116,10 +116,13 @@ def previous_statuses(files: Mapping[str, bytes]) -> dict[str, dict[str, Any]]:
 def workload_files(
     decisions: Iterable[Decision], observations: Mapping[str, Observation]
 ) -> dict[str, bytes]:
-    """`status/workloads/...` for every workload placed on an observed cluster: its health
-    on each of those clusters (Unknown on a stale observation), and the worst of them."""
+    """`status/workloads/...` for every workload with a rollout (`health.ROLLOUT_KINDS`)
+    placed on an observed cluster: its health on each of those clusters (Unknown on a stale
+    observation), and the worst of them."""
     files: dict[str, bytes] = {}
     for decision in decisions:
+        if not health.has_rollout(decision.key.group, decision.key.kind):
+            continue
         per_cluster: dict[str, health.Health] = {}
         for placed in decision.rendered():
             seen = observations.get(placed.cluster)

@@ -21,6 +21,11 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--crd-establish-delay", type=float, default=0.0, help="seconds before CRDs are Established"
     )
+    parser.add_argument(
+        "--rollouts",
+        action="store_true",
+        help="complete Deployment and StatefulSet rollouts as they are written (Healthy at once)",
+    )
     parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
     return parser.parse_args(argv)
 
@@ -35,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         port=arguments.port,
         crd_establish_delay=arguments.crd_establish_delay,
         verbose=arguments.verbose,
+        rollouts=arguments.rollouts,
     )
     stop_requested = threading.Event()
 

@@ -40,9 +40,10 @@ class KubeAPI:
         port: int = 0,
         crd_establish_delay: float = 0.0,
         verbose: bool = False,
+        rollouts: bool = False,
     ) -> None:
         self.registry = ResourceRegistry()
-        self.store = Store(self.registry, crd_establish_delay)
+        self.store = Store(self.registry, crd_establish_delay, rollouts)
         self.objects = ObjectsView(self.store)
         self.faults = Faults()
         self._listener = Listener(self._answer, port, verbose)

@@ -53,13 +53,36 @@ def spec_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return body(old) != body(new)
 
 
+_ROLLED_OUT = {("apps", "deployments"), ("apps", "statefulsets")}
+
+
+def rolled_out(obj: dict[str, Any]) -> dict[str, Any]:
+    """The status of a Deployment or StatefulSet whose rollout is complete."""
+    replicas = (obj.get("spec") or {}).get("replicas", 1)
+    return {
+        "observedGeneration": metadata_of(obj).get("generation", 1),
+        "replicas": replicas,
+        "updatedReplicas": replicas,
+        "readyReplicas": replicas,
+        "availableReplicas": replicas,
+        "currentReplicas": replicas,
+        "currentRevision": "r1",
+        "updateRevision": "r1",
+    }
+
+
 class Store:
     """Every stored object, guarded by one re-entrant lock."""
 
-    def __init__(self, registry: ResourceRegistry, crd_establish_delay: float = 0.0) -> None:
+    def __init__(
+        self, registry: ResourceRegistry, crd_establish_delay: float = 0.0, rollouts: bool = False
+    ) -> None:
         self.lock = threading.RLock()
         self.registry = registry
         self.crd_establish_delay = crd_establish_delay
+        self.rollouts = rollouts
+        """Complete every Deployment's and StatefulSet's rollout as it is written, as an
+        instant controller would (the emulator runs no controllers otherwise)."""
         self._objects: dict[ObjectKey, dict[str, Any]] = {}
         self._revision = 0
         self._timers: list[threading.Timer] = []
@@ -109,6 +132,8 @@ class Store:
             meta["resourceVersion"] = str(self._revision)
             if (rtype.group, rtype.plural) == (CRD_GROUP, CRD_PLURAL):
                 self._refresh_crd(obj)
+            if self.rollouts and (rtype.group, rtype.plural) in _ROLLED_OUT:
+                obj["status"] = rolled_out(obj)
             key = object_key(rtype, meta.get("namespace", ""), meta["name"])
             self._objects[key] = copy.deepcopy(obj)
             return self.as_served(rtype, obj)
