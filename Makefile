@@ -48,6 +48,7 @@ bench: install ## benchmarks against their baselines (kubectl kustomize, git fas
 	$(PY) bench/commit.py
 	$(PY) bench/schedule.py
 	$(PY) bench/rebalance.py
+	$(PY) bench/apply.py
 
 clean: ## remove build output and the virtualenv
 	rm -rf build $(VENV) *.egg-info

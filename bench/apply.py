@@ -6,8 +6,9 @@ Each cluster gets the same rendered tree of 1,000 objects: 10 Namespaces and, sp
 127.0.0.1, in this process), reached through one kubeconfig with 3 contexts and
 `kube.connect`. The 3 clusters are synced in parallel, one worker thread per cluster, as dro does.
 
-- `dro`: `apply.sync(connection, objects, prune=True)`: a dry-run apply and a read per object,
-  a real apply only where they differ, and the inventory ConfigMap.
+- `dro`: `apply.sync(connection, objects, prune=True)`: one LIST per kind of what dro
+  manages; an object listed absent is applied at once, one that holds every rendered field
+  with an unchanged manifest costs nothing, anything else gets a dry run; plus the inventory.
 - `naive`: `connection.apply(obj)` for every object, no comparison, no inventory, on 3 fresh
   emulators.
 

@@ -32,6 +32,8 @@ from reconciler.inventory import Ref
 from reconciler.kube import Connection
 
 ESTABLISH_TIMEOUT_S = 60.0
+MANAGED_BY = ("app.kubernetes.io/managed-by", "dro")
+MANAGED_BY_DRO = "=".join(MANAGED_BY)
 _VOLATILE = ("managedFields", "resourceVersion", "generation", "creationTimestamp", "uid")
 
 
@@ -98,10 +100,11 @@ def apply_all(
     planned = inventory.plan(rendered, held)
     report.held, report.stale = held, planned.prune
     for stage in inventory.in_stages(planned.apply):
+        live = _listed(connection, stage)
         for obj in stage:
             ref = Ref.of(obj)
             try:
-                _apply_one(connection, obj, held.get(ref), report)
+                _apply_one(connection, obj, held.get(ref), report, live)
                 report.done[ref] = inventory.digest(obj)
             except ClusterError as error:
                 report.failed.append(str(error))
@@ -126,21 +129,91 @@ def finish(connection: Connection, report: ClusterSync, *, prune: bool) -> Clust
     return report
 
 
+def _listed(
+    connection: Connection, stage: Sequence[Mapping[str, Any]]
+) -> dict[tuple[str, str, str, str], dict[str, Any] | None]:
+    """The live objects of a stage, by (apiVersion, kind, namespace, name), from one LIST per
+    kind of what dro manages (its `managed-by` label): a steady pass reads each kind once
+    instead of every object. A kind that cannot be listed is left out; its objects are then
+    read one by one."""
+    found: dict[tuple[str, str, str, str], dict[str, Any] | None] = {}
+    kinds = sorted({(str(o["apiVersion"]), str(o["kind"])) for o in stage if _managed(o)})
+    for api_version, kind in kinds:
+        try:
+            items = connection.list(api_version, kind, label_selector=MANAGED_BY_DRO)
+        except ClusterError:
+            continue
+        for obj in stage:
+            if (obj["apiVersion"], obj["kind"]) == (api_version, kind) and _managed(obj):
+                found[_identity(obj)] = None  # absent unless listed below
+        for item in items:
+            metadata = item.get("metadata") or {}
+            key = (api_version, kind, metadata.get("namespace") or "", metadata.get("name", ""))
+            if key in found:
+                found[key] = {"apiVersion": api_version, "kind": kind, **item}
+    return found
+
+
 def _apply_one(
-    connection: Connection, obj: Mapping[str, Any], recorded: str | None, report: ClusterSync
+    connection: Connection,
+    obj: Mapping[str, Any],
+    recorded: str | None,
+    report: ClusterSync,
+    listed: Mapping[tuple[str, str, str, str], dict[str, Any] | None],
 ) -> None:
+    """Apply one object unless the live one is already as rendered. An object listed absent
+    is applied at once; one listed live that holds every rendered field unchanged, with the
+    manifest dro last applied, costs no request; anything else is settled by a server-side
+    dry run compared with the live object."""
     ref = Ref.of(obj)
-    preview = connection.apply(obj, dry_run=True)
-    live = connection.get(ref.api_version, ref.kind, ref.name, ref.namespace or None)
-    if live is not None and _comparable(live) == _comparable(preview):
-        report.unchanged += 1
-        return
-    if live is not None and recorded == inventory.digest(obj):
-        fields = ", ".join(_differences(_comparable(live), _comparable(preview))) or "metadata"
-        report.drifted.append(f"{ref}: {fields}")
+    wanted = inventory.digest(obj)
+    identity = _identity(obj)
+    if identity in listed:
+        live = listed[identity]
+        if live is not None and recorded == wanted and _holds(live, obj):
+            report.unchanged += 1
+            return
+    else:
+        live = connection.get(ref.api_version, ref.kind, ref.name, ref.namespace or None)
+    if live is not None:
+        preview = connection.apply(obj, dry_run=True)
+        if _comparable(live) == _comparable(preview):
+            report.unchanged += 1
+            return
+        if recorded == wanted:
+            fields = ", ".join(_differences(_comparable(live), _comparable(preview)))
+            report.drifted.append(f"{ref}: {fields or 'metadata'}")
     connection.apply(obj)
     report.applied += 1
     report.writes += 1
+
+
+def _managed(obj: Mapping[str, Any]) -> bool:
+    """Whether an object carries dro's `managed-by` label, so that a LIST by it finds it."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return bool(labels.get(MANAGED_BY[0]) == MANAGED_BY[1])
+
+
+def _identity(obj: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    metadata = obj.get("metadata") or {}
+    namespace = str(metadata.get("namespace") or "")
+    return (str(obj["apiVersion"]), str(obj["kind"]), namespace, str(metadata.get("name", "")))
+
+
+def _holds(live: Any, wanted: Any) -> bool:
+    """Whether `live` has every field of `wanted` with the same value: maps may hold more
+    keys (server defaults, other managers' fields), lists must match item by item."""
+    if isinstance(wanted, Mapping):
+        return isinstance(live, Mapping) and all(
+            key in live and _holds(live[key], value) for key, value in wanted.items()
+        )
+    if isinstance(wanted, list):
+        return (
+            isinstance(live, list)
+            and len(live) == len(wanted)
+            and all(_holds(a, b) for a, b in zip(live, wanted, strict=True))
+        )
+    return bool(live == wanted) and type(live) is type(wanted)
 
 
 def _await_established(

@@ -172,3 +172,37 @@ def test_an_unreachable_cluster_is_left_alone(cluster: tuple[KubeAPI, kube.Conne
     assert not report.reachable
     assert report.applied == 0
     assert "cannot reach the API" in report.failed[0]
+
+
+def labelled(obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` with dro's managed-by label, as every rendered object carries it."""
+    metadata = obj["metadata"]
+    metadata["labels"] = {**metadata.get("labels", {}), "app.kubernetes.io/managed-by": "dro"}
+    return obj
+
+
+def test_labelled_objects_are_read_by_one_list_per_kind(
+    cluster: tuple[KubeAPI, kube.Connection],
+) -> None:
+    server, connection = cluster
+    objects = [labelled(o) for o in (namespace("shop"), shop(), configmap("a"), configmap("b"))]
+    first = apply.sync(connection, objects, prune=True)
+    assert (first.applied, first.unchanged) == (4, 0)
+    dry_runs = [r for r in server.requests if r.query.get("dryRun")]
+    assert dry_runs == [], "an object listed absent is applied without a dry run"
+    server.reset_counters()
+    steady = apply.sync(connection, objects, prune=True)
+    assert (steady.applied, steady.unchanged, steady.writes) == (0, 4, 0)
+    assert {r.method for r in server.requests} == {"GET"}
+    reads = [
+        r for r in server.requests if "/configmaps" in r.path and "dro-inventory" not in r.path
+    ]
+    assert len(reads) == 1, "one LIST for both ConfigMaps, no GET per object"
+    live = server.get("", "v1", "configmaps", "shop", "b")
+    assert live is not None
+    server.put({**live, "data": {"v": "changed by hand"}})
+    healed = apply.sync(connection, objects, prune=True)
+    assert healed.drifted == ["ConfigMap shop/b: .data.v"]
+    restored = server.get("", "v1", "configmaps", "shop", "b")
+    assert restored is not None
+    assert restored["data"] == {"v": "1"}
