@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reconciler import load
-from reconciler.domain import Decision
+from reconciler import cli, load, status
+from reconciler.domain import Cluster, Decision, Origin
 from reconciler.pipeline import PassResult
 from tests.livefleet import Fleet, cluster_file, deployment, running_fleet, source_files
 
@@ -213,3 +213,41 @@ def test_a_suspended_cluster_is_left_alone_and_does_not_block_prune(fleet: Fleet
     status = committed(fleet, "status/clusters/c.yaml")["status"]
     assert isinstance(status, dict)
     assert status["suspended"] is True
+
+
+def test_the_cli_prints_a_summary_per_cluster(
+    fleet: Fleet, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["reconcile", "--once", "--repo", str(fleet.repo.bare)]
+    args += ["--state-dir", str(fleet.settings.state_dir)]
+    args += ["--kubeconfig", str(fleet.settings.kubeconfig), "--move-wait", "0s"]
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert "applied" in out
+    assert "unchanged" in out
+    assert "pruned" in out
+    assert "drifted" in out
+    rows = [line.split("│") for line in out.splitlines() if line.startswith("│ ")]
+    counts = {cells[1].strip(): [c.strip() for c in cells[2:-1]] for cells in rows}
+    assert counts["a"] == counts["b"] == counts["c"] == ["3", "0", "0", "0", "0", "5"]
+    fleet.apis["b"].refuse()
+    assert cli.main(args) == 1
+    out = capsys.readouterr().out
+    assert "unreachable: cluster b" in out
+    assert "prune held back: clusters could not be listed (b)" in out
+
+
+def test_stale_observation_keeps_the_first_unreachable_time() -> None:
+    cluster = Cluster(name="x", origin=Origin(path="clusters/x.yaml", line=1), capacity={"cpu": 8.0})
+    before = {
+        "source": "observed",
+        "capacity": {"cpu": 16},
+        "used": {"cpu": 4},
+        "observedAt": "2026-11-23T08:00:00Z",
+        "unreachableSince": "2026-11-23T09:00:00Z",
+    }
+    seen = status.stale_observation(cluster, before, unreachable_since="2026-11-23T10:00:00Z")
+    assert (seen.stale, seen.unreachable_since) == (True, "2026-11-23T09:00:00Z")
+    assert (seen.capacity, seen.used) == ({"cpu": 16.0}, {"cpu": 4.0})
+    declared = status.stale_observation(cluster, None, unreachable_since=None)
+    assert (declared.capacity, declared.unreachable_since) == ({"cpu": 8.0}, None)
