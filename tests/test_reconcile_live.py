@@ -238,7 +238,8 @@ def test_the_cli_prints_a_summary_per_cluster(
 
 
 def test_stale_observation_keeps_the_first_unreachable_time() -> None:
-    cluster = Cluster(name="x", origin=Origin(path="clusters/x.yaml", line=1), capacity={"cpu": 8.0})
+    origin = Origin(path="clusters/x.yaml", line=1)
+    cluster = Cluster(name="x", origin=origin, capacity={"cpu": 8.0})
     before = {
         "source": "observed",
         "capacity": {"cpu": 16},
