@@ -32,8 +32,6 @@ from reconciler.inventory import Ref
 from reconciler.kube import Connection
 
 ESTABLISH_TIMEOUT_S = 60.0
-MANAGED_BY = ("app.kubernetes.io/managed-by", "dro")
-MANAGED_BY_DRO = "=".join(MANAGED_BY)
 _VOLATILE = ("managedFields", "resourceVersion", "generation", "creationTimestamp", "uid")
 
 
@@ -140,7 +138,7 @@ def _listed(
     kinds = sorted({(str(o["apiVersion"]), str(o["kind"])) for o in stage if _managed(o)})
     for api_version, kind in kinds:
         try:
-            items = connection.list(api_version, kind, label_selector=MANAGED_BY_DRO)
+            items = connection.list(api_version, kind, label_selector=inventory.MANAGED_BY_SELECTOR)
         except ClusterError:
             continue
         for obj in stage:
@@ -191,7 +189,7 @@ def _apply_one(
 def _managed(obj: Mapping[str, Any]) -> bool:
     """Whether an object carries dro's `managed-by` label, so that a LIST by it finds it."""
     labels = (obj.get("metadata") or {}).get("labels") or {}
-    return bool(labels.get(MANAGED_BY[0]) == MANAGED_BY[1])
+    return bool(labels.get(inventory.MANAGED_BY[0]) == inventory.MANAGED_BY[1])
 
 
 def _identity(obj: Mapping[str, Any]) -> tuple[str, str, str, str]:

@@ -22,6 +22,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+MANAGED_BY = ("app.kubernetes.io/managed-by", "dro")
+"""The label every object dro applies carries (its inventory included)."""
+MANAGED_BY_SELECTOR = "=".join(MANAGED_BY)
+"""The label selector that lists what dro applied."""
+PLACEMENT_ANNOTATION = "multicluster.io/placement"
+"""`<group>/<kind>/<namespace>/<name>` of the workload an object (or pod) belongs to."""
 INVENTORY_NAMESPACE = "dro-system"
 INVENTORY_NAME = "dro-inventory"
 PROTECTION_ANNOTATION = "multicluster.io/deletion-protected"
@@ -151,7 +157,7 @@ def encode(applied: Mapping[Ref, str]) -> dict[str, Any]:
         "metadata": {
             "name": INVENTORY_NAME,
             "namespace": INVENTORY_NAMESPACE,
-            "labels": {"app.kubernetes.io/managed-by": "dro"},
+            "labels": {MANAGED_BY[0]: MANAGED_BY[1]},
         },
         "data": {"entries": "".join(f"{entry}\n" for entry in entries)},
     }

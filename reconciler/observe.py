@@ -26,14 +26,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from reconciler import demand, health, kube
+from reconciler import demand, health, inventory, kube
 from reconciler.domain import Observation, ResourceKey
 from reconciler.kube import Connection
 
-PLACEMENT_ANNOTATION = "multicluster.io/placement"
+PLACEMENT_ANNOTATION = inventory.PLACEMENT_ANNOTATION
 _BLOCKING_TAINTS = frozenset({"NoSchedule", "NoExecute"})
 _DONE = frozenset({"Succeeded", "Failed"})
-MANAGED_BY_DRO = "app.kubernetes.io/managed-by=dro"
 
 
 def measure(
@@ -90,7 +89,7 @@ def live(connection: Connection, *, observed_at: str) -> Observation:
     rolled = [
         item
         for api_version, kind in health.ROLLOUT_KINDS
-        for item in connection.list(api_version, kind, label_selector=MANAGED_BY_DRO)
+        for item in connection.list(api_version, kind, label_selector=inventory.MANAGED_BY_SELECTOR)
     ]
     return replace(observed, health=workload_health(rolled))
 

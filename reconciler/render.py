@@ -14,7 +14,7 @@ import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from reconciler import claims, overrides, selectors, summary, yamlio
+from reconciler import claims, inventory, overrides, selectors, summary, yamlio
 from reconciler.domain import (
     Cluster,
     Decision,
@@ -26,8 +26,8 @@ from reconciler.domain import (
 )
 from reconciler.errors import Problem, ValidationFailed
 
-MANAGED_BY = ("app.kubernetes.io/managed-by", "dro")
-PLACEMENT_ANNOTATION = "multicluster.io/placement"
+MANAGED_BY = inventory.MANAGED_BY
+PLACEMENT_ANNOTATION = inventory.PLACEMENT_ANNOTATION
 SERVER_FIELDS = (
     "uid",
     "resourceVersion",
