@@ -150,7 +150,12 @@ def workload_path(key: ResourceKey) -> str:
 def urgent(before: Mapping[str, bytes], after: Mapping[str, bytes]) -> bool:
     """Whether health or reachability differ between two sets of `status/` files: such a
     change is committed at once, not held back by `--status-interval`."""
-    return _vitals(before) != _vitals(after)
+    paths = {p for p in (*before, *after) if p.startswith("status/")}
+    if any((p in before) != (p in after) for p in paths):
+        return True
+    # a file whose bytes did not change cannot have changed its vitals: parse only the rest
+    changed = (p for p in sorted(paths) if before[p] != after[p])
+    return any(_vital(p, before[p]) != _vital(p, after[p]) for p in changed)
 
 
 def due(before: Mapping[str, bytes], now: float, interval: float) -> bool:
@@ -164,23 +169,17 @@ def due(before: Mapping[str, bytes], now: float, interval: float) -> bool:
     return not times or now - max(times) >= interval
 
 
-def _vitals(files: Mapping[str, bytes]) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for path, data in files.items():
-        if not path.startswith(("status/",)):
-            continue
-        try:
-            body = yamlio.load_own(path, data)
-        except yamlio.YamlError:
-            found[path] = None
-            continue
-        status = body.get("status") if isinstance(body, Mapping) else None
-        status = status if isinstance(status, Mapping) else {}
-        if path.startswith(WORKLOADS):
-            found[path] = [(c.get("name"), c.get("health")) for c in status.get("clusters") or ()]
-        else:
-            found[path] = [status.get(key) for key in _URGENT_KEYS]
-    return found
+def _vital(path: str, data: bytes) -> Any:
+    """What of one status file counts as health or reachability."""
+    try:
+        body = yamlio.load_own(path, data)
+    except yamlio.YamlError:
+        return None
+    status = body.get("status") if isinstance(body, Mapping) else None
+    status = status if isinstance(status, Mapping) else {}
+    if path.startswith(WORKLOADS):
+        return [(c.get("name"), c.get("health")) for c in status.get("clusters") or ()]
+    return [status.get(key) for key in _URGENT_KEYS]
 
 
 def _workload_document(key: ResourceKey, per_cluster: Mapping[str, health.Health]) -> Any:

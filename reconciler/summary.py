@@ -21,6 +21,7 @@ from reconciler.domain import (
     Spec,
     group_of,
 )
+from reconciler.status import water_level
 
 
 def decision_entry(decision: Decision) -> dict[str, Any]:
@@ -158,11 +159,7 @@ def kustomization(resources: Sequence[str]) -> dict[str, Any]:
 
 def water_levels(cluster: Cluster) -> dict[str, float]:
     """RWL = allocated / capacity per declared resource, rounded to 4 places."""
-    return {
-        resource: round(cluster.allocated.get(resource, 0.0) / total, 4)
-        for resource, total in sorted(cluster.capacity.items())
-        if total > 0
-    }
+    return water_level(cluster.capacity, cluster.allocated)
 
 
 FILLING = "Filling"
