@@ -1,6 +1,7 @@
-"""The `dro` command line: validate, schedule, render and reconcile.
+"""The `dro` command line: validate, schedule, explain, render, plan and reconcile.
 
-Exit codes: 0 ok, 1 failed (bad input, or the world was unavailable). Data goes to stdout in
+Exit codes: 0 ok, 1 failed (bad input, or the world was unavailable), 2 differences found
+(`plan --exit-code`, in `cli_plan`). Data goes to stdout in
 the format `-o` names; problems go to stdout one per line as `FILE:LINE: POINTER: MESSAGE`;
 events and progress go to stderr.
 """
@@ -18,7 +19,17 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from reconciler import durations, pipeline, render, report, settings, summary, validate, yamlio
+from reconciler import (
+    cli_plan,
+    durations,
+    pipeline,
+    render,
+    report,
+    settings,
+    summary,
+    validate,
+    yamlio,
+)
 from reconciler.domain import Decision, Source, Spec
 from reconciler.errors import DroError, UsageError, ValidationFailed
 
@@ -119,6 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="remove DIR first if it exists (otherwise it must be empty)",
     )
+
+    cli_plan.add_parser(commands)
 
     rec = commands.add_parser(
         "reconcile",
@@ -406,6 +419,7 @@ _COMMANDS = {
     "render": _cmd_render,
     "reconcile": _cmd_reconcile,
     "explain": _cmd_explain,
+    "plan": cli_plan.run,
 }
 
 

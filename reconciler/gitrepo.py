@@ -18,6 +18,8 @@ import pygit2
 from reconciler import packfile
 from reconciler.errors import GitError, UsageError
 
+Repository = pygit2.Repository
+Commit = pygit2.Commit
 FETCH_REFSPECS = ["+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"]
 
 
@@ -81,6 +83,17 @@ def open_cache(url: str, state_dir: Path) -> pygit2.Repository:
     return repo
 
 
+def open_local(path: Path) -> pygit2.Repository:
+    """The repository holding `path` (a work tree or a bare repository), opened in place."""
+    found = pygit2.discover_repository(str(path))
+    if found is None:
+        raise UsageError(f"{path} is not inside a git repository")
+    try:
+        return pygit2.Repository(found)
+    except pygit2.GitError as error:
+        raise GitError(f"cannot open the git repository at {path}: {error}") from error
+
+
 def fetch(repo: pygit2.Repository, credentials: Credentials | None = None) -> None:
     """Fetch every branch and tag of `origin` into the cache."""
     remote = repo.remotes["origin"]
@@ -90,9 +103,15 @@ def fetch(repo: pygit2.Repository, credentials: Credentials | None = None) -> No
         raise GitError(f"fetch from {redact(remote.url or '')} failed: {error}") from error
 
 
-def resolve(repo: pygit2.Repository, ref: str) -> pygit2.Commit:
-    """A fetched branch, a tag or a commit sha; raises UsageError naming the ref."""
-    for name in (f"refs/remotes/origin/{ref}", f"refs/tags/{ref}", f"refs/heads/{ref}", ref):
+def resolve(repo: pygit2.Repository, ref: str, *, local: bool = False) -> pygit2.Commit:
+    """A fetched branch, a tag or a commit sha; raises UsageError naming the ref.
+
+    In a cache, the fetched `origin/<ref>` comes first. In a repository opened in place
+    (`local`), any revision git itself accepts comes first: `HEAD`, `origin/main`, a sha."""
+    names = [f"refs/remotes/origin/{ref}", f"refs/tags/{ref}", f"refs/heads/{ref}", ref]
+    if local:
+        names.insert(0, ref)
+    for name in names:
         try:
             found = repo.revparse_single(name)
         except (KeyError, ValueError, pygit2.GitError):

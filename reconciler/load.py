@@ -2,7 +2,8 @@
 
 Only the folders dro understands are read: `dro.yaml`, `topology.yaml`, `clusters/`,
 `datasets/`, `workloads/` and `policies/`, YAML files only. From the output branch dro reads
-only its state (`decisions/`, `status/`), never the rendered manifests.
+only its state (`decisions/`, `status/`); only `dro plan` reads the rendered manifests, and
+only when the base side of a review is invalid (`Revisions`).
 """
 
 from __future__ import annotations
@@ -74,7 +75,10 @@ def from_git(
     """The source files at `ref` of the repository at `url`, via a fetched bare cache."""
     repo = gitrepo.open_cache(url, state_dir)
     gitrepo.fetch(repo, credentials)
-    commit = gitrepo.resolve(repo, ref)
+    return _source(repo, gitrepo.resolve(repo, ref))
+
+
+def _source(repo: gitrepo.Repository, commit: gitrepo.Commit) -> Source:
     sha, when, _ = gitrepo.commit_info(commit)
     files = gitrepo.read_files(repo, commit, SOURCE_FOLDERS + SOURCE_FILES)
     return Source(
@@ -84,6 +88,39 @@ def from_git(
         commit=sha,
         commit_time=when,
     )
+
+
+class Revisions:
+    """Any revision of one repository, for `dro plan`. A local path is opened in place, so
+    `HEAD`, `origin/main` or a sha of a pull request's checkout resolve as git resolves them;
+    a URL is read through the fetched cache."""
+
+    def __init__(
+        self, location: str, state_dir: Path, *, credentials: Credentials | None = None
+    ) -> None:
+        self.local = "://" not in location and Path(location).exists()
+        if self.local:
+            self._repo = gitrepo.open_local(Path(location))
+        else:
+            self._repo = gitrepo.open_cache(location, state_dir)
+            gitrepo.fetch(self._repo, credentials)
+
+    def source(self, ref: str) -> Source:
+        """The source files at `ref`."""
+        return _source(self._repo, gitrepo.resolve(self._repo, ref, local=self.local))
+
+    def tip(self, branch: str) -> str | None:
+        """The sha of the output branch's tip, or None when it does not exist."""
+        tip = gitrepo.branch_tip(self._repo, branch)
+        return None if tip is None else gitrepo.commit_info(tip)[0]
+
+    def state(self, branch: str, *, manifests: bool = False) -> dict[str, bytes]:
+        """The tip of the output branch: its state, or every file with `manifests`; empty
+        when the branch does not exist (locally, or as `origin/<branch>`)."""
+        tip = gitrepo.branch_tip(self._repo, branch)
+        if tip is None:
+            return {}
+        return gitrepo.read_files(self._repo, tip, () if manifests else STATE_FOLDERS)
 
 
 def previous_state(url: str, branch: str, state_dir: Path) -> dict[str, bytes]:

@@ -45,6 +45,8 @@ class Planned:
     spec: Spec
     decisions: tuple[Decision, ...]
     tree: dict[str, bytes]
+    water_levels: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """Cluster → resource → the water level the decisions leave it at (`schedule.Placement`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,7 +106,8 @@ def decide(
     """
     on_stage(Stage.VALIDATE)
     spec = validate.spec(source)
-    return spec, _schedule(spec, on_stage, previous, phases, diagnose, now, source, observations)
+    placement = _schedule(spec, on_stage, previous, phases, diagnose, now, source, observations)
+    return spec, placement.decisions
 
 
 def _schedule(
@@ -116,9 +119,9 @@ def _schedule(
     now: float | None,
     source: Source,
     observations: Mapping[str, Observation] | None,
-) -> tuple[Decision, ...]:
+) -> schedule.Placement:
     on_stage(Stage.SCHEDULE)
-    return schedule.place(
+    return schedule.place_and_project(
         spec,
         {d.key: d for d in previous} or None,
         observations,
@@ -161,10 +164,12 @@ def plan(
     phases: Mapping[str, str] | None = None,
     now: float | None = None,
     observer: Observer | None = None,
+    diagnose: bool = True,
 ) -> tuple[Planned, live.Observed]:
     """Validate → (observe) → schedule → render: the part of a pass every command shares.
     Without an `observer` nothing is observed, and the tree is a pure function of the source
-    and the previous state."""
+    and the previous state. `diagnose=False` leaves the per-cluster verdicts out of the
+    decisions."""
     on_stage(Stage.VALIDATE)
     spec = validate.spec(source)
     observed = live.Observed()
@@ -172,7 +177,8 @@ def plan(
         on_stage(Stage.OBSERVE)
         observed = observer(spec)
     seen = observed.observations
-    decisions = _schedule(spec, on_stage, previous, phases, True, now, source, seen)
+    placement = _schedule(spec, on_stage, previous, phases, diagnose, now, source, seen)
+    decisions = placement.decisions
     on_stage(Stage.RENDER)
     still = schedule.still_filling(decisions, filling(spec, phases or {}), pass_time(source, now))
     documents = {
@@ -181,7 +187,13 @@ def plan(
     }
     tree = render.tree(spec, decisions, observations=documents, filling=still)
     tree.update(status.workload_files(decisions, seen))
-    return Planned(spec=spec, decisions=decisions, tree=dict(sorted(tree.items()))), observed
+    planned = Planned(
+        spec=spec,
+        decisions=decisions,
+        tree=dict(sorted(tree.items())),
+        water_levels=placement.water_levels,
+    )
+    return planned, observed
 
 
 def reconcile_once(settings: Settings, *, on_stage: StageHook = _noop) -> PassResult:

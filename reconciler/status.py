@@ -113,6 +113,72 @@ def previous_statuses(files: Mapping[str, bytes]) -> dict[str, dict[str, Any]]:
     return result
 
 
+def committed_observations(
+    files: Mapping[str, bytes], clusters: Iterable[Cluster]
+) -> dict[str, Observation]:
+    """The observations the last pass committed (`status/` of the output branch), for the
+    `clusters` that were observed then: figures, reachability, pending pods and the health
+    of each workload. `dro plan` schedules both sides of a review from them."""
+    statuses = previous_statuses(files)
+    healths = _committed_health(files)
+    result: dict[str, Observation] = {}
+    for cluster in clusters:
+        status = statuses.get(cluster.name)
+        if status is None or status.get("source") != OBSERVED:
+            continue
+        since = status.get("unreachableSince")
+        result[cluster.name] = Observation(
+            cluster=cluster.name,
+            capacity=_floats(status.get("capacity")),
+            used=_floats(status.get("used")),
+            largest_node_free=_floats(status.get("largestNodeFree")),
+            observed_at=str(status["observedAt"]) if status.get("observedAt") else None,
+            stale=bool(status.get("stale")),
+            unreachable_since=str(since) if since else None,
+            pending=_pending(status.get("pending")),
+            health=healths.get(cluster.name, {}),
+        )
+    return result
+
+
+def _pending(raw: Any) -> dict[ResourceKey, tuple[int, str]]:
+    pending: dict[ResourceKey, tuple[int, str]] = {}
+    for entry in raw if isinstance(raw, list) else ():
+        key = _key(entry.get("workload")) if isinstance(entry, Mapping) else None
+        if key is not None:
+            pending[key] = (int(entry.get("pods") or 0), str(entry.get("since") or ""))
+    return pending
+
+
+def _committed_health(files: Mapping[str, bytes]) -> dict[str, dict[ResourceKey, tuple[str, str]]]:
+    """Cluster → workload → (health, message), from the `status/workloads/` files."""
+    result: dict[str, dict[ResourceKey, tuple[str, str]]] = {}
+    for path, data in sorted(files.items()):
+        if not path.startswith(WORKLOADS) or not path.endswith(".yaml"):
+            continue
+        try:
+            body = yamlio.load_own(path, data)
+        except yamlio.YamlError:
+            continue
+        status = body.get("status") if isinstance(body, Mapping) else None
+        key = _key(status.get("resource")) if isinstance(status, Mapping) else None
+        if key is None or not isinstance(status, Mapping):
+            continue
+        for entry in status.get("clusters") or ():
+            if isinstance(entry, Mapping) and entry.get("name"):
+                state = (str(entry.get("health", "")), str(entry.get("message", "")))
+                result.setdefault(str(entry["name"]), {})[key] = state
+    return result
+
+
+def _key(name: Any) -> ResourceKey | None:
+    """The `ResourceKey` of a `group/kind/namespace/name` string (`_name`), or None."""
+    parts = name.split("/") if isinstance(name, str) else []
+    if len(parts) != 4 or not parts[1] or not parts[3]:
+        return None
+    return ResourceKey(group=parts[0], kind=parts[1], namespace=parts[2], name=parts[3])
+
+
 def workload_files(
     decisions: Iterable[Decision], observations: Mapping[str, Observation]
 ) -> dict[str, bytes]:

@@ -13,6 +13,9 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass
+
+import numpy as np
 
 from reconciler import claims, demand
 from reconciler.domain import Decision, Observation, ResourceKey, Spec
@@ -28,7 +31,17 @@ from reconciler.schedule import (
 )
 from reconciler.schedule.fleet import Fleet
 
-__all__ = ["division", "engine", "framework", "place", "plugins", "spread", "still_filling"]
+__all__ = [
+    "Placement",
+    "division",
+    "engine",
+    "framework",
+    "place",
+    "place_and_project",
+    "plugins",
+    "spread",
+    "still_filling",
+]
 
 still_filling = rebalance.still_filling
 
@@ -54,6 +67,17 @@ def claimed_workloads(spec: Spec) -> list[facts.Claimed]:
     return result
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Placement:
+    """A pass's decisions and the water levels they leave each cluster at."""
+
+    decisions: tuple[Decision, ...]
+    water_levels: Mapping[str, Mapping[str, float]]
+    """Cluster → resource → projected RWL: the pass's usage ledger (observed or declared
+    usage plus the net change of its placements) over capacity, rounded to 4 places.
+    Resources without a finite, positive capacity are left out."""
+
+
 def place(
     spec: Spec,
     previous: Mapping[ResourceKey, Decision] | None = None,
@@ -71,6 +95,21 @@ def place(
     (seconds since the epoch) stamps moves and measures cooldowns. `filling` names the
     clusters that re-balancing fills (added or recovered; see `rebalance.still_filling`).
     """
+    return place_and_project(
+        spec, previous, observations, diagnose=diagnose, now=now, filling=filling
+    ).decisions
+
+
+def place_and_project(
+    spec: Spec,
+    previous: Mapping[ResourceKey, Decision] | None = None,
+    observations: Mapping[str, Observation] | None = None,
+    *,
+    diagnose: bool = True,
+    now: float = 0.0,
+    filling: Collection[str] = (),
+) -> Placement:
+    """`place`, with the water levels its decisions leave each cluster at (`dro plan`)."""
     with _no_cyclic_gc():
         return _place(spec, previous, observations, diagnose=diagnose, now=now, filling=filling)
 
@@ -97,7 +136,7 @@ def _place(
     diagnose: bool,
     now: float,
     filling: Collection[str],
-) -> tuple[Decision, ...]:
+) -> Placement:
     order = claimed_workloads(spec)
     demands = [demand.per_replica(c.workload) for c in order]
     fleet = Fleet(
@@ -116,4 +155,18 @@ def _place(
     )
     decisions = [run.decide(c, matrix[i], scales[i], fits[i]) for i, c in enumerate(order)]
     decisions = rebalance.run(run, order, decisions, matrix, scales, fits)
-    return tuple(sorted(decisions, key=lambda d: d.key.sort_key))
+    return Placement(
+        decisions=tuple(sorted(decisions, key=lambda d: d.key.sort_key)),
+        water_levels=_levels(fleet, run.usage),
+    )
+
+
+def _levels(fleet: Fleet, usage: np.ndarray) -> dict[str, dict[str, float]]:
+    """Cluster → resource → usage / capacity, for finite positive capacities."""
+    capacity = fleet.capacity_by_resource
+    bounded = np.isfinite(capacity) & (capacity > 0)
+    levels = np.round(np.divide(usage, capacity, out=np.zeros_like(usage), where=bounded), 4)
+    return {
+        name: {r: float(levels[j, i]) for j, r in enumerate(fleet.resources) if bounded[j, i]}
+        for i, name in enumerate(fleet.name_list)
+    }

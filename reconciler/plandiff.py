@@ -1,0 +1,313 @@
+"""Plan diff: what merging a pull request changes, from the plans of its two sides.
+
+`dro plan` schedules and renders the base and the head of a review offline, each as a `Side`,
+and `compare` turns them into a `PlanDiff`: the replicas per cluster of every workload whose
+placement changed and why, the workloads that became (un)schedulable, the clusters added or
+removed, the water level each cluster is left at, and a unified diff of every rendered
+manifest that changed, per cluster. Secret values never reach the diff (`secrets`).
+
+This module is pure: `pipeline.plan_review` builds the sides, `planreport` prints the diff.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from reconciler import secrets
+from reconciler.domain import Decision
+from reconciler.errors import Problem, Severity
+
+CLUSTER_TREE = "clusters/"
+"""Where the rendered manifests live in the output tree: `clusters/<cluster>/...`."""
+SKIPPED_FILES = ("kustomization.yaml",)
+"""Rendered files left out of the manifest diff: the kustomization only lists the others."""
+
+
+def _empty_levels() -> Mapping[str, Mapping[str, float]]:
+    return {}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Side:
+    """One side of a review: what its ref plans, or the problems that stopped it."""
+
+    ref: str
+    commit: str | None = None
+    decisions: tuple[Decision, ...] = ()
+    tree: Mapping[str, bytes] = field(default_factory=dict)
+    clusters: tuple[str, ...] = ()
+    water_levels: Mapping[str, Mapping[str, float]] = field(default_factory=_empty_levels)
+    problems: tuple[Problem, ...] = ()
+    note: str = ""
+    """Said about this side in the report, e.g. what it was replaced with."""
+
+    @property
+    def valid(self) -> bool:
+        """False when validation found errors (warnings do not count)."""
+        return not any(p.severity is Severity.ERROR for p in self.problems)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkloadChange:
+    """One workload whose placement, schedulability or policy differs between the sides."""
+
+    workload: str
+    before: Mapping[str, int | None]
+    """Cluster → target replicas on the base side (None: a kind without replicas)."""
+    after: Mapping[str, int | None]
+    retiring_before: Mapping[str, int] = field(default_factory=dict)
+    retiring_after: Mapping[str, int] = field(default_factory=dict)
+    moved: int = 0
+    """Replicas that leave one cluster for another (the smaller of removed and added)."""
+    unschedulable_before: str | None = None
+    unschedulable_after: str | None = None
+    policy_before: str | None = None
+    policy_after: str | None = None
+    why: str = ""
+    status: str = "changed"
+    """`changed`, `added` (only in head) or `removed` (only in base)."""
+
+    @property
+    def schedulability(self) -> str | None:
+        """`unschedulable` or `schedulable` when that changed; None otherwise."""
+        if self.status != "changed":
+            return None
+        if self.unschedulable_after and not self.unschedulable_before:
+            return "unschedulable"
+        if self.unschedulable_before and not self.unschedulable_after:
+            return "schedulable"
+        return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileChange:
+    """One rendered manifest that differs: its path under the cluster and its unified diff."""
+
+    path: str
+    status: str
+    """`added`, `removed` or `modified`."""
+    diff: str
+    secret_keys: tuple[str, ...] = ()
+    """For a Secret: the names of the keys whose values changed (the values never show)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterChange:
+    """One cluster's changed manifests."""
+
+    cluster: str
+    files: tuple[FileChange, ...]
+
+    def count(self, status: str) -> int:
+        """How many files have `status`."""
+        return sum(1 for f in self.files if f.status == status)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LevelChange:
+    """A cluster's water levels per resource on both sides (None: not on that side)."""
+
+    cluster: str
+    before: Mapping[str, float] | None
+    after: Mapping[str, float] | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanDiff:
+    """Everything `dro plan` reports about a review."""
+
+    base: Side
+    head: Side
+    workloads: tuple[WorkloadChange, ...] = ()
+    clusters_added: tuple[str, ...] = ()
+    clusters_removed: tuple[str, ...] = ()
+    manifests: tuple[ClusterChange, ...] = ()
+    levels: tuple[LevelChange, ...] = ()
+
+    @property
+    def differs(self) -> bool:
+        """Whether merging the head changes placements, clusters or rendered manifests."""
+        return bool(self.workloads or self.clusters_added or self.clusters_removed) or bool(
+            self.manifests
+        )
+
+    def counts(self) -> dict[str, int]:
+        """The summary figures, in the order the report shows them."""
+        return {
+            "workloads changed": len(self.workloads),
+            "replicas moved": sum(w.moved for w in self.workloads),
+            "became unschedulable": sum(
+                w.schedulability == "unschedulable" for w in self.workloads
+            ),
+            "became schedulable": sum(w.schedulability == "schedulable" for w in self.workloads),
+            "clusters added": len(self.clusters_added),
+            "clusters removed": len(self.clusters_removed),
+            "manifests changed": sum(len(c.files) for c in self.manifests),
+            "clusters with changed manifests": len(self.manifests),
+        }
+
+
+def compare(base: Side, head: Side) -> PlanDiff:
+    """The differences between the plans of `base` and `head`; only the head's problems
+    when it is invalid (there is nothing to compare then)."""
+    if not head.valid:
+        return PlanDiff(base=base, head=head)
+    return PlanDiff(
+        base=base,
+        head=head,
+        workloads=_workloads(base.decisions, head.decisions),
+        clusters_added=tuple(sorted(set(head.clusters) - set(base.clusters))),
+        clusters_removed=tuple(sorted(set(base.clusters) - set(head.clusters))),
+        manifests=_manifests(base.tree, head.tree),
+        levels=_levels(base, head),
+    )
+
+
+# --- placements -------------------------------------------------------------------------------
+
+
+def _workloads(base: Sequence[Decision], head: Sequence[Decision]) -> tuple[WorkloadChange, ...]:
+    before = {d.key: d for d in base}
+    after = {d.key: d for d in head}
+    changes = []
+    for key in sorted(before.keys() | after.keys(), key=lambda k: k.sort_key):
+        change = _workload(before.get(key), after.get(key))
+        if change is not None:
+            changes.append(change)
+    return tuple(changes)
+
+
+def _workload(before: Decision | None, after: Decision | None) -> WorkloadChange | None:
+    shown = after or before
+    assert shown is not None
+    placed_before, placed_after = _targets(before), _targets(after)
+    retiring_before, retiring_after = _retiring(before), _retiring(after)
+    unschedulable = (_unschedulable(before), _unschedulable(after))
+    policies = (_policy(before), _policy(after))
+    if (
+        placed_before == placed_after
+        and retiring_before == retiring_after
+        and unschedulable[0] == unschedulable[1]
+        and policies[0] == policies[1]
+    ):
+        return None
+    return WorkloadChange(
+        workload=str(shown.key),
+        before=placed_before,
+        after=placed_after,
+        retiring_before=retiring_before,
+        retiring_after=retiring_after,
+        moved=_moved(placed_before, placed_after),
+        unschedulable_before=unschedulable[0],
+        unschedulable_after=unschedulable[1],
+        policy_before=policies[0],
+        policy_after=policies[1],
+        why=_why(before, after, policies),
+        status="added" if before is None else "removed" if after is None else "changed",
+    )
+
+
+def _targets(decision: Decision | None) -> dict[str, int | None]:
+    return {} if decision is None else {p.cluster: p.replicas for p in decision.clusters}
+
+
+def _retiring(decision: Decision | None) -> dict[str, int]:
+    return {} if decision is None else {p.cluster: p.replicas or 0 for p in decision.retiring}
+
+
+def _unschedulable(decision: Decision | None) -> str | None:
+    return None if decision is None else decision.unschedulable
+
+
+def _policy(decision: Decision | None) -> str | None:
+    return str(decision.policy) if decision is not None and decision.policy else None
+
+
+def _moved(before: Mapping[str, int | None], after: Mapping[str, int | None]) -> int:
+    removed = added = 0
+    for cluster in before.keys() | after.keys():
+        delta = (after.get(cluster) or 0) - (before.get(cluster) or 0)
+        removed += max(0, -delta)
+        added += max(0, delta)
+    return min(removed, added)
+
+
+def _why(
+    before: Decision | None, after: Decision | None, policies: tuple[str | None, str | None]
+) -> str:
+    if before is None:
+        return "new in the head"
+    if after is None:
+        return "removed in the head"
+    reasons = []
+    if policies[0] != policies[1]:
+        reasons.append(
+            f"policy {policies[0] or '(default placement)'} → "
+            f"{policies[1] or '(default placement)'}"
+        )
+    if after.unschedulable:
+        reasons.append(after.unschedulable)
+    elif after.diagnosis.trigger:
+        reasons.append(after.diagnosis.trigger)
+    return "; ".join(reasons)
+
+
+# --- manifests --------------------------------------------------------------------------------
+
+
+def _cluster_files(tree: Mapping[str, bytes]) -> dict[str, dict[str, bytes]]:
+    """Cluster → path under it → bytes, for the rendered manifests of a tree."""
+    clusters: dict[str, dict[str, bytes]] = {}
+    for path, data in tree.items():
+        if not path.startswith(CLUSTER_TREE):
+            continue
+        cluster, _, rest = path[len(CLUSTER_TREE) :].partition("/")
+        if rest and rest not in SKIPPED_FILES:
+            clusters.setdefault(cluster, {})[rest] = data
+    return clusters
+
+
+def _manifests(base: Mapping[str, bytes], head: Mapping[str, bytes]) -> tuple[ClusterChange, ...]:
+    before, after = _cluster_files(base), _cluster_files(head)
+    changes = []
+    for cluster in sorted(before.keys() | after.keys()):
+        old, new = before.get(cluster, {}), after.get(cluster, {})
+        files = [
+            _file(cluster, path, old.get(path), new.get(path))
+            for path in sorted(old.keys() | new.keys())
+            if old.get(path) != new.get(path)
+        ]
+        if files:
+            changes.append(ClusterChange(cluster=cluster, files=tuple(files)))
+    return tuple(changes)
+
+
+def _file(cluster: str, path: str, old: bytes | None, new: bytes | None) -> FileChange:
+    status = "added" if old is None else "removed" if new is None else "modified"
+    shown = secrets.redact_pair(path, old, new)
+    label = f"{cluster}/{path}"
+    lines = difflib.unified_diff(
+        shown.before.splitlines(keepends=True),
+        shown.after.splitlines(keepends=True),
+        fromfile=f"a/{label}" if old is not None else "/dev/null",
+        tofile=f"b/{label}" if new is not None else "/dev/null",
+    )
+    text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    return FileChange(path=path, status=status, diff=text, secret_keys=shown.changed_keys)
+
+
+# --- water levels -----------------------------------------------------------------------------
+
+
+def _levels(base: Side, head: Side) -> tuple[LevelChange, ...]:
+    names = sorted(set(base.clusters) | set(head.clusters))
+    return tuple(
+        LevelChange(
+            cluster=name,
+            before=base.water_levels.get(name, {}) if name in base.clusters else None,
+            after=head.water_levels.get(name, {}) if name in head.clusters else None,
+        )
+        for name in names
+    )

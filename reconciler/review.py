@@ -1,0 +1,128 @@
+"""Review: plan both sides of a pull request offline, and compare them (`dro plan`).
+
+Both sides are planned under the same conditions, so that the diff shows what the head's
+changes do and nothing else: the same previous decisions and cluster phases (the output
+branch's), the same cluster observations (the last committed ones, or the declared figures of
+clusters never observed), and the same "now" (the later of the two commits' times, so a
+review is reproducible byte for byte). Nothing is observed, applied or committed.
+
+When the base is invalid, the state in force stands in for it: the output branch's rendered
+manifests and decisions, and the water levels of its status files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from reconciler import live, load, pipeline, plandiff, status
+from reconciler.domain import Decision, Source, Spec
+from reconciler.errors import Severity, ValidationFailed
+
+log = structlog.get_logger("dro")
+
+
+def plan_review(
+    location: str,
+    base: str,
+    head: str,
+    *,
+    output_branch: str,
+    state_dir: Path,
+    credentials: load.Credentials | None = None,
+    on_stage: pipeline.StageHook | None = None,
+) -> plandiff.PlanDiff:
+    """Plan `base` and `head` of the repository at `location` and compare them."""
+    revisions = load.Revisions(location, state_dir, credentials=credentials)
+    state = revisions.state(output_branch)
+    sources = revisions.source(base), revisions.source(head)
+    now = float(max(s.commit_time or 0 for s in sources))
+    previous = tuple(load.previous_decisions(state).values())
+    phases = load.previous_phases(state)
+    log.info(
+        "review_loaded",
+        base=sources[0].commit,
+        head=sources[1].commit,
+        previous_decisions=len(previous),
+        observed=sorted(status.previous_statuses(state)),
+    )
+
+    def side(ref: str, source: Source) -> plandiff.Side:
+        return _side(ref, source, state, previous, phases, now, on_stage or _quiet)
+
+    before, after = side(base, sources[0]), side(head, sources[1])
+    if not before.valid and after.valid:
+        before = _in_force(before, revisions, output_branch)
+    return plandiff.compare(before, after)
+
+
+def _quiet(_stage: str) -> None:
+    return None
+
+
+def _side(
+    ref: str,
+    source: Source,
+    state: Mapping[str, bytes],
+    previous: Sequence[Decision],
+    phases: Mapping[str, str],
+    now: float,
+    on_stage: pipeline.StageHook,
+) -> plandiff.Side:
+    def committed(spec: Spec) -> live.Observed:
+        return live.Observed(observations=status.committed_observations(state, spec.clusters))
+
+    try:
+        planned, _ = pipeline.plan(
+            source,
+            on_stage=on_stage,
+            previous=previous,
+            phases=phases,
+            now=now,
+            observer=committed,
+            diagnose=False,
+        )
+    except ValidationFailed as failed:
+        return plandiff.Side(ref=ref, commit=source.commit, problems=failed.problems)
+    return plandiff.Side(
+        ref=ref,
+        commit=source.commit,
+        decisions=planned.decisions,
+        tree=planned.tree,
+        clusters=tuple(sorted(c.name for c in planned.spec.clusters)),
+        water_levels=planned.water_levels,
+    )
+
+
+def _in_force(invalid: plandiff.Side, revisions: load.Revisions, branch: str) -> plandiff.Side:
+    """The output branch's last rendered state, standing in for an invalid base."""
+    files = revisions.state(branch, manifests=True)
+    errors = sum(1 for p in invalid.problems if p.severity is Severity.ERROR)
+    said = f"The base `{invalid.ref}` is invalid ({errors} problems)"
+    if not files:
+        return plandiff.Side(
+            ref=invalid.ref,
+            commit=invalid.commit,
+            note=f"{said}, and there is no output branch `{branch}`: "
+            "the head is compared with nothing.",
+        )
+    levels = {name: _levels(body) for name, body in status.previous_statuses(files).items()}
+    return plandiff.Side(
+        ref=f"{branch} (in force)",
+        commit=revisions.tip(branch),
+        decisions=tuple(load.previous_decisions(files).values()),
+        tree=files,
+        clusters=tuple(sorted(levels)),
+        water_levels=levels,
+        note=f"{said}: the head is compared with the state in force, the output branch `{branch}`.",
+    )
+
+
+def _levels(body: Mapping[str, Any]) -> dict[str, float]:
+    levels = body.get("waterLevel")
+    if not isinstance(levels, Mapping):
+        return {}
+    return {str(k): float(v) for k, v in levels.items() if isinstance(v, int | float)}

@@ -1,0 +1,196 @@
+"""`dro plan`: golden pull-request comments for typical changes, on real git repositories.
+
+One source repository (the example repo) gets an output branch from a real offline reconcile,
+then one branch per kind of change. Each case plans `main` → its branch through the CLI and
+compares the Markdown with `tests/golden/plan/<case>.md` (refresh with DRO_UPDATE_GOLDEN=1 and
+review the diff).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from reconciler import cli, pipeline, settings
+from tests.conftest import ROOT, SourceRepo, git, make_source_repo
+
+GOLDEN = ROOT / "tests" / "golden" / "plan"
+UPDATE = os.environ.get("DRO_UPDATE_GOLDEN") == "1"
+OLD_PASSWORD = "example-only-not-a-real-password"
+NEW_PASSWORD = "rotated-7f3a9c-never-shown"
+
+
+def _edit(path: str, old: str, new: str) -> Callable[[Path], None]:
+    def change(work: Path) -> None:
+        text = (work / path).read_text()
+        assert old in text, f"{path} no longer holds {old!r}"
+        (work / path).write_text(text.replace(old, new, 1))
+
+    return change
+
+
+def _add_cluster(work: Path) -> None:
+    text = (work / "clusters/eu-west-2.yaml").read_text()
+    text = text.replace("name: eu-west-2", "name: eu-west-3").replace("eu-west-2b", "eu-west-3a")
+    (work / "clusters/eu-west-3.yaml").write_text(
+        text.replace("context: eu-west-2", "context: eu-west-3")
+    )
+
+
+def _readme(work: Path) -> None:
+    (work / "README.md").write_text("# Fleet\n\nHow we run our clusters.\n")
+
+
+CASES: dict[str, Callable[[Path], None]] = {
+    "replicas-changed": _edit("workloads/shop/frontend.yaml", "replicas: 6", "replicas: 9"),
+    "policy-moves-workloads": _edit(
+        "policies/shop.yaml",
+        "{labels: {region: ap-south}, weight: 1}",
+        "{labels: {region: ap-south}, weight: 3}",
+    ),
+    "cluster-added": _add_cluster,
+    "cluster-tainted": _edit(
+        "clusters/eu-west-2.yaml",
+        "  kubeconfig:",
+        "  taints:\n    - {key: maintenance, value: kernel, effect: NoExecute}\n  kubeconfig:",
+    ),
+    "secret-changed": _edit("workloads/payments/ledger-db.yaml", OLD_PASSWORD, NEW_PASSWORD),
+    "readme-only": _readme,
+    "invalid-head": _edit("workloads/shop/cart.yaml", "replicas: 4", "replicas: four"),
+}
+
+
+@pytest.fixture(scope="module")
+def reviewed(tmp_path_factory: pytest.TempPathFactory) -> SourceRepo:
+    """The example repo with an output branch from a real pass, and one branch per case."""
+    tmp = tmp_path_factory.mktemp("plan")
+    repo = make_source_repo(tmp)
+    pipeline.reconcile_once(settings.Settings(repo=str(repo.bare), state_dir=tmp / "state"))
+    git(repo.work, "fetch", "--quiet", "origin")
+    for case, change in CASES.items():
+        git(repo.work, "checkout", "--quiet", "-b", case, "main")
+        change(repo.work)
+        git(repo.work, "add", "--all")
+        git(repo.work, "commit", "--quiet", "-m", case)
+    git(repo.work, "checkout", "--quiet", "main")
+    return repo
+
+
+def plan(repo: SourceRepo, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """Run `dro plan` on the work tree (opened in place); (exit code, stdout)."""
+    capsys.readouterr()
+    code = cli.main(["plan", "--repo", str(repo.work), "--base", "main", *args])
+    return code, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_markdown_matches_golden(
+    reviewed: SourceRepo, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    code, markdown = plan(reviewed, capsys, "--head", case, "-o", "markdown", "--exit-code")
+    expected_code = {"readme-only": 0, "invalid-head": 1}.get(case, 2)
+    assert code == expected_code, markdown
+    golden = GOLDEN / f"{case}.md"
+    if UPDATE:
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(markdown)
+    assert markdown == golden.read_text(), "refresh with DRO_UPDATE_GOLDEN=1 and review the diff"
+
+
+def test_policy_change_reports_who_moves_where_and_why(
+    reviewed: SourceRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = plan(reviewed, capsys, "--head", "policy-moves-workloads", "-o", "json")
+    assert code == 0  # differences, but no --exit-code
+    document = json.loads(out)
+    moved = {w["workload"]: w for w in document["workloads"] if w["moved"]}
+    assert moved, "a heavier ap-south weight moves replicas"
+    for change in moved.values():
+        assert change["after"].get("ap-south-1", 0) > change["before"].get("ap-south-1", 0)
+        assert change["why"], "every moved workload says why"
+    assert document["counts"]["replicasMoved"] == sum(w["moved"] for w in moved.values())
+    assert document["head"]["commit"] == git(reviewed.work, "rev-parse", "policy-moves-workloads")
+
+
+def test_cluster_added_and_tainted_change_the_placement(
+    reviewed: SourceRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, added = plan(reviewed, capsys, "--head", "cluster-added", "-o", "json")
+    assert json.loads(added)["clustersAdded"] == ["eu-west-3"]
+    _, tainted = plan(reviewed, capsys, "--head", "cluster-tainted", "-o", "json")
+    document = json.loads(tainted)
+    assert document["workloads"], "a NoExecute taint moves what does not tolerate it"
+    for change in document["workloads"]:
+        assert "eu-west-2" in change["before"]
+        assert "eu-west-2" not in change["after"]
+
+
+@pytest.mark.parametrize("output", ["markdown", "json", "text"])
+def test_secret_values_never_appear(
+    reviewed: SourceRepo, capsys: pytest.CaptureFixture[str], output: str
+) -> None:
+    code, out = plan(reviewed, capsys, "--head", "secret-changed", "-o", output, "--exit-code")
+    assert code == 2
+    assert "secret-ledger-db-credentials.yaml" in out
+    assert "POSTGRES_PASSWORD" in out, "the name of a changed key may be shown"
+    assert OLD_PASSWORD not in out
+    assert NEW_PASSWORD not in out
+
+
+def test_readme_only_has_no_differences(
+    reviewed: SourceRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = plan(reviewed, capsys, "--head", "readme-only", "-o", "json", "--exit-code")
+    assert code == 0
+    assert json.loads(out)["differs"] is False
+
+
+def test_invalid_head_names_file_and_line(
+    reviewed: SourceRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = plan(reviewed, capsys, "--head", "invalid-head", "-o", "json")
+    assert code == 1
+    problems = json.loads(out)["head"]["problems"]
+    assert any(re.match(r"workloads/shop/cart\.yaml:\d+: /spec/replicas: ", p) for p in problems)
+
+
+def test_invalid_base_is_compared_with_the_state_in_force(
+    reviewed: SourceRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _ = plan(reviewed, capsys, "--head", "main", "--exit-code", "-o", "json")
+    assert code == 0, "main against itself"
+    capsys.readouterr()
+    code = cli.main(
+        [
+            *("plan", "--repo", str(reviewed.work), "--base", "invalid-head", "--head", "main"),
+            *("-o", "json", "--exit-code"),
+        ]
+    )
+    document = json.loads(capsys.readouterr().out)
+    assert "state in force" in document["base"]["note"]
+    assert document["base"]["ref"] == "dro/rendered (in force)"
+    assert code == 0, "main renders exactly what the output branch holds"
+
+
+def test_plan_reads_a_remote_by_url(
+    reviewed: SourceRepo, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    git(reviewed.work, "push", "--quiet", "origin", "replicas-changed")
+    capsys.readouterr()
+    code = cli.main(
+        [
+            *("plan", "--repo", f"file://{reviewed.bare}", "--base", "main"),
+            *("--head", "replicas-changed", "--state-dir", str(tmp_path), "-o", "json"),
+        ]
+    )
+    document = json.loads(capsys.readouterr().out)
+    assert code == 0
+    (change,) = document["workloads"]
+    assert change["workload"] == "shop/Deployment.apps/frontend"
+    assert sum(change["after"].values()) == 9
+    assert sum(change["before"].values()) == 6
