@@ -260,12 +260,12 @@ def _fit(head: str, blocks: Sequence[tuple[str, str, str]], limit: int) -> str:
         else:
             cut.setdefault(kind, []).append(name)
     if cut:
-        out.append(_cut_note(cut))
+        out.append(_cut_note(cut, limit))
     result = "".join(out)
     return result if len(result) <= limit else result[: limit - 40] + "\n\n… (cut at the limit)\n"
 
 
-def _cut_note(cut: Mapping[str, Sequence[str]]) -> str:
+def _cut_note(cut: Mapping[str, Sequence[str]], limit: int) -> str:
     parts = []
     for kind, names in sorted(cut.items()):
         shown = ", ".join(f"`{n}`" for n in names[:5])
@@ -274,7 +274,7 @@ def _cut_note(cut: Mapping[str, Sequence[str]]) -> str:
             f"{len(names)} {kind} {'block' if len(names) == 1 else 'blocks'} ({shown}{more})"
         )
     return (
-        f"> **Cut to stay under {LIMIT:,} characters:** {'; '.join(parts)}. "
+        f"> **Cut to stay under {limit:,} characters:** {'; '.join(parts)}. "
         "Run `dro plan -o json` for the whole plan.\n"
     )
 

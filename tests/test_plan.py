@@ -194,3 +194,31 @@ def test_plan_reads_a_remote_by_url(
     assert change["workload"] == "shop/Deployment.apps/frontend"
     assert sum(change["after"].values()) == 9
     assert sum(change["before"].values()) == 6
+
+
+def test_plan_uses_the_last_committed_observations(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_source_repo(tmp_path / "src")
+    pipeline.reconcile_once(settings.Settings(repo=str(repo.bare), state_dir=tmp_path / "state"))
+    rendered = tmp_path / "rendered"
+    git(tmp_path, "clone", "--quiet", "--branch", "dro/rendered", str(repo.bare), str(rendered))
+    (rendered / "status/clusters/eu-west-1.yaml").write_text(
+        "apiVersion: multicluster.io/v1alpha1\nkind: ClusterObservation\n"
+        "metadata: {name: eu-west-1}\n"
+        "status:\n  source: observed\n  observedAt: '2026-01-01T00:00:00Z'\n"
+        "  capacity: {cpu: 100, memory: 1000000000000, pods: 1000}\n"
+        "  used: {cpu: 95, memory: 500000000000, pods: 500}\n"
+    )
+    git(rendered, "commit", "--quiet", "-am", "observed")
+    git(rendered, "push", "--quiet", "origin", "dro/rendered")
+    git(repo.work, "fetch", "--quiet", "origin")
+    CASES["replicas-changed"](repo.work)
+    git(repo.work, "checkout", "--quiet", "-b", "more")
+    git(repo.work, "commit", "--quiet", "-am", "more")
+    code, out = plan(repo, capsys, "--head", "more", "-o", "json")
+    assert code == 0
+    levels = {c["cluster"]: c for c in json.loads(out)["waterLevels"]}
+    # observed 95 % used, less what re-balancing moves off so full a cluster
+    assert 0.85 < levels["eu-west-1"]["before"]["cpu"] <= 0.95
+    assert levels["eu-west-2"]["before"]["cpu"] < 0.5, "declared figures where none observed"
