@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import structlog
@@ -146,12 +147,21 @@ def previous_decisions(files: Mapping[str, bytes]) -> dict[ResourceKey, Decision
         if not path.startswith("decisions/") or not path.endswith(".yaml"):
             continue
         try:
-            decision = summary.decision_from_document(yamlio.load_own(path, data))
+            decision = _decision(path, data)
         except (yamlio.YamlError, KeyError, TypeError, ValueError) as error:
             log.warning("previous_decision_unreadable", path=path, error=str(error))
             continue
         result[decision.key] = decision
     return result
+
+
+def _decision(path: str, data: bytes) -> Decision:
+    """One decision file, its diagnosis (most of its bytes: a score per cluster) cut out
+    unparsed and kept verbatim, so that re-writing it unchanged costs no parsing."""
+    text = data.decode("utf-8")
+    rest, diagnosis = yamlio.cut_block(text, "diagnosis", 2)
+    decision = summary.decision_from_document(yamlio.load_own(path, rest.encode()))
+    return decision if diagnosis is None else replace(decision, recorded=diagnosis)
 
 
 def previous_phases(files: Mapping[str, bytes]) -> dict[str, str]:

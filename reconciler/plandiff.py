@@ -189,7 +189,7 @@ def _workload(before: Decision | None, after: Decision | None) -> WorkloadChange
     if (
         placed_before == placed_after
         and retiring_before == retiring_after
-        and unschedulable[0] == unschedulable[1]
+        and bool(unschedulable[0]) == bool(unschedulable[1])  # a reworded reason is no change
         and policies[0] == policies[1]
     ):
         return None

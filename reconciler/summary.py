@@ -94,9 +94,11 @@ def decision_document(decision: Decision) -> dict[str, Any]:
         ]
     if decision.rebalance_served is not None:
         status["rebalanceServed"] = decision.rebalance_served
-    status["diagnosis"] = (
-        dict(decision.recorded) if decision.recorded is not None else diagnosis_document(decision)
-    )
+    recorded = decision.recorded
+    if recorded is None:
+        status["diagnosis"] = diagnosis_document(decision)
+    else:
+        status["diagnosis"] = recorded if isinstance(recorded, str) else dict(recorded)
     return {
         "apiVersion": DRO_API_VERSION,
         "kind": "PlacementDecision",

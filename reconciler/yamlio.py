@@ -236,6 +236,32 @@ def _scalar(value: Any) -> str:
     raise TypeError(f"cannot write {type(value).__name__} as YAML")
 
 
+class Verbatim(str):
+    """A block of lines that `dump` wrote as the value of a mapping key, cut out of its file
+    unparsed (`cut_block`) and written back byte for byte at the same indentation."""
+
+    __slots__ = ()
+
+
+def cut_block(text: str, key: str, indent: int) -> tuple[str, Verbatim | None]:
+    """Cut the block value of the first `key` at `indent` spaces out of a document `dump`
+    wrote: (the text without it, the block). The block is the run of lines below the key
+    indented deeper. (text, None) when the key holds no block there."""
+    head = f"\n{' ' * indent}{key}:\n"
+    start = text.find(head)
+    if start < 0:
+        return text, None
+    body = start + len(head)
+    deeper = " " * (indent + 2)
+    end = body
+    while text.startswith(deeper, end):
+        newline = text.find("\n", end)
+        end = len(text) if newline < 0 else newline + 1
+    if end == body:
+        return text, None
+    return text[: start + 1] + text[end:], Verbatim(text[body:end])
+
+
 def _is_container(value: Any) -> bool:
     kind = type(value)
     return kind is dict or kind is list or isinstance(value, (Mapping, tuple))
@@ -247,7 +273,10 @@ def _emit(value: Any, indent: int, out: list[str]) -> None:
         for key in sorted(value, key=str):
             child = value[key]
             name = _string(key) if type(key) is str else _string(str(key))
-            if child and _is_container(child):
+            if type(child) is Verbatim:
+                out.append(f"{pad}{name}:\n")
+                out.append(child)
+            elif child and _is_container(child):
                 out.append(f"{pad}{name}:\n")
                 _emit(child, indent + 2, out)
             else:

@@ -188,3 +188,13 @@ def test_committed_observations_come_back_from_status_files() -> None:
     assert observed.health == {WEB: ("Healthy", "")}
     declared = {"status/clusters/eu.yaml": b"status: {source: declared}\n"}
     assert status.committed_observations(declared, [cluster]) == {}
+
+
+def test_a_reworded_unschedulable_reason_is_no_change() -> None:
+    def blocked(reason: str) -> Decision:
+        return Decision(
+            key=WEB, api_version="apps/v1", policy=None, clusters=(), unschedulable=reason
+        )
+
+    diff = plandiff.compare(side("main", blocked("0/50 fit")), side("head", blocked("0/51 fit")))
+    assert diff.workloads == ()

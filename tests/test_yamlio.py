@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -125,3 +126,28 @@ def test_fast_emitter_round_trips_tricky_strings(value: dict[str, object]) -> No
 def test_emitter_style_is_kubectl_like() -> None:
     text = yamlio.dump({"b": [{"x": 1, "y": "two words"}], "a": {}, "c": "yes"})
     assert text == 'a: {}\nb:\n  - x: 1\n    y: two words\nc: "yes"\n'
+
+
+def test_a_cut_block_is_written_back_byte_for_byte() -> None:
+    document = {
+        "kind": "PlacementDecision",
+        "status": {
+            "clusters": [{"name": "a", "replicas": 2}],
+            "diagnosis": {"clusters": [{"name": "a", "scores": {"x": 1.5}}], "trigger": "yes"},
+            "resource": {"name": "web"},
+        },
+    }
+    text = yamlio.dump(document)
+    rest, block = yamlio.cut_block(text, "diagnosis", 2)
+    assert block is not None
+    assert "diagnosis" not in rest
+    assert "scores" in block
+    assert "resource" in rest, "the keys after the block stay"
+    read_back = yaml.safe_load(rest)
+    read_back["status"]["diagnosis"] = block
+    assert yamlio.dump(read_back) == text
+
+
+def test_cut_block_leaves_a_document_without_the_block_alone() -> None:
+    text = yamlio.dump({"status": {"diagnosis": {}, "name": "x"}})
+    assert yamlio.cut_block(text, "diagnosis", 2) == (text, None)

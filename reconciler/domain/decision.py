@@ -72,9 +72,10 @@ class Decision:
     """The digest of the placement this decision was made under."""
     affinity_term: str | None = None
     """The `clusterAffinities` term in use (Karmada's schedulerObservedAffinityName)."""
-    recorded: Manifest | None = None
-    """The diagnosis as written by the pass that made this placement. While the placement
-    stands it is written again unchanged, so a steady pass changes no file."""
+    recorded: Manifest | str | None = None
+    """The diagnosis as written by the pass that made this placement: a mapping, or the YAML
+    block itself as read back from the output branch (`yamlio.Verbatim`, never parsed). While
+    the placement stands it is written again unchanged, so a steady pass changes no file."""
     retiring: tuple[Placed, ...] = ()
     """Replicas still running on clusters they are moving off (make-before-break): rendered
     beside `clusters` until the new copies are up. Sorted by cluster name."""

@@ -75,7 +75,7 @@ class Placement:
     water_levels: Mapping[str, Mapping[str, float]]
     """Cluster → resource → projected RWL: the pass's usage ledger (observed or declared
     usage plus the net change of its placements) over capacity, rounded to 4 places.
-    Resources without a finite, positive capacity are left out."""
+    Resources without a finite, positive capacity are left out; levels stop at 0."""
 
 
 def place(
@@ -165,7 +165,9 @@ def _levels(fleet: Fleet, usage: np.ndarray) -> dict[str, dict[str, float]]:
     """Cluster → resource → usage / capacity, for finite positive capacities."""
     capacity = fleet.capacity_by_resource
     bounded = np.isfinite(capacity) & (capacity > 0)
-    levels = np.round(np.divide(usage, capacity, out=np.zeros_like(usage), where=bounded), 4)
+    levels = np.divide(usage, capacity, out=np.zeros_like(usage), where=bounded)
+    # declared usage that leaves out replicas dro placed before would go below 0 as they move
+    levels = np.round(np.maximum(levels, 0.0), 4)
     return {
         name: {r: float(levels[j, i]) for j, r in enumerate(fleet.resources) if bounded[j, i]}
         for i, name in enumerate(fleet.name_list)
