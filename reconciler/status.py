@@ -15,7 +15,7 @@ Amounts are in base units (cores, bytes), as in an `Observation`. This module is
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from reconciler import durations, health, yamlio
@@ -99,9 +99,16 @@ def stale_observation(
 
 def previous_statuses(files: Mapping[str, bytes]) -> dict[str, dict[str, Any]]:
     """Cluster name → the `status` of its file on the output branch (unreadable ones skipped)."""
-    result: dict[str, dict[str, Any]] = {}
+    return {
+        path[len(CLUSTERS) : -len(".yaml")]: dict(status)
+        for path, status in _statuses(files, CLUSTERS)
+    }
+
+
+def _statuses(files: Mapping[str, bytes], folder: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(path, `status`) of every readable YAML file under `folder`, by path."""
     for path, data in sorted(files.items()):
-        if not path.startswith(CLUSTERS) or not path.endswith(".yaml"):
+        if not path.startswith(folder) or not path.endswith(".yaml"):
             continue
         try:
             body = yamlio.load_own(path, data)
@@ -109,8 +116,7 @@ def previous_statuses(files: Mapping[str, bytes]) -> dict[str, dict[str, Any]]:
             continue
         status = body.get("status") if isinstance(body, Mapping) else None
         if isinstance(status, Mapping):
-            result[path[len(CLUSTERS) : -len(".yaml")]] = dict(status)
-    return result
+            yield path, status
 
 
 def committed_observations(
@@ -153,16 +159,9 @@ def _pending(raw: Any) -> dict[ResourceKey, tuple[int, str]]:
 def _committed_health(files: Mapping[str, bytes]) -> dict[str, dict[ResourceKey, tuple[str, str]]]:
     """Cluster → workload → (health, message), from the `status/workloads/` files."""
     result: dict[str, dict[ResourceKey, tuple[str, str]]] = {}
-    for path, data in sorted(files.items()):
-        if not path.startswith(WORKLOADS) or not path.endswith(".yaml"):
-            continue
-        try:
-            body = yamlio.load_own(path, data)
-        except yamlio.YamlError:
-            continue
-        status = body.get("status") if isinstance(body, Mapping) else None
-        key = _key(status.get("resource")) if isinstance(status, Mapping) else None
-        if key is None or not isinstance(status, Mapping):
+    for _, status in _statuses(files, WORKLOADS):
+        key = _key(status.get("resource"))
+        if key is None:
             continue
         for entry in status.get("clusters") or ():
             if isinstance(entry, Mapping) and entry.get("name"):
