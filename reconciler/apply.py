@@ -48,6 +48,8 @@ class ClusterSync:
     failed: list[str] = field(default_factory=list)
     protected: list[str] = field(default_factory=list)
     writes: int = 0
+    written: list[str] = field(default_factory=list)
+    """Objects written this pass (applied or pruned), for the audit log."""
     held: dict[Ref, str] = field(default_factory=dict, repr=False)
     """The inventory as read: object → digest of the manifest last applied."""
     stale: tuple[Ref, ...] = field(default=(), repr=False)
@@ -184,6 +186,7 @@ def _apply_one(
     connection.apply(obj)
     report.applied += 1
     report.writes += 1
+    report.written.append(f"apply {ref}")
 
 
 def _managed(obj: Mapping[str, Any]) -> bool:
@@ -254,6 +257,7 @@ def _prune_one(connection: Connection, ref: Ref, report: ClusterSync) -> bool:
         ):
             report.pruned += 1
             report.writes += 1
+            report.written.append(f"prune {ref}")
         return True
     except ClusterError as error:
         report.failed.append(str(error))

@@ -21,6 +21,7 @@ from typing import Any
 
 from reconciler import (
     cli_plan,
+    cli_run,
     durations,
     pipeline,
     render,
@@ -132,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     cli_plan.add_parser(commands)
+    cli_run.add_parser(commands)
 
     rec = commands.add_parser(
         "reconcile",
@@ -420,6 +422,7 @@ _COMMANDS = {
     "reconcile": _cmd_reconcile,
     "explain": _cmd_explain,
     "plan": cli_plan.run,
+    "run": cli_run.run,
 }
 
 
@@ -428,7 +431,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     report.configure_logging(verbose=args.verbose)
     try:
-        with _progress(sys.stderr.isatty()) as hook:
+        # a service has no progress to show: its events go to stdout as JSON
+        with _progress(sys.stderr.isatty() and args.command != "run") as hook:
             return _COMMANDS[args.command](args, hook)
     except ValidationFailed as failed:
         report.print_problems(failed.problems, sys.stdout)

@@ -287,6 +287,11 @@ def commit_info(commit_: pygit2.Commit) -> tuple[str, int, str]:
     return str(commit_.id), int(commit_.commit_time), commit_.message
 
 
+def author_of(commit_: pygit2.Commit) -> str:
+    """`Name <email>` of a commit's author."""
+    return f"{commit_.author.name} <{commit_.author.email}>"
+
+
 def remote_tip(repo: pygit2.Repository, branch: str) -> pygit2.Commit | None:
     """The fetched `origin/<branch>`, or None when the remote has no such branch."""
     reference = repo.references.get(f"refs/remotes/origin/{branch}")

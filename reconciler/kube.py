@@ -121,10 +121,16 @@ def _timed_client_class() -> type:
     return TimedApiClient
 
 
+class Conflict(ClusterError):
+    """The API answered 409 Conflict to a create or replace: the name is taken, or the object
+    changed since the resourceVersion the write was based on. Read it again and retry."""
+
+
 class Connection:
     """One cluster's API through the official client: discovery, server-side apply with the
-    field manager `dro`, reads and deletes. Errors become `ClusterError`s naming the cluster,
-    the verb and the object."""
+    field manager `dro`, reads and deletes, creates and guarded replaces (a Lease's). Errors
+    become `ClusterError`s naming the cluster, the verb and the object; a 409 on a create or
+    replace is a `Conflict`."""
 
     def __init__(self, cluster: str, api_client: Any, timeout: float) -> None:
         self.cluster = cluster
@@ -183,6 +189,36 @@ class Connection:
             )
         return [dict(item) for item in found.get("items") or ()]
 
+    def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """Create `obj` (a POST with the field manager `dro`) and return it as stored. Raises
+        `Conflict` when an object of that name exists already."""
+        resource = self._resource(str(obj["apiVersion"]), str(obj["kind"]))
+        metadata = obj.get("metadata") or {}
+        with _Translated(self.cluster, "create", obj, conflicts=True):
+            response = resource.create(
+                body=dict(obj),
+                namespace=metadata.get("namespace"),
+                field_manager=FIELD_MANAGER,
+                serialize=False,
+            )
+        return _json(response)
+
+    def replace(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """Replace the whole object (a PUT with the field manager `dro`) and return it as
+        stored. Guarded by `metadata.resourceVersion` when `obj` carries one: raises `Conflict`
+        when the object changed since that version was read."""
+        resource = self._resource(str(obj["apiVersion"]), str(obj["kind"]))
+        metadata = obj.get("metadata") or {}
+        with _Translated(self.cluster, "replace", obj, conflicts=True):
+            response = resource.replace(
+                body=dict(obj),
+                name=metadata.get("name"),
+                namespace=metadata.get("namespace"),
+                field_manager=FIELD_MANAGER,
+                serialize=False,
+            )
+        return _json(response)
+
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> bool:
         """Delete an object, its dependents in the background; False when it was gone."""
         resource = self._resource(api_version, kind)
@@ -223,12 +259,20 @@ def _where(kind: str, name: str | None, namespace: str | None) -> dict[str, Any]
 
 
 class _Translated:
-    """Turns the client's exceptions into `ClusterError`s; swallows a tolerated 404."""
+    """Turns the client's exceptions into `ClusterError`s; swallows a tolerated 404; raises
+    `Conflict` for a 409 when `conflicts` is set."""
 
     def __init__(
-        self, cluster: str, verb: str, obj: Mapping[str, Any], *, missing_ok: bool = False
+        self,
+        cluster: str,
+        verb: str,
+        obj: Mapping[str, Any],
+        *,
+        missing_ok: bool = False,
+        conflicts: bool = False,
     ) -> None:
         self.cluster, self.verb, self.obj, self.missing_ok = cluster, verb, obj, missing_ok
+        self.conflicts = conflicts
 
     def __enter__(self) -> _Translated:
         return self
@@ -252,6 +296,8 @@ class _Translated:
             message = f"{self.verb} {what}: cannot reach the API: {error}"
         else:
             return False
+        if self.conflicts and status == 409 and isinstance(error, ApiException):
+            raise Conflict(self.cluster, message) from error
         raise ClusterError(self.cluster, message) from error
 
 

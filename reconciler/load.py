@@ -81,6 +81,7 @@ def from_git(
 
 def _source(repo: gitrepo.Repository, commit: gitrepo.Commit) -> Source:
     sha, when, _ = gitrepo.commit_info(commit)
+    author = gitrepo.author_of(commit)
     files = gitrepo.read_files(repo, commit, SOURCE_FOLDERS + SOURCE_FILES)
     return Source(
         files=tuple(
@@ -88,6 +89,7 @@ def _source(repo: gitrepo.Repository, commit: gitrepo.Commit) -> Source:
         ),
         commit=sha,
         commit_time=when,
+        author=author,
     )
 
 

@@ -15,7 +15,17 @@ from enum import StrEnum
 
 import structlog
 
-from reconciler import commit, live, load, render, schedule, status, summary, validate
+from reconciler import (
+    commit,
+    gitrepo,
+    live,
+    load,
+    render,
+    schedule,
+    status,
+    summary,
+    validate,
+)
 from reconciler.apply import ClusterSync
 from reconciler.domain import Decision, Observation, Source, Spec
 from reconciler.settings import Settings
@@ -234,6 +244,7 @@ def _one_pass(settings: Settings, on_stage: StageHook, *, follow_up: bool = Fals
     )
     now = time.time()
     members: live.Members | None = None
+    structlog.contextvars.bind_contextvars(source=source.commit)
     try:
         statuses = status.previous_statuses(state)
 
@@ -281,6 +292,24 @@ def _one_pass(settings: Settings, on_stage: StageHook, *, follow_up: bool = Fals
             commit=published.commit,
             pushed=published.pushed,
         )
+        if published.commit is not None:
+            who = {"source": source.commit, "author": source.author}
+            log.info(
+                "audit",
+                action="commit",
+                branch=settings.output_branch,
+                commit=published.commit,
+                **who,
+            )
+            if published.pushed:
+                log.info(
+                    "audit",
+                    action="push",
+                    branch=settings.output_branch,
+                    commit=published.commit,
+                    remote=gitrepo.redact(settings.repo),
+                    **who,
+                )
         if members is None:
             return PassResult(planned=planned, commit=published.commit, pushed=published.pushed)
         on_stage(Stage.APPLY)
@@ -290,6 +319,16 @@ def _one_pass(settings: Settings, on_stage: StageHook, *, follow_up: bool = Fals
         )
         for cluster in applied.clusters:
             log.info("applied", stage=Stage.APPLY, **_fields(cluster))
+            for write in cluster.written:
+                action, _, obj = write.partition(" ")
+                log.info(
+                    "audit",
+                    action=action,
+                    cluster=cluster.cluster,
+                    object=obj,
+                    source=source.commit,
+                    author=source.author,
+                )
         retire = not follow_up and applied.ok and members.await_moves(planned.decisions)
         return PassResult(
             planned=planned,
@@ -300,6 +339,7 @@ def _one_pass(settings: Settings, on_stage: StageHook, *, follow_up: bool = Fals
             passes=2 if retire else 1,
         )
     finally:
+        structlog.contextvars.unbind_contextvars("source")
         if members is not None:
             members.close()
 

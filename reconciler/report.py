@@ -21,10 +21,13 @@ from reconciler.errors import Problem
 
 
 def configure_logging(*, verbose: bool = False, stream: TextIO | None = None) -> None:
-    """JSON events to stderr; info and up when verbose, warnings and up otherwise."""
+    """JSON events to stderr (or `stream`); info and up when verbose, warnings and up
+    otherwise. Values bound with `structlog.contextvars` (a pass's source sha) join every
+    event."""
     level = logging.INFO if verbose else logging.WARNING
     structlog.configure(
         processors=[
+            structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.dict_tracebacks,

@@ -107,3 +107,5 @@ class Source:
     """The source commit's sha; None for a plain directory."""
     commit_time: int | None = None
     """The committer time of the source commit (Unix seconds), the pass's "now" offline."""
+    author: str | None = None
+    """`Name <email>` of the source commit's author, for the audit log."""

@@ -1,0 +1,269 @@
+"""`dro run`: the long-running service: a pass on a timer and on webhooks, leader election,
+probes and metrics on one port, JSON logs on stdout.
+
+Every setting comes from, in this order of precedence: the command-line flag, the environment
+variable `DRO_<NAME>` (upper case, `-` → `_`), the config file (`--config` / `DRO_CONFIG`, a
+YAML mapping keyed by the flag's name without dashes, e.g. `interval: 30s`), then the default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import structlog
+import yaml
+
+from reconciler import durations, kube, leader, metrics, report, runner, server, settings
+from reconciler.errors import ClusterError, UsageError
+
+log = structlog.get_logger("dro")
+
+
+def _bool(text: str) -> bool:
+    lowered = str(text).strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"{text!r} is not true or false")
+
+
+def _seconds(text: str) -> float:
+    return durations.seconds(str(text))
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One setting of `dro run`: its flag, default, parser and help."""
+
+    name: str
+    default: Any
+    convert: Callable[[str], Any]
+    help: str
+
+    @property
+    def env(self) -> str:
+        """The environment variable read after the flag."""
+        return "DRO_" + self.name.upper().replace("-", "_")
+
+    @property
+    def dest(self) -> str:
+        """The attribute name on the parsed arguments."""
+        return self.name.replace("-", "_")
+
+
+OPTIONS = (
+    Option("repo", None, str, "the source repository: a local path or URL (required)"),
+    Option("ref", "main", str, "the branch or tag to reconcile"),
+    Option("output-branch", settings.DEFAULT_OUTPUT_BRANCH, str, "where rendered trees go"),
+    Option("state-dir", ".dro-state", Path, "where dro keeps its git caches"),
+    Option("git-credentials-file", None, Path, "'username:password' or a token, for https"),
+    Option("listen", "0.0.0.0:8080", str, "ADDR:PORT for /healthz /readyz /metrics /webhook"),
+    Option("interval", 60.0, _seconds, "time between passes, e.g. 60s or 5m"),
+    Option("jitter", 0.1, float, "up to this fraction of the interval is added at random"),
+    Option("ready-intervals", 3.0, float, "/readyz fails after this many intervals without a pass"),
+    Option("webhook-secret-file", None, Path, "the shared secret of GitHub/GitLab webhooks"),
+    Option("leader-elect", True, _bool, "hold a Lease so one replica runs passes (true|false)"),
+    Option("lease-name", "dro", str, "the Lease's name"),
+    Option("lease-namespace", None, str, "the Lease's namespace (default: the pod's)"),
+    Option("lease-duration", 15.0, _seconds, "how long a Lease is valid without renewal"),
+    Option(
+        "lease-kubeconfig",
+        None,
+        Path,
+        "reach the Lease through this kubeconfig, not "
+        "the pod's service account (for running outside a cluster)",
+    ),
+    Option("kubeconfig", None, Path, "a kubeconfig or a directory of them: observe and apply"),
+    Option("in-cluster", False, _bool, "reach Clusters marked inCluster with the pod's account"),
+    Option("cluster-timeout", 10.0, _seconds, "per request to a cluster"),
+    Option("parallel", 8, int, "clusters observed and applied at once"),
+    Option("move-wait", 60.0, _seconds, "wait this long for moved replicas to become Healthy"),
+    Option("status-interval", 600.0, _seconds, "commit a status-only change at most this often"),
+)
+
+
+def add_parser(commands: Any) -> None:
+    """The `run` subcommand: every option defaults to None, resolved later by precedence."""
+    run = commands.add_parser(
+        "run",
+        help="run as a service: passes on a timer and on webhooks, with probes and metrics",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument("--config", type=Path, default=None, help="a YAML file of settings")
+    for option in OPTIONS:
+        shown = "" if option.default is None else f" (default: {option.default})"
+        run.add_argument(
+            f"--{option.name}", dest=option.dest, default=None, help=option.help + shown
+        )
+
+
+def resolve(
+    args: argparse.Namespace, environ: Mapping[str, str], config: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Each option's value: flag, then environment, then config file, then default."""
+    values: dict[str, Any] = {}
+    for option in OPTIONS:
+        raw, origin = getattr(args, option.dest), f"--{option.name}"
+        if raw is None and environ.get(option.env):
+            raw, origin = environ[option.env], option.env
+        if raw is None and config.get(option.name) is not None:
+            raw, origin = config[option.name], f"{option.name} in the config file"
+        if raw is None:
+            values[option.dest] = option.default
+            continue
+        try:
+            values[option.dest] = option.convert(raw)
+        except ValueError as error:
+            raise UsageError(f"{origin}: {error}") from error
+    return values
+
+
+def load_config(path: Path | None) -> dict[str, Any]:
+    """The config file as a mapping (empty without one)."""
+    if path is None:
+        return {}
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as error:
+        raise UsageError(f"{path}: cannot read the config file: {error}") from error
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise UsageError(f"{path}: the config file must be a mapping of settings")
+    known = {o.name for o in OPTIONS}
+    unknown = sorted(set(document) - known)
+    if unknown:
+        raise UsageError(f"{path}: unknown settings {', '.join(unknown)}")
+    return document
+
+
+def run(args: argparse.Namespace, _hook: Any) -> int:
+    """Serve until SIGTERM or SIGINT; 1 when the settings do not allow starting."""
+    config_path = args.config or (
+        Path(os.environ["DRO_CONFIG"]) if os.environ.get("DRO_CONFIG") else None
+    )
+    values = resolve(args, os.environ, load_config(config_path))
+    report.configure_logging(verbose=True, stream=sys.stdout)
+    if not values["repo"]:
+        raise UsageError("dro run needs --repo (or DRO_REPO, or repo: in the config file)")
+    host, _, port = str(values["listen"]).rpartition(":")
+    if not host or not port.isdigit():
+        raise UsageError(f"--listen {values['listen']}: expected ADDR:PORT")
+    loop = runner.Runner(
+        _settings(values),
+        runner.RunOptions(
+            interval=values["interval"],
+            jitter=values["jitter"],
+            ready_intervals=values["ready_intervals"],
+        ),
+        metrics.Metrics(),
+    )
+    elector = _elector(values, loop) if values["leader_elect"] else None
+    if elector is None:
+        loop.leading.set()
+        loop.metrics.leader.set(1)
+    secret = _secret(values["webhook_secret_file"])
+    http = server.Server(loop, host=host, port=int(port), webhook_secret=secret)
+    _on_signals(loop)
+    http.start()
+    if elector is not None:
+        elector.start()
+    try:
+        loop.loop()
+    finally:
+        if elector is not None:
+            elector.stop()
+        http.close()
+    return 0
+
+
+def _settings(values: Mapping[str, Any]) -> settings.Settings:
+    kubeconfig = values["kubeconfig"]
+    if kubeconfig is not None and not kubeconfig.exists():
+        raise UsageError(f"--kubeconfig {kubeconfig}: no such file or directory")
+    return settings.Settings(
+        repo=values["repo"],
+        ref=values["ref"],
+        output_branch=values["output_branch"],
+        state_dir=values["state_dir"],
+        credentials_file=values["git_credentials_file"],
+        kubeconfig=kubeconfig,
+        in_cluster=values["in_cluster"],
+        cluster_timeout=values["cluster_timeout"],
+        parallel=values["parallel"],
+        move_wait=values["move_wait"],
+        status_interval=values["status_interval"],
+    )
+
+
+def _elector(values: Mapping[str, Any], loop: runner.Runner) -> leader.LeaderLoop:
+    """The leader election, or UsageError when it cannot reach a Lease."""
+    namespace = values["lease_namespace"] or leader.pod_namespace()
+    try:
+        if namespace is None:
+            raise ClusterError("lease", "no namespace: not running in a pod")
+        # requests must end well within the renew deadline, or a hung API keeps a stale leader
+        timeout = min(2.0, values["lease_duration"] / 5)
+        connection = kube.connect(
+            "lease", context=None, kubeconfig=values["lease_kubeconfig"], timeout=timeout
+        )
+    except ClusterError as error:
+        raise UsageError(
+            f"leader election needs in-cluster credentials ({error}); outside a cluster, pass "
+            "--leader-elect=false (one replica only) or --lease-kubeconfig PATH"
+        ) from error
+    if values["lease_duration"] < 2:
+        raise UsageError("--lease-duration must be at least 2s")
+    # client-go's proportions: 15s lease, 10s renew deadline, 2s between attempts
+    config = leader.LeaseConfig(
+        namespace=namespace,
+        name=values["lease_name"],
+        identity=leader.default_identity(),
+        lease_duration=values["lease_duration"],
+        renew_deadline=values["lease_duration"] * 2 / 3,
+        retry_period=values["lease_duration"] / 7.5,
+    )
+
+    def started() -> None:
+        loop.leading.set()
+        loop.metrics.leader.set(1)
+        loop.trigger("became leader")
+
+    def stopped() -> None:
+        loop.leading.clear()
+        loop.metrics.leader.set(0)
+
+    return leader.LeaderLoop(
+        leader.Elector(connection, config), on_started=started, on_stopped=stopped
+    )
+
+
+def _secret(path: Path | None) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        secret = path.read_bytes().strip()
+    except OSError as error:
+        raise UsageError(f"--webhook-secret-file {path}: {error}") from error
+    if not secret:
+        raise UsageError(f"--webhook-secret-file {path}: the file is empty")
+    return secret
+
+
+def _on_signals(loop: runner.Runner) -> None:
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        log.info("shutting_down", signal=signal.Signals(signum).name)
+        loop.shutdown()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
