@@ -89,6 +89,15 @@ class Metrics:
         for stage, seconds in stages.items():
             self.duration.labels(stage=stage).observe(seconds)
 
+    def pass_counts(self) -> dict[str, int]:
+        """`dro_reconcile_total` per result, as counted so far."""
+        counts: dict[str, int] = {}
+        for family in self.reconcile_total.collect():
+            for sample in family.samples:
+                if sample.name.endswith("_total"):
+                    counts[sample.labels["result"]] = int(sample.value)
+        return counts
+
     def record_plan(
         self, water_levels: Mapping[str, Mapping[str, float]], unschedulable: int
     ) -> None:

@@ -149,7 +149,7 @@ class Runner:
             if self.leading.is_set():
                 self.run_with_retries()
             due = self.clock() + self.options.interval * (1 + self.options.jitter * self.rng())
-        log.info("loop_stopped", passes=self.passes)
+        log.info("loop_stopped", passes=self.passes, counted=self.metrics.pass_counts())
 
     def run_with_retries(self) -> str:
         """One pass, retried with backoff on transient errors for up to one interval; the
@@ -188,6 +188,7 @@ class Runner:
                 raise Interrupted(f"stopped before {stage}: shutting down or no longer leader")
 
         result = metrics.FAILED
+        structlog.contextvars.bind_contextvars(**{"pass": self.passes + 1})
         try:
             outcome = self.run_pass(self.settings, hook)
             result = self._finished_pass(outcome)
@@ -212,7 +213,10 @@ class Runner:
         finally:
             self.passes += 1
             self._finished = self.clock()
-            self.metrics.record_pass(result, timer.done())
+            stages = timer.done()
+            self.metrics.record_pass(result, stages)
+            log.info("pass_ended", result=result, seconds=round(stages["total"], 3))
+            structlog.contextvars.unbind_contextvars("pass")
         return result
 
     def _finished_pass(self, outcome: pipeline.PassResult) -> str:

@@ -64,7 +64,12 @@ def test_run_passes_at_start_then_on_a_webhook(service: tuple[Service, SourceRep
     assert all(e.get("source") for e in events if e.get("event") == "committed")
 
     assert running.terminate() == 0
-    assert any(e.get("event") == "loop_stopped" for e in running.events())
+    events = running.events()
+    (stopped,) = [e for e in events if e.get("event") == "loop_stopped"]
+    assert stopped["counted"] == {"success": 2}, "every pass is in the metrics"
+    ended = [e["pass"] for e in events if e.get("event") == "pass_ended"]
+    assert ended == [1, 2]
+    assert {e["pass"] for e in events if e.get("event") == "audit"} == {1, 2}
 
 
 def test_run_without_a_repo_or_with_leader_election_outside_a_cluster_fails(
