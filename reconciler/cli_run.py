@@ -191,6 +191,10 @@ def _settings(values: Mapping[str, Any]) -> settings.Settings:
     kubeconfig = values["kubeconfig"]
     if kubeconfig is not None and not kubeconfig.exists():
         raise UsageError(f"--kubeconfig {kubeconfig}: no such file or directory")
+    if kubeconfig is not None and kubeconfig.is_dir() and not _has_files(kubeconfig):
+        # an optional Secret mounted empty: commit only, as without --kubeconfig
+        log.warning("kubeconfigs_empty", path=str(kubeconfig), effect="apply skipped")
+        kubeconfig = None
     return settings.Settings(
         repo=values["repo"],
         ref=values["ref"],
@@ -204,6 +208,10 @@ def _settings(values: Mapping[str, Any]) -> settings.Settings:
         move_wait=values["move_wait"],
         status_interval=values["status_interval"],
     )
+
+
+def _has_files(folder: Path) -> bool:
+    return any(p.is_file() and not p.name.startswith(".") for p in folder.iterdir())
 
 
 def _elector(values: Mapping[str, Any], loop: runner.Runner) -> leader.LeaderLoop:
@@ -243,13 +251,24 @@ def _elector(values: Mapping[str, Any], loop: runner.Runner) -> leader.LeaderLoo
         loop.leading.clear()
         loop.metrics.leader.set(0)
 
+    def requested() -> None:
+        loop.trigger("a follower received a webhook")
+
+    elector = leader.Elector(connection, config)
+    loop.forward = elector.request_pass
     return leader.LeaderLoop(
-        leader.Elector(connection, config), on_started=started, on_stopped=stopped
+        elector,
+        on_started=started,
+        on_stopped=stopped,
+        on_requested=requested,
     )
 
 
 def _secret(path: Path | None) -> bytes | None:
     if path is None:
+        return None
+    if not path.exists():  # an optional Secret that is not there: no webhooks
+        log.warning("webhook_disabled", reason=f"{path} does not exist")
         return None
     try:
         secret = path.read_bytes().strip()

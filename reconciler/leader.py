@@ -97,6 +97,12 @@ def parse_time(text: object) -> float | None:
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
+REQUEST_ANNOTATION = "multicluster.io/pass-requested-at"
+"""Set on the Lease by a follower that received a webhook; the leader sees it at its next
+renewal and runs a pass (as Flux's `reconcile.fluxcd.io/requestedAt` asks its controller)."""
+REQUEST_ATTEMPTS = 3
+
+
 class _Outcome(enum.Enum):
     HELD = "held"
     OTHER = "held by another"
@@ -116,6 +122,8 @@ class Elector:
     ) -> None:
         self.connection, self.config, self._clock = connection, config, clock
         self._leader = False
+        self.requested: str | None = None
+        """The Lease's `REQUEST_ANNOTATION` as last read or written."""
 
     @property
     def is_leader(self) -> bool:
@@ -158,6 +166,7 @@ class Elector:
                 spec = _spec(lease)
                 holder = spec.get("holderIdentity") or ""
                 if holder and holder != config.identity and not self._expired(spec, now):
+                    self.requested = _requested(lease)
                     self._observe(holder)
                     return _Outcome.OTHER
                 written = self.connection.replace({**lease, "spec": self._claim(spec, now)})
@@ -167,8 +176,32 @@ class Elector:
         except errors.ClusterError as error:
             log.warning("lease_error", lease=config.where, error=str(error))
             return _Outcome.FAILED
+        self.requested = _requested(written)
         self._observe(_spec(written).get("holderIdentity") or "")
         return _Outcome.HELD if self._leader else _Outcome.OTHER
+
+    def request_pass(self) -> bool:
+        """Ask the leader for a pass: stamp `REQUEST_ANNOTATION` on the Lease (a follower's
+        webhook). Safe to call from another thread; False when the Lease could not be written."""
+        config = self.config
+        for _ in range(REQUEST_ATTEMPTS):
+            try:
+                lease = self.connection.get(API_VERSION, KIND, config.name, config.namespace)
+                if lease is None:
+                    return False
+                metadata = dict(lease.get("metadata") or {})
+                annotations = dict(metadata.get("annotations") or {})
+                annotations[REQUEST_ANNOTATION] = format_time(self._clock())
+                self.connection.replace(
+                    {**lease, "metadata": {**metadata, "annotations": annotations}}
+                )
+                return True
+            except kube.Conflict:
+                continue  # the leader renewed in between: read again
+            except errors.ClusterError as error:
+                log.warning("pass_request_failed", lease=config.where, error=str(error))
+                return False
+        return False
 
     def _observe(self, holder: str) -> None:
         config, was = self.config, self._leader
@@ -203,6 +236,12 @@ class Elector:
         return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}
 
 
+def _requested(lease: dict[str, Any]) -> str | None:
+    annotations = (lease.get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(REQUEST_ANNOTATION)
+    return value if isinstance(value, str) else None
+
+
 def _spec(lease: dict[str, Any]) -> dict[str, Any]:
     return dict(lease.get("spec") or {})
 
@@ -211,7 +250,9 @@ class LeaderLoop:
     """Runs an Elector in a daemon thread: acquire, renew every retry_period, step down when
     renewal failed for renew_deadline.
 
-    `on_started` is called on becoming leader, `on_stopped` on stepping down: at once when
+    `on_requested` is called while leading when a follower stamped a pass request on the
+    Lease (`Elector.request_pass`). `on_started` is called on becoming leader, `on_stopped`
+    on stepping down: at once when
     another replica holds the Lease, after `renew_deadline` without a successful renewal on
     API errors (measured on the monotonic clock), and at `stop()`. A follower keeps trying,
     so a replica that stepped down leads again when it can. Each attempt blocks for up to two
@@ -225,9 +266,12 @@ class LeaderLoop:
         *,
         on_started: Callable[[], None],
         on_stopped: Callable[[], None],
+        on_requested: Callable[[], None] | None = None,
     ) -> None:
         self.elector = elector
         self._on_started, self._on_stopped = on_started, on_stopped
+        self._on_requested = on_requested
+        self._requested: str | None = None
         self._stopping = threading.Event()
         self._leading = False
         self._renewed = 0.0
@@ -266,7 +310,12 @@ class LeaderLoop:
                 self._renewed = began
                 if not self._leading:
                     self._leading = True
+                    self._requested = self.elector.requested  # becoming leader runs a pass
                     self._call(self._on_started)
+                elif self.elector.requested != self._requested:
+                    self._requested = self.elector.requested
+                    if self._on_requested is not None:
+                        self._call(self._on_requested)
             elif self._leading and (
                 outcome is _Outcome.OTHER
                 or time.monotonic() - self._renewed >= config.renew_deadline

@@ -112,13 +112,21 @@ class Runner:
         self._started = clock()
         self._finished: float | None = None
         self.passes = 0
+        self.forward: Callable[[], bool] | None = None
+        """How a follower asks the leader for a pass (a stamp on the Lease)."""
 
     # --- control ------------------------------------------------------------------------------
 
-    def trigger(self, reason: str) -> None:
-        """Start a pass as soon as the current one (if any) is done; bursts coalesce."""
+    def trigger(self, reason: str) -> bool:
+        """Start a pass as soon as the current one (if any) is done; bursts coalesce. On a
+        follower, hand the request to the leader (`forward`); False when that failed."""
+        if not self.leading.is_set() and self.forward is not None:
+            forwarded = self.forward()
+            log.info("pass_forwarded_to_leader", reason=reason, forwarded=forwarded)
+            return forwarded
         log.info("pass_triggered", reason=reason)
         self._wake.set()
+        return True
 
     def shutdown(self) -> None:
         """Stop the loop: a pass before its commit is interrupted, a later one finishes."""

@@ -4,9 +4,9 @@
 - `GET /readyz`: 200 while the runner is ready (`Runner.ready`), 503 otherwise, with the reason.
 - `GET /metrics`: Prometheus' text format.
 - `POST /webhook`: a GitHub or GitLab push event (`webhook.verify`). A bad or missing signature
-  gets 401; a push to the source ref starts a pass (202); any other event gets 200 and is
-  ignored. Without a webhook secret the endpoint answers 403: dro never acts on an unsigned
-  request.
+  gets 401; a push to the source ref starts a pass (202; a follower stamps the request on
+  the Lease for the leader); any other event gets 200 and is ignored. Without a webhook
+  secret the endpoint answers 403: dro never acts on an unsigned request.
 
 Requests are served on their own threads, so a slow pass never blocks a probe.
 """
@@ -81,8 +81,10 @@ class Server:
         if not event.starts_pass:
             meter.labels(result="ignored").inc()
             return 200, event.why + "\n"
+        if not self.loop.trigger(f"{event.provider} push {event.after or ''}".strip()):
+            meter.labels(result="unforwarded").inc()
+            return 503, "this replica is not the leader and could not reach the Lease\n"
         meter.labels(result="triggered").inc()
-        self.loop.trigger(f"{event.provider} push {event.after or ''}".strip())
         return 202, "pass triggered\n"
 
 

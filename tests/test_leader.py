@@ -327,3 +327,45 @@ def test_a_follower_takes_over_when_the_leader_stops_or_dies(tmp_path: Path) -> 
                 watched.loop.stop()
             for connection in connections:
                 connection.close()
+
+
+def test_a_followers_pass_request_reaches_the_leader_through_the_lease(
+    api: tuple[KubeAPI, kube.Connection],
+) -> None:
+    _server, connection = api
+    clock = FakeClock()
+    a, b = elector(connection, "pod-a", clock), elector(connection, "pod-b", clock)
+    assert a.try_acquire_or_renew()
+    assert a.requested is None
+    assert b.request_pass()
+    stamp = lease_of(connection)["metadata"]["annotations"][leader.REQUEST_ANNOTATION]
+    assert a.try_acquire_or_renew(), "the request does not disturb the holder"
+    assert a.requested == stamp
+    assert lease_of(connection)["spec"]["holderIdentity"] == "pod-a"
+
+
+def test_the_loop_calls_on_requested_when_a_follower_asks(tmp_path: Path) -> None:
+    server = KubeAPI()
+    server.start()
+    try:
+        path = Path(server.kubeconfig(tmp_path / "kubeconfig", context="c1"))
+        lead = kube.connect("c1", context="c1", kubeconfig=path, timeout=2.0)
+        follow = kube.connect("c1", context="c1", kubeconfig=path, timeout=2.0)
+        started, requested = threading.Event(), threading.Event()
+        timings = {"lease_duration": 1.0, "renew_deadline": 0.6, "retry_period": 0.1}
+        loop = leader.LeaderLoop(
+            elector(lead, "pod-a", **timings),
+            on_started=started.set,
+            on_stopped=lambda: None,
+            on_requested=requested.set,
+        )
+        loop.start()
+        assert started.wait(5)
+        assert not requested.is_set(), "becoming leader is not a request"
+        assert elector(follow, "pod-b", **timings).request_pass()
+        assert requested.wait(5)
+        loop.stop()
+        lead.close()
+        follow.close()
+    finally:
+        server.stop()
