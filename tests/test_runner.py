@@ -232,3 +232,23 @@ def test_the_webhook_triggers_and_rejects(served: tuple[server.Server, runner.Ru
     sample = loop.metrics.registry.get_sample_value
     assert sample("dro_webhook_requests_total", {"result": "triggered"}) == 1
     assert sample("dro_webhook_requests_total", {"result": "rejected"}) == 1
+
+
+def test_the_readme_documents_every_metric_and_its_alerts_use_real_ones() -> None:
+    import re
+
+    import yaml
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    exposed = {
+        line.split()[2]
+        for line in metrics.Metrics().exposition().decode().splitlines()
+        if line.startswith("# TYPE")
+    }
+    documented = set(re.findall(r"^\| `(dro_[a-z_]+)", readme, flags=re.MULTILINE))
+    counters = {name.removesuffix("_total") for name in documented}
+    assert counters | documented >= exposed, "every metric has a row in the README"
+    (rules,) = [b for b in re.findall(r"```yaml\n(.*?)```", readme, re.DOTALL) if "groups:" in b]
+    for rule in yaml.safe_load(rules)["groups"][0]["rules"]:
+        for name in re.findall(r"dro_[a-z_]+", rule["expr"]):
+            assert name.removesuffix("_total") in exposed, name
