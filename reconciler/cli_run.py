@@ -174,7 +174,13 @@ def run(args: argparse.Namespace, _hook: Any) -> int:
         loop.metrics.leader.set(1)
     secret = _secret(values["webhook_secret_file"])
     http = server.Server(loop, host=host, port=int(port), webhook_secret=secret)
-    _on_signals(loop)
+
+    def abandoned() -> None:
+        if elector is not None:
+            elector.stop()  # release the Lease: a follower takes over at once
+        http.close()
+
+    _on_signals(loop, abandoned)
     http.start()
     if elector is not None:
         elector.start()
@@ -279,10 +285,17 @@ def _secret(path: Path | None) -> bytes | None:
     return secret
 
 
-def _on_signals(loop: runner.Runner) -> None:
+def _on_signals(loop: runner.Runner, abandoned: Callable[[], None]) -> None:
+    """SIGTERM and SIGINT stop the loop. A pass that has written nothing yet is abandoned at
+    once (its reads of slow clusters are not waited for); one that has committed finishes."""
+
     def stop(signum: int, _frame: FrameType | None) -> None:
         log.info("shutting_down", signal=signal.Signals(signum).name)
         loop.shutdown()
+        if loop.abandon():
+            abandoned()
+            sys.stdout.flush()
+            os._exit(0)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)

@@ -32,6 +32,14 @@ from reconciler.settings import Settings
 log = structlog.get_logger("dro")
 
 PassFunction = Callable[[Settings, pipeline.StageHook], pipeline.PassResult]
+_UNWRITTEN = {
+    pipeline.Stage.LOAD,
+    pipeline.Stage.VALIDATE,
+    pipeline.Stage.OBSERVE,
+    pipeline.Stage.SCHEDULE,
+    pipeline.Stage.RENDER,
+}
+"""Stages that write nothing anywhere: a pass in one of them may be abandoned at once."""
 _BEFORE_COMMIT = {
     pipeline.Stage.LOAD,
     pipeline.Stage.VALIDATE,
@@ -112,6 +120,8 @@ class Runner:
         self._started = clock()
         self._finished: float | None = None
         self.passes = 0
+        self.stage: str | None = None
+        """The stage the running pass is in; None between passes."""
         self.forward: Callable[[], bool] | None = None
         """How a follower asks the leader for a pass (a stamp on the Lease)."""
 
@@ -132,6 +142,19 @@ class Runner:
         """Stop the loop: a pass before its commit is interrupted, a later one finishes."""
         self.stop.set()
         self._wake.set()
+
+    def abandon(self) -> bool:
+        """On shutdown: True when the running pass has written nothing yet (so the process
+        may exit at once, without waiting for slow clusters to answer its reads); the pass is
+        then counted as interrupted. False between passes and once a pass commits."""
+        stage = self.stage
+        if stage not in _UNWRITTEN:
+            return False
+        self.metrics.record_pass(metrics.INTERRUPTED, {})
+        log.warning("pass_interrupted", reason=f"shutdown during {stage}: nothing was written")
+        log.info("pass_ended", result=metrics.INTERRUPTED, **{"pass": self.passes + 1})
+        log.info("loop_stopped", passes=self.passes + 1, counted=self.metrics.pass_counts())
+        return True
 
     def ready(self) -> tuple[bool, str]:
         """Whether `/readyz` passes, and why."""
@@ -192,6 +215,7 @@ class Runner:
 
         def hook(stage: str) -> None:
             timer.enter(stage)
+            self.stage = stage
             if stage in _BEFORE_COMMIT and (self.stop.is_set() or not self.leading.is_set()):
                 raise Interrupted(f"stopped before {stage}: shutting down or no longer leader")
 
@@ -219,6 +243,7 @@ class Runner:
         except Exception as error:  # a bug must not stop the service: report, go on
             log.exception("pass_crashed", error=repr(error))
         finally:
+            self.stage = None
             self.passes += 1
             self._finished = self.clock()
             stages = timer.done()

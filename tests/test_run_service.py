@@ -99,3 +99,32 @@ def test_run_without_a_repo_or_with_leader_election_outside_a_cluster_fails(
     )
     assert done.returncode == 1
     assert "--leader-elect=false" in done.stderr
+
+
+def test_sigterm_before_the_commit_stops_the_pass_cleanly(tmp_path: Path) -> None:
+    from tests.livefleet import running_fleet
+
+    with running_fleet(tmp_path) as fleet:
+        for api in fleet.apis.values():
+            api.delay(1.0)  # observing takes seconds: the signal lands before the commit
+        running = Service(
+            tmp_path,
+            *("--repo", str(fleet.repo.bare), "--state-dir", str(tmp_path / "run-state")),
+            *("--kubeconfig", str(fleet.settings.kubeconfig), "--leader-elect=false"),
+            *("--interval", "10m", "--cluster-timeout", "5s"),
+        )
+        try:
+            wait_for(
+                lambda: any(e.get("event") == "source_loaded" for e in running.events()),
+                "the pass to start",
+            )
+            assert running.terminate() == 0
+            events = running.events()
+            assert [e["result"] for e in events if e.get("event") == "pass_ended"] == [
+                "interrupted"
+            ]
+            assert not [e for e in events if e.get("event") == "audit"], "nothing was written"
+            assert fleet.repo.branch_sha("dro/rendered") is None
+            assert fleet.writes() == 0
+        finally:
+            running.close()

@@ -252,3 +252,14 @@ def test_the_readme_documents_every_metric_and_its_alerts_use_real_ones() -> Non
     for rule in yaml.safe_load(rules)["groups"][0]["rules"]:
         for name in re.findall(r"dro_[a-z_]+", rule["expr"]):
             assert name.removesuffix("_total") in exposed, name
+
+
+@pytest.mark.parametrize(
+    ("stage", "abandoned"),
+    [(None, False), ("load", True), ("observe", True), ("commit", False), ("apply", False)],
+)
+def test_only_a_pass_that_wrote_nothing_is_abandoned(stage: str | None, abandoned: bool) -> None:
+    loop = make_runner(Passes())
+    loop.stage = stage
+    assert loop.abandon() is abandoned
+    assert counted(loop, metrics.INTERRUPTED) == (1 if abandoned else 0)
