@@ -290,6 +290,8 @@ def _on_signals(loop: runner.Runner, abandoned: Callable[[], None]) -> None:
     once (its reads of slow clusters are not waited for); one that has committed finishes."""
 
     def stop(signum: int, _frame: FrameType | None) -> None:
+        if loop.stop.is_set():
+            return  # a second signal (a supervisor forwarding it too) changes nothing
         log.info("shutting_down", signal=signal.Signals(signum).name)
         loop.shutdown()
         if loop.abandon():
