@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from reconciler import selectors
+from reconciler import datamodel, selectors
 from reconciler.domain import (
     DRO_API_VERSION,
     AffinityTerm,
@@ -91,6 +91,9 @@ def dro_placement(spec: Mapping[str, Any]) -> Placement:
             for s in placement.get("spread") or ()
         ),
         water_level_limit=MappingProxyType(dict(placement.get("waterLevelLimit") or {})),
+        # a rate that does not parse counts as 0 here; validate reports it with its line
+        data=datamodel.accesses(placement.get("data") or (), None, "", []),
+        max_data_latency_ms=placement.get("maxDataLatencyMs"),
     )
 
 

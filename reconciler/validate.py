@@ -14,7 +14,15 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from reconciler import clusters, durations, policies, schemacheck, workloads, yamlio
+from reconciler import (
+    clusters,
+    datamodel,
+    durations,
+    policies,
+    schemacheck,
+    workloads,
+    yamlio,
+)
 from reconciler import references as refs
 from reconciler.domain import (
     DRO_API_VERSION,
@@ -22,14 +30,18 @@ from reconciler.domain import (
     Decision,
     Document,
     MoveBudget,
+    Origin,
     OverridePolicy,
     PlacementPolicy,
     Rebalance,
+    ResourceKey,
     SchedulerConfig,
     Scoring,
     Source,
     Spec,
+    Workload,
 )
+from reconciler.domain.data import DataAccess
 from reconciler.errors import Problem, Severity, ValidationFailed
 
 DRO = DRO_API_VERSION
@@ -55,6 +67,8 @@ class _Collector:
         self.objects: list[Document] = []
         self.datasets: dict[str, Document] = {}
         self.topology: Document | None = None
+        self.data_refs: list[tuple[DataAccess, Origin, str]] = []
+        """Every data access a policy or an annotation declares, where it is written."""
 
     def problem(
         self, doc: Document, pointer: str, message: str, severity: Severity = Severity.ERROR
@@ -162,6 +176,10 @@ def _accept(doc: Document, route: str, into: _Collector) -> None:
         _accept_cluster(doc, into)
     elif policies.is_placement_kind(doc.body["apiVersion"], doc.body["kind"]):
         into.placement.append(policies.placement_policy(doc))
+        raw = ((doc.body.get("spec") or {}).get("placement") or {}).get("data") or ()
+        pointer = "/spec/placement/data"
+        for index, access in enumerate(datamodel.accesses(raw, doc.origin, pointer, into.problems)):
+            into.data_refs.append((access, doc.origin, f"{pointer}/{index}/dataSet"))
     else:
         into.overrides.append(policies.override_policy(doc))
 
@@ -270,6 +288,10 @@ def check(source: Source) -> Result:
         into.topology,
         into.problems,
     )
+    data_sets = datamodel.data_sets(into.datasets, into.problems)
+    links = datamodel.topology(into.topology, into.problems)
+    data_access = _annotated_access(objects, into)
+    into.problems += datamodel.unknown_data_sets(into.data_refs, data_sets)
     refs.check_karmada_rules(into.placement, into.problems)
     claimed_by = refs.check_claims(into.placement, objects, into.problems)
     problems = tuple(sorted(into.problems, key=lambda p: p.sort_key))
@@ -284,9 +306,27 @@ def check(source: Source) -> Result:
         override_policies=tuple(sorted(into.overrides, key=lambda p: p.origin.path)),
         datasets=MappingProxyType({k: v.body for k, v in sorted(into.datasets.items())}),
         topology=into.topology.body if into.topology else None,
+        data_sets=MappingProxyType(data_sets),
+        links=links,
+        data_access=MappingProxyType(data_access),
         claims=MappingProxyType(claimed_by),
     )
     return Result(spec=spec, problems=problems)
+
+
+def _annotated_access(
+    objects: Iterable[Workload], into: _Collector
+) -> dict[ResourceKey, tuple[DataAccess, ...]]:
+    """The data access each plain manifest declares in its `multicluster.io/data` annotation."""
+    found = {}
+    for workload in objects:
+        annotations = (workload.manifest.get("metadata") or {}).get("annotations") or {}
+        declared = datamodel.annotated(annotations, workload.origin, into.problems)
+        if declared:
+            found[workload.key] = declared
+            pointer = "/metadata/annotations/" + datamodel.DATA_ANNOTATION.replace("/", "~1")
+            into.data_refs += [(access, workload.origin, pointer) for access in declared]
+    return found
 
 
 def spec(source: Source) -> Spec:

@@ -8,6 +8,7 @@ from typing import Literal
 
 from reconciler.domain.base import Manifest, Origin, empty
 from reconciler.domain.cluster import Toleration
+from reconciler.domain.data import DataAccess
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -152,6 +153,10 @@ class Placement:
     failover: bool = True
     """Replicas leave a cluster unreachable for longer than `failover.after` (dro's policies
     always; Karmada's when they set `spec.failover`)."""
+    data: tuple[DataAccess, ...] = ()
+    """STCI: the data sets the workloads it places read and write (`placement.data`)."""
+    max_data_latency_ms: float | None = None
+    """STCI: clusters farther than this from a data set the workload uses are filtered out."""
     rebalance_requested_at: str | None = None
     """`rebalance.requestedAt` (RFC 3339): newer than a decision last served, it re-divides
     the workload in Fresh mode, moving replicas under the churn budget."""

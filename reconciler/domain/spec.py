@@ -8,6 +8,7 @@ from types import MappingProxyType
 
 from reconciler.domain.base import EMPTY, Manifest, Origin, ResourceKey, Source, empty
 from reconciler.domain.cluster import Cluster
+from reconciler.domain.data import DataAccess, DataSet, Topology
 from reconciler.domain.policy import MoveBudget, OverridePolicy, Placement, PlacementPolicy
 
 
@@ -111,5 +112,11 @@ class Spec:
     override_policies: tuple[OverridePolicy, ...] = ()
     datasets: Mapping[str, Manifest] = field(default_factory=empty)
     topology: Manifest | None = None
+    data_sets: Mapping[str, DataSet] = field(default_factory=empty)
+    """STCI: every DataSet by name, parsed."""
+    links: Topology = field(default_factory=Topology)
+    """STCI: the links between clusters (`topology.yaml`, or the tier defaults)."""
+    data_access: Mapping[ResourceKey, tuple[DataAccess, ...]] = field(default_factory=dict)
+    """STCI: what plain manifests declare they read and write (`multicluster.io/data`)."""
     claims: Mapping[ResourceKey, PlacementPolicy | None] | None = None
     """The policy that claims each workload, as validation resolved it (None: not resolved)."""

@@ -19,6 +19,7 @@ import numpy as np
 
 from reconciler import claims, demand
 from reconciler.domain import Decision, Observation, ResourceKey, Spec
+from reconciler.domain.data import DataAccess
 from reconciler.schedule import (
     batch,
     division,
@@ -28,6 +29,7 @@ from reconciler.schedule import (
     plugins,
     rebalance,
     spread,
+    stci,
 )
 from reconciler.schedule.fleet import Fleet
 
@@ -76,6 +78,14 @@ class Placement:
     """Cluster → resource → projected RWL: the pass's usage ledger (observed or declared
     usage plus the net change of its placements) over capacity, rounded to 4 places.
     Resources without a finite, positive capacity are left out; levels stop at 0."""
+
+
+def data_access(spec: Spec, claimed: facts.Claimed) -> tuple[DataAccess, ...]:
+    """What a workload reads and writes: its policy's `placement.data`, then its own
+    `multicluster.io/data` annotation (which wins for a data set both name)."""
+    own = spec.data_access.get(claimed.workload.key, ())
+    named = {a.dataset for a in own}
+    return tuple(a for a in claimed.placement.data if a.dataset not in named) + own
 
 
 def place(
@@ -150,8 +160,17 @@ def _place(
     matrix = batch.demand_matrix(fleet, demands)
     fits = batch.node_fit(fleet, matrix)
     scales = batch.inverse(matrix)
+    accesses = [data_access(spec, c) for c in order]
+    data = stci.data_costs(fleet, spec.links, spec.data_sets, accesses) if any(accesses) else None
     run = engine.Pass(
-        fleet, spec.config, previous or {}, diagnose=diagnose, now=now, filling=filling
+        fleet,
+        spec.config,
+        previous or {},
+        diagnose=diagnose,
+        now=now,
+        filling=filling,
+        data=data,
+        rows={c.workload.key: i for i, c in enumerate(order)},
     )
     decisions = [run.decide(c, matrix[i], scales[i], fits[i]) for i, c in enumerate(order)]
     decisions = rebalance.run(run, order, decisions, matrix, scales, fits)

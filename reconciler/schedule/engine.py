@@ -27,8 +27,18 @@ from reconciler.domain import (
     Placed,
     SchedulerConfig,
 )
-from reconciler.schedule import division, express, facts, framework, record, spread, triggers
+from reconciler.schedule import (
+    division,
+    express,
+    facts,
+    framework,
+    record,
+    spread,
+    stci,
+    triggers,
+)
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, rows_of, some
+from reconciler.schedule.plugins import data_locality
 from reconciler.schedule.record import Result
 
 
@@ -38,6 +48,26 @@ class _Failed(Exception):
     def __init__(self, message: str, *, keep: bool) -> None:
         super().__init__(message)
         self.keep = keep
+
+
+def near_data(subject: framework.Subject, selected: IntArray) -> IntArray:
+    """STCI for a divided workload that uses data: the candidates nearest its data (fewest
+    cross-domain bytes, then the cheapest egress, then the most room) that can take all its
+    replicas, and every candidate as near as the farthest of them; all of `selected` when
+    even they all cannot."""
+    data = subject.data
+    if data is None or selected.size < 2:
+        return selected
+    moved, price = data.bytes_per_day[selected], data.egress_per_day[selected]
+    available = subject.available[selected]
+    order = np.lexsort((selected, -available, price, moved))
+    covered = np.cumsum(available[order]) >= (subject.replicas or 0)
+    if not covered.any():
+        return selected
+    last = order[int(np.argmax(covered))]
+    near = (moved < moved[last]) | ((moved == moved[last]) & (price <= price[last]))
+    nearest: IntArray = np.sort(selected[near])
+    return nearest
 
 
 class Pass:
@@ -53,6 +83,8 @@ class Pass:
         diagnose: bool,
         now: float,
         filling: Collection[str] = (),
+        data: stci.DataCosts | None = None,
+        rows: Mapping[Any, int] | None = None,
     ) -> None:
         self.fleet = fleet
         self.filling: BoolArray = np.isin(fleet.names, np.array(sorted(filling), dtype=str))
@@ -65,7 +97,7 @@ class Pass:
         """(resources × clusters) usage as the pass goes: the ledger."""
         self.load = round(fleet.load(), 4)
         self.weights = facts.effective_weights(config, self.load)
-        self.facts = facts.Facts(fleet, config, self.usage)
+        self.facts = facts.Facts(fleet, config, self.usage, data, rows)
         self.record = record.Recorder(
             fleet,
             previous,
@@ -75,6 +107,7 @@ class Pass:
             load=self.load,
             weights=self.weights,
             cache=self.facts.cache,
+            adapt=self._adapted,
         )
         self.clock = 0
         """Counts the changes to the ledger."""
@@ -83,6 +116,12 @@ class Pass:
         self.fresh_targets: dict[Any, tuple[IntArray, str]] = {}
         """Workload key → (its Fresh division, the requestedAt it serves), for requests that
         re-balancing carries out under the churn budget."""
+
+    def _adapted(self, key: Any) -> dict[str, float]:
+        """The factors a workload's weights are multiplied by: DataLocality's, when it uses
+        data (recorded in its diagnosis)."""
+        row = self.facts.data_row(key)
+        return {} if row is None else {"DataLocality": data_locality.weight_factor(row)}
 
     # --- one workload -------------------------------------------------------------------------
 
@@ -327,6 +366,8 @@ class Pass:
             counts = np.zeros(fleet.size, dtype=np.int64)
             counts[selected] = subject.replicas
             return Result(counts, np.sort(selected), trigger)
+        if subject.data is not None and subject.extensions:
+            selected = near_data(subject, selected)
         try:
             counts = self._divide(subject, selected, tiers, fresh=fresh)
         except division.Unschedulable as error:

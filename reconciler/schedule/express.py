@@ -34,10 +34,12 @@ if TYPE_CHECKING:
 
 def eligible(run: Pass, claimed: facts.Claimed) -> bool:
     """Whether the express lane may place this workload: it holds nothing (a first placement,
-    or one that was unschedulable), the pass does not explain itself, and its placement has
-    no ordered affinity terms."""
+    or one that was unschedulable), the pass does not explain itself, its placement has no
+    ordered affinity terms, and it uses no data set (STCI)."""
     if run.diagnose or claimed.placement.affinity_terms:
         return False
+    if run.facts.data_row(claimed.workload.key) is not None:
+        return False  # its data makes every cluster's score its own: no shared refusal
     before = run.previous.get(claimed.workload.key)
     return before is None or not (before.clusters or before.retiring)
 

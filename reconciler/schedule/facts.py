@@ -9,13 +9,14 @@ the `framework.Subject` the filters and scorers see.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from reconciler.domain import Placement, PolicyRef, SchedulerConfig, Workload
-from reconciler.schedule import division, framework, triggers
+from reconciler.domain import Placement, PolicyRef, ResourceKey, SchedulerConfig, Workload
+from reconciler.schedule import division, framework, stci, triggers
 from reconciler.schedule.fleet import (
     BoolArray,
     Fleet,
@@ -76,10 +77,20 @@ def effective_weights(config: SchedulerConfig, load: float) -> dict[str, float]:
 class Facts:
     """The per-pass memo, keyed by placement, over the pass's usage ledger."""
 
-    def __init__(self, fleet: Fleet, config: SchedulerConfig, usage: FloatArray) -> None:
+    def __init__(
+        self,
+        fleet: Fleet,
+        config: SchedulerConfig,
+        usage: FloatArray,
+        data: stci.DataCosts | None = None,
+        rows: Mapping[ResourceKey, int] | None = None,
+    ) -> None:
         self.fleet = fleet
         self.config = config
         self.usage = usage
+        self.data = data
+        self.rows = rows or {}
+        """Workload key → its row in `data`."""
         """The pass's ledger (resources × clusters); updated in place as the pass goes."""
         self.cache: dict[Any, Any] = {}
         self._any_cordoned = some(fleet.cordoned)
@@ -231,4 +242,19 @@ class Facts:
             allocatable=allocatable,
             node_fit=node_fit,
             cache=self.cache,
+            data=self.data_row(claimed.workload.key),
+        )
+
+    def data_row(self, key: ResourceKey) -> framework.DataRow | None:
+        """The workload's STCI row, or None when it uses no data set."""
+        row = self.rows.get(key)
+        data = self.data
+        if data is None or row is None or not data.uses_data[row]:
+            return None
+        return framework.DataRow(
+            bytes_per_day=data.bytes_per_day[row],
+            egress_per_day=data.egress_per_day[row],
+            transfer_seconds=data.transfer_seconds[row],
+            latency_ms=data.latency_ms[row],
+            rate=float(data.rate[row]),
         )

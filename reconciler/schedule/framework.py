@@ -60,12 +60,26 @@ class Subject:
     """One replica fits the cluster's largest free node."""
     cache: dict[Any, Any] = field(default_factory=dict)
     """Per-pass memo for results that depend only on the placement."""
+    data: DataRow | None = None
+    """STCI: what its data would cost on each cluster; None when it uses no data set."""
 
     @property
     def available(self) -> IntArray:
         """Allocatable plus own previous replicas (Karmada's AvailableReplicas)."""
         result: IntArray = self.allocatable + self.previous
         return result
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DataRow:
+    """One workload's row of the STCI matrices (`stci.DataCosts`), over every cluster."""
+
+    bytes_per_day: FloatArray
+    egress_per_day: FloatArray
+    transfer_seconds: FloatArray
+    latency_ms: FloatArray
+    rate: float
+    """Its total data rate, bytes per day: how data-heavy it is."""
 
 
 Label = Callable[[int], tuple[str, str]]
@@ -126,6 +140,7 @@ class _Registered:
     weight: float = 1.0
     order: int = 0
     static: bool = False
+    adapt: Callable[[Subject], float] | None = None
 
 
 FILTERS: dict[str, _Registered] = {}
@@ -151,13 +166,19 @@ def register_filter(
 
 
 def register_scorer(
-    name: str, weight: float = 1.0, *, karmada: bool = False, static: bool = False
+    name: str,
+    weight: float = 1.0,
+    *,
+    karmada: bool = False,
+    static: bool = False,
+    adapt: Callable[[Subject], float] | None = None,
 ) -> Callable[[Scorer], Scorer]:
     """Decorator adding a scorer with its default weight. A `static` scorer depends only on
-    the placement and the holders, like a static filter, and is cached the same way."""
+    the placement and the holders, like a static filter, and is cached the same way. `adapt`
+    multiplies the weight per workload (the draft's auto-adjusted weights)."""
 
     def add(plugin: Scorer) -> Scorer:
-        SCORERS[name] = _Registered(plugin, karmada, weight, static=static)
+        SCORERS[name] = _Registered(plugin, karmada, weight, static=static, adapt=adapt)
         return plugin
 
     return add
@@ -328,7 +349,10 @@ def apply_scorers(
         if not entry.static and _applies(entry, subject):
             column = _bounded(entry.plugin(fleet, subject, outcome.feasible))
             scores[name] = column
-            total += float(weights.get(name, entry.weight)) * column
+            weight = float(weights.get(name, entry.weight))
+            if entry.adapt is not None:
+                weight *= entry.adapt(subject)
+            total += weight * column
     total[~outcome.feasible] = 0.0
     ordered = {name: scores[name] for name in SCORERS if name in scores}
     return Outcome(

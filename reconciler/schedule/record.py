@@ -9,7 +9,7 @@ the `requestedAt` the placement serves. A decision equal to the previous one kee
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,8 +46,11 @@ class Recorder:
         load: float,
         weights: Mapping[str, float],
         cache: dict[Any, Any],
+        adapt: Callable[[Any], Mapping[str, float]] | None = None,
     ) -> None:
         self.fleet = fleet
+        self.adapt = adapt
+        """Per workload key: the factors its own weights are multiplied by (STCI)."""
         self.previous = previous
         self.now = now
         self.cooldown = cooldown
@@ -78,9 +81,15 @@ class Recorder:
         outcome: framework.Outcome | None,
         trigger: str,
     ) -> Diagnosis:
+        weights = self._weights(claimed.extensions)
+        factors = self.adapt(claimed.workload.key) if self.adapt is not None else {}
+        if any(name in weights for name in factors):
+            weights = {
+                name: round(weight * factors.get(name, 1.0), 4) for name, weight in weights.items()
+            }
         return Diagnosis(
             verdicts=outcome.verdicts(self.fleet) if self.diagnose and outcome else (),
-            weights=self._weights(claimed.extensions),
+            weights=weights,
             strategy=strategy,
             fleet_water_level=self.load,
             trigger=trigger,

@@ -1,7 +1,7 @@
 """Filter and scorer plugins; importing this package registers every one of them.
 
-Each filter states its `order`: targets, lifecycle, taints, spread fields, water level, node
-fit, capacity. A rejected cluster is charged to the first filter that rejects it.
+Each filter states its `order`: targets, lifecycle, taints, spread fields, water level, data
+latency, node fit, capacity. A rejected cluster is charged to the first filter that rejects it.
 """
 
 from reconciler.schedule.plugins import (
@@ -9,6 +9,7 @@ from reconciler.schedule.plugins import (
     balance,
     capacity,
     cluster_affinity,
+    data_locality,
     lifecycle,
     locality,
     node_fit,
@@ -23,6 +24,7 @@ __all__ = [
     "balance",
     "capacity",
     "cluster_affinity",
+    "data_locality",
     "lifecycle",
     "locality",
     "node_fit",
