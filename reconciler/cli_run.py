@@ -12,6 +12,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -287,11 +288,18 @@ def _secret(path: Path | None) -> bytes | None:
 
 def _on_signals(loop: runner.Runner, abandoned: Callable[[], None]) -> None:
     """SIGTERM and SIGINT stop the loop. A pass that has written nothing yet is abandoned at
-    once (its reads of slow clusters are not waited for); one that has committed finishes."""
+    once (its reads of slow clusters are not waited for); one that has committed finishes.
 
-    def stop(signum: int, _frame: FrameType | None) -> None:
-        if loop.stop.is_set():
-            return  # a second signal (a supervisor forwarding it too) changes nothing
+    The handler itself only writes a byte to a pipe: a handler runs in the middle of whatever
+    the main thread was doing, and taking a lock there (logging, `Event.set`) can deadlock
+    against the same lock held below it. A watcher thread does the work."""
+    read_end, write_end = os.pipe()
+
+    def note(signum: int, _frame: FrameType | None) -> None:
+        os.write(write_end, bytes([signum]))
+
+    def watch() -> None:
+        signum = os.read(read_end, 1)[0]  # later signals change nothing
         log.info("shutting_down", signal=signal.Signals(signum).name)
         loop.shutdown()
         if loop.abandon():
@@ -299,5 +307,6 @@ def _on_signals(loop: runner.Runner, abandoned: Callable[[], None]) -> None:
             sys.stdout.flush()
             os._exit(0)
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    threading.Thread(target=watch, name="dro-signals", daemon=True).start()
+    signal.signal(signal.SIGTERM, note)
+    signal.signal(signal.SIGINT, note)

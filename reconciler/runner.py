@@ -69,6 +69,8 @@ class _StageTimer:
     def __init__(self, clock: Callable[[], float]) -> None:
         self.clock = clock
         self.began = clock()
+        self._stage_lock = threading.Lock()
+        self._abandoning = False
         self.stage: str | None = None
         self.since = self.began
         self.seconds: dict[str, float] = {}
@@ -120,6 +122,8 @@ class Runner:
         self._started = clock()
         self._finished: float | None = None
         self.passes = 0
+        self._stage_lock = threading.Lock()
+        self._abandoning = False
         self.stage: str | None = None
         """The stage the running pass is in; None between passes."""
         self.forward: Callable[[], bool] | None = None
@@ -147,9 +151,11 @@ class Runner:
         """On shutdown: True when the running pass has written nothing yet (so the process
         may exit at once, without waiting for slow clusters to answer its reads); the pass is
         then counted as interrupted. False between passes and once a pass commits."""
-        stage = self.stage
-        if stage not in _UNWRITTEN:
-            return False
+        with self._stage_lock:
+            stage = self.stage
+            if stage not in _UNWRITTEN:
+                return False
+            self._abandoning = True  # the pass can no longer reach its commit
         self.metrics.record_pass(metrics.INTERRUPTED, {})
         log.warning("pass_interrupted", reason=f"shutdown during {stage}: nothing was written")
         log.info("pass_ended", result=metrics.INTERRUPTED, **{"pass": self.passes + 1})
@@ -215,7 +221,14 @@ class Runner:
 
         def hook(stage: str) -> None:
             timer.enter(stage)
-            self.stage = stage
+            with self._stage_lock:  # `abandon` decides on the stage under the same lock
+                abandoning = self._abandoning
+                if not abandoning:
+                    self.stage = stage
+            if abandoning:
+                # the signal watcher counted this pass and is exiting the process: stop here,
+                # before anything is written, and let it
+                threading.Event().wait()
             if stage in _BEFORE_COMMIT and (self.stop.is_set() or not self.leading.is_set()):
                 raise Interrupted(f"stopped before {stage}: shutting down or no longer leader")
 
