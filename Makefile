@@ -50,6 +50,7 @@ bench: install ## benchmarks against their baselines (kubectl kustomize, git fas
 	$(PY) bench/rebalance.py
 	$(PY) bench/apply.py
 	$(PY) bench/plan.py
+	$(PY) bench/stci.py
 
 clean: ## remove build output and the virtualenv
 	rm -rf build $(VENV) *.egg-info

@@ -216,4 +216,25 @@ def test_a_divided_workload_keeps_to_the_clusters_nearest_its_data(
         subject(fleet=FLEET, replicas=replicas, allocatable=allocatable), data=row(READER, 0)
     )
     everyone = np.arange(FLEET.size)
-    assert engine.near_data(item, everyone).tolist() == chosen
+    assert engine.near_data(FLEET, item, everyone, FLEET.load()).tolist() == chosen
+
+
+def test_replicas_spill_past_a_holder_filled_to_the_fleet_level_plus_the_margin() -> None:
+    from reconciler.schedule import engine
+
+    busy = dataclasses.replace(
+        FLEET.clusters[0],
+        allocated=MappingProxyType({"cpu": 55.0, "memory": 1e11, "pods": 10.0}),
+    )
+    fleet = Fleet(clusters=(busy, *FLEET.clusters[1:]))
+    only_primary = {"logs": DataSet(name="logs", origin=ORIGIN, primary="a")}
+    reads = [[DataAccess(dataset="logs", access="read", rate=TIB)]]
+    data = row(stci.data_costs(fleet, Topology(), only_primary, reads), 0)
+    level = fleet.load() + engine.SPILL
+    room = int(100 * level - 55)  # replicas of 1 cpu a can take before it passes that level
+    item = dataclasses.replace(
+        subject(fleet=fleet, replicas=room + 2, allocatable=[40] * 5), data=data
+    )
+    assert engine.near_data(fleet, item, np.arange(5), fleet.load()).tolist() == [0, 1]
+    fewer = dataclasses.replace(item, replicas=room)
+    assert engine.near_data(fleet, fewer, np.arange(5), fleet.load()).tolist() == [0]
