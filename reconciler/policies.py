@@ -94,6 +94,7 @@ def dro_placement(spec: Mapping[str, Any]) -> Placement:
         # a rate that does not parse counts as 0 here; validate reports it with its line
         data=datamodel.accesses(placement.get("data") or (), None, "", []),
         max_data_latency_ms=placement.get("maxDataLatencyMs"),
+        allow_split=bool(placement.get("allowSplit", False)),
     )
 
 

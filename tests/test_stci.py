@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -238,3 +239,66 @@ def test_replicas_spill_past_a_holder_filled_to_the_fleet_level_plus_the_margin(
     assert engine.near_data(fleet, item, np.arange(5), fleet.load()).tolist() == [0, 1]
     fewer = dataclasses.replace(item, replicas=room)
     assert engine.near_data(fleet, fewer, np.arange(5), fleet.load()).tolist() == [0]
+
+
+def statefulset(name: str, replicas: int) -> Any:
+    made = deployment(name, replicas)
+    manifest = {**made.manifest, "apiVersion": "apps/v1", "kind": "StatefulSet"}
+    key = dataclasses.replace(made.key, kind="StatefulSet")
+    return dataclasses.replace(made, key=key, manifest=manifest)
+
+
+def divided(**changes: Any) -> Any:
+    base = subject().placement
+    replicas = dataclasses.replace(base.replicas, type="Divided", division="DynamicWeight")
+    return dataclasses.replace(base, replicas=replicas, **changes)
+
+
+STORES = [cluster("a", "aws", "eu", "eu-1a"), cluster("b", "aws", "eu", "eu-1b")]
+
+
+def stateful_spec(clusters: list[Cluster], replicas: int, placement: Any) -> Any:
+    """A spec whose one policy places StatefulSets (spec_of's places Deployments)."""
+    from reconciler.domain import ResourceSelector
+
+    spec = spec_of(clusters, [statefulset("db", replicas)], placement)
+    (policy,) = spec.placement_policies
+    selector = ResourceSelector(api_version="apps/v1", kind="StatefulSet")
+    return dataclasses.replace(
+        spec, placement_policies=(dataclasses.replace(policy, selectors=(selector,)),)
+    )
+
+
+@pytest.mark.parametrize(
+    ("changes", "data", "expected"),
+    [
+        ({}, None, {"a": 6}),  # whole on one cluster (the roomiest, then by name)
+        ({}, "b", {"b": 6}),  # whole, beside the primary of the data it writes
+        ({"allowSplit": True}, None, {"a": 3, "b": 3}),  # the policy lets it split
+    ],
+)
+def test_a_stateful_workload_runs_whole_beside_its_data(
+    changes: dict[str, object], data: str | None, expected: dict[str, int]
+) -> None:
+    placement = divided(allow_split=bool(changes.get("allowSplit")))
+    if data is not None:
+        placement = dataclasses.replace(
+            placement, data=(DataAccess(dataset="db", access="write", rate=GIB),)
+        )
+    spec = stateful_spec(STORES, 6, placement)
+    sets = {"db": DataSet(name="db", origin=ORIGIN, primary=data)} if data else {}
+    spec = dataclasses.replace(spec, data_sets=MappingProxyType(sets))
+    (decision,) = schedule.place(spec)
+    assert {p.cluster: p.replicas for p in decision.clusters} == expected
+
+
+def test_a_stateful_workload_no_single_cluster_can_hold_is_unschedulable() -> None:
+    small = [
+        dataclasses.replace(
+            c, capacity=MappingProxyType({"cpu": 14.0, "memory": 1e12, "pods": 100})
+        )
+        for c in STORES
+    ]
+    (decision,) = schedule.place(stateful_spec(small, 8, divided()))
+    assert decision.unschedulable is not None
+    assert "allowSplit" in decision.unschedulable

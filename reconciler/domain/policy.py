@@ -155,6 +155,8 @@ class Placement:
     always; Karmada's when they set `spec.failover`)."""
     data: tuple[DataAccess, ...] = ()
     """STCI: the data sets the workloads it places read and write (`placement.data`)."""
+    allow_split: bool = False
+    """A stateful workload may be split across clusters (by default it runs whole on one)."""
     max_data_latency_ms: float | None = None
     """STCI: clusters farther than this from a data set the workload uses are filtered out."""
     rebalance_requested_at: str | None = None

@@ -50,6 +50,27 @@ class _Failed(Exception):
         self.keep = keep
 
 
+def one_home(subject: framework.Subject, selected: IntArray, total: FloatArray | None) -> IntArray:
+    """Follow-up scheduling: a stateful workload (a StatefulSet, or one with a PVC) runs whole
+    on one cluster that can take all its replicas: the one it runs on, else the one holding
+    the primary of the data it writes (fewest cross-domain bytes), else the best scored, then
+    the roomiest. Raises `_Failed` when no single cluster can take them all."""
+    replicas = subject.replicas or 0
+    room = subject.available[selected]
+    fits = selected[room >= replicas]
+    if fits.size == 0:
+        raise _Failed(
+            f"no cluster can run all {replicas} replicas of a stateful workload on its own "
+            "(set placement.allowSplit to let it split)",
+            keep=True,
+        )
+    moved = subject.data.bytes_per_day[fits] if subject.data is not None else np.zeros(fits.size)
+    scores = total[fits] if total is not None else np.zeros(fits.size)
+    order = np.lexsort((fits, -subject.available[fits], -scores, moved, -subject.previous[fits]))
+    home: IntArray = fits[order[:1]]
+    return home
+
+
 SPILL = 0.4
 """STCI: a cluster near a workload's data takes its replicas up to the fleet's water level (at
 the start of the pass) plus this much, within the limit; beyond that they spill to the next
@@ -394,7 +415,9 @@ class Pass:
             counts = np.zeros(fleet.size, dtype=np.int64)
             counts[selected] = subject.replicas
             return Result(counts, np.sort(selected), trigger)
-        if subject.data is not None and subject.extensions:
+        if subject.extensions and subject.workload.stateful and not subject.placement.allow_split:
+            selected = one_home(subject, selected, outcome.total)
+        elif subject.data is not None and subject.extensions:
             selected = near_data(self.fleet, subject, selected, self.load)
         try:
             counts = self._divide(subject, selected, tiers, fresh=fresh)
