@@ -17,6 +17,7 @@ from typing import Any
 from reconciler import (
     clusters,
     datamodel,
+    dependencies,
     durations,
     policies,
     schemacheck,
@@ -291,6 +292,8 @@ def check(source: Source) -> Result:
     data_sets = datamodel.data_sets(into.datasets, into.problems)
     links = datamodel.topology(into.topology, into.problems)
     data_access = _annotated_access(objects, into)
+    bundled = dependencies.find(objects)
+    into.problems += bundled.missing
     into.problems += datamodel.unknown_data_sets(into.data_refs, data_sets)
     refs.check_karmada_rules(into.placement, into.problems)
     claimed_by = refs.check_claims(into.placement, objects, into.problems)
@@ -309,6 +312,7 @@ def check(source: Source) -> Result:
         data_sets=MappingProxyType(data_sets),
         links=links,
         data_access=MappingProxyType(data_access),
+        dependents=bundled.by_dependency,
         claims=MappingProxyType(claimed_by),
     )
     return Result(spec=spec, problems=problems)

@@ -22,6 +22,7 @@ from reconciler.domain import Decision, Observation, ResourceKey, Spec
 from reconciler.domain.data import DataAccess
 from reconciler.schedule import (
     batch,
+    bundle,
     division,
     engine,
     facts,
@@ -174,6 +175,7 @@ def _place(
     )
     decisions = [run.decide(c, matrix[i], scales[i], fits[i]) for i, c in enumerate(order)]
     decisions = rebalance.run(run, order, decisions, matrix, scales, fits)
+    decisions = bundle.follow(spec.dependents, order, decisions)
     return Placement(
         decisions=tuple(sorted(decisions, key=lambda d: d.key.sort_key)),
         water_levels=_levels(fleet, run.usage),

@@ -1,0 +1,48 @@
+"""Bundling: the objects a workload needs follow it to exactly its clusters.
+
+A ConfigMap, Secret, PVC, ServiceAccount (with its RBAC), Service, HPA, PDB or Namespace that
+a pod-running workload needs (`dependencies.find`) and that no policy places explicitly goes
+to the union of the clusters its dependents are rendered on (old copies of a move included),
+instead of the default placement. One that a policy selects keeps that policy's placement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from reconciler.domain import Decision, Placed, ResourceKey
+from reconciler.schedule import facts
+
+
+def follow(
+    dependents: Mapping[ResourceKey, tuple[ResourceKey, ...]],
+    order: Sequence[facts.Claimed],
+    decisions: Sequence[Decision],
+) -> list[Decision]:
+    """`decisions` (aligned with `order`), each unclaimed dependency placed where the
+    workloads that need it are."""
+    if not dependents:
+        return list(decisions)
+    by_key = {d.key: d for d in decisions}
+    result = []
+    for claimed, decision in zip(order, decisions, strict=True):
+        needed_by = dependents.get(decision.key)
+        if not needed_by or claimed.ref is not None or claimed.workload.replicas is not None:
+            result.append(decision)
+            continue
+        clusters = sorted(
+            {p.cluster for key in needed_by if key in by_key for p in by_key[key].rendered()}
+        )
+        names = ", ".join(str(key) for key in needed_by)
+        diagnosis = replace(decision.diagnosis, trigger=f"follows {names}")
+        result.append(
+            replace(
+                decision,
+                clusters=tuple(Placed(c, None) for c in clusters),
+                retiring=(),
+                unschedulable=None,
+                diagnosis=diagnosis,
+            )
+        )
+    return result

@@ -1,0 +1,641 @@
+"""Dependency bundling: what a pod-running workload needs from the repo, and what is missing."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from reconciler import dependencies, workloads, yamlio
+from reconciler.dependencies import Reference
+from reconciler.domain import Origin, ResourceKey, Workload
+from reconciler.errors import Severity
+
+NS = "shop"
+RBAC = "rbac.authorization.k8s.io"
+POD = "/spec/template/spec"
+
+
+def obj(manifest: Mapping[str, Any], *, lines: Mapping[str, int] | None = None) -> Workload:
+    """A Workload from a manifest, keyed as validation keys it (default namespace, group)."""
+    api, kind = str(manifest["apiVersion"]), str(manifest["kind"])
+    key = workloads.key_of(manifest, workloads.is_cluster_scoped(api, kind, {}))
+    path = f"workloads/{key.namespace or '_cluster'}/{kind.lower()}-{key.name}.yaml"
+    return Workload(
+        key=key,
+        api_version=api,
+        manifest=manifest,
+        origin=Origin(path=path, line=1, lines=lines or {}),
+    )
+
+
+def core(kind: str, name: str, namespace: str | None = NS, **body: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = (
+        {"name": name} if namespace is None else {"name": name, "namespace": namespace}
+    )
+    return {"apiVersion": "v1", "kind": kind, "metadata": meta, **body}
+
+
+def rbac(kind: str, name: str, namespace: str | None = NS, **body: Any) -> dict[str, Any]:
+    return {**core(kind, name, namespace, **body), "apiVersion": f"{RBAC}/v1"}
+
+
+def deployment(
+    pod: Mapping[str, Any], *, name: str = "cart", namespace: str = NS
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name, "tier": "web"}}, "spec": pod},
+        },
+    }
+
+
+def containers(**container: Any) -> dict[str, Any]:
+    return {"containers": [{"name": "main", "image": "shop:1", **container}]}
+
+
+def key(kind: str, name: str, namespace: str = NS, group: str = "") -> ResourceKey:
+    return ResourceKey(group=group, kind=kind, namespace=namespace, name=name)
+
+
+CRON = {
+    "apiVersion": "batch/v1",
+    "kind": "CronJob",
+    "metadata": {"name": "nightly", "namespace": NS},
+    "spec": {
+        "schedule": "0 3 * * *",
+        "jobTemplate": {
+            "spec": {"template": {"spec": containers(envFrom=[{"secretRef": {"name": "db"}}])}}
+        },
+    },
+}
+STATEFUL = {
+    "apiVersion": "apps/v1",
+    "kind": "StatefulSet",
+    "metadata": {"name": "db", "namespace": NS},
+    "spec": {
+        "template": {"metadata": {"labels": {"app": "db"}}, "spec": containers()},
+        "volumeClaimTemplates": [{"metadata": {"name": "data"}}],
+    },
+}
+BARE_POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "debug", "namespace": NS, "labels": {"app": "debug"}},
+    "spec": containers(envFrom=[{"configMapRef": {"name": "cfg"}}]),
+}
+HPA = {
+    "apiVersion": "autoscaling/v2",
+    "kind": "HorizontalPodAutoscaler",
+    "metadata": {"name": "cart", "namespace": NS},
+    "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "cart"}},
+}
+HPA_OTHER = {**HPA, "metadata": {"name": "other", "namespace": NS}}
+HPA_OTHER["spec"] = {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "x"}}
+HPA_WRONG_GROUP = {**HPA, "metadata": {"name": "wrong", "namespace": NS}}
+HPA_WRONG_GROUP["spec"] = {
+    "scaleTargetRef": {"apiVersion": "argoproj.io/v1", "kind": "Deployment", "name": "cart"}
+}
+
+
+def pdb(name: str, selector: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"selector": selector},
+    }
+
+
+def service(name: str, selector: Mapping[str, str] | None, namespace: str = NS) -> dict[str, Any]:
+    spec: dict[str, Any] = {"ports": [{"port": 80}]}
+    if selector is not None:
+        spec["selector"] = selector
+    return core("Service", name, namespace, spec=spec)
+
+
+def binding(
+    kind: str,
+    name: str,
+    role_kind: str,
+    role: str,
+    subject: Mapping[str, Any],
+    namespace: str | None = NS,
+) -> dict[str, Any]:
+    return rbac(
+        kind,
+        name,
+        namespace,
+        roleRef={"apiGroup": RBAC, "kind": role_kind, "name": role},
+        subjects=[{"kind": "User", "name": "alice"}, {"kind": "ServiceAccount", **subject}],
+    )
+
+
+# (id, dependent manifest, other repo objects, expected dependencies of the dependent)
+CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[ResourceKey]]] = [
+    (
+        "env-valueFrom-configMap",
+        deployment(
+            containers(
+                env=[
+                    {"name": "A", "value": "1"},
+                    {"name": "B", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "b"}}},
+                ]
+            )
+        ),
+        [core("ConfigMap", "cfg")],
+        [key("ConfigMap", "cfg")],
+    ),
+    (
+        "env-valueFrom-secret",
+        deployment(
+            containers(
+                env=[{"name": "P", "valueFrom": {"secretKeyRef": {"name": "pw", "key": "p"}}}]
+            )
+        ),
+        [core("Secret", "pw")],
+        [key("Secret", "pw")],
+    ),
+    (
+        "envFrom-configMap-and-secret",
+        deployment(
+            containers(envFrom=[{"configMapRef": {"name": "cfg"}}, {"secretRef": {"name": "pw"}}])
+        ),
+        [core("ConfigMap", "cfg"), core("Secret", "pw")],
+        [key("ConfigMap", "cfg"), key("Secret", "pw")],
+    ),
+    (
+        "initContainers",
+        deployment(
+            {
+                **containers(),
+                "initContainers": [{"name": "init", "envFrom": [{"secretRef": {"name": "pw"}}]}],
+            }
+        ),
+        [core("Secret", "pw")],
+        [key("Secret", "pw")],
+    ),
+    (
+        "volume-configMap",
+        deployment({**containers(), "volumes": [{"name": "v", "configMap": {"name": "cfg"}}]}),
+        [core("ConfigMap", "cfg")],
+        [key("ConfigMap", "cfg")],
+    ),
+    (
+        "volume-secret",
+        deployment({**containers(), "volumes": [{"name": "v", "secret": {"secretName": "tls"}}]}),
+        [core("Secret", "tls")],
+        [key("Secret", "tls")],
+    ),
+    (
+        "volume-projected",
+        deployment(
+            {
+                **containers(),
+                "volumes": [
+                    {
+                        "name": "v",
+                        "projected": {
+                            "sources": [
+                                {"serviceAccountToken": {"path": "t"}},
+                                {"configMap": {"name": "cfg"}},
+                                {"secret": {"name": "tls"}},
+                            ]
+                        },
+                    }
+                ],
+            }
+        ),
+        [core("ConfigMap", "cfg"), core("Secret", "tls")],
+        [key("ConfigMap", "cfg"), key("Secret", "tls")],
+    ),
+    (
+        "volume-pvc",
+        deployment(
+            {
+                **containers(),
+                "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}],
+            }
+        ),
+        [core("PersistentVolumeClaim", "data")],
+        [key("PersistentVolumeClaim", "data")],
+    ),
+    (
+        "imagePullSecrets",
+        deployment({**containers(), "imagePullSecrets": [{"name": "registry"}]}),
+        [core("Secret", "registry")],
+        [key("Secret", "registry")],
+    ),
+    (
+        "serviceAccount-RoleBinding-Role",
+        deployment({**containers(), "serviceAccountName": "robot"}),
+        [
+            core("ServiceAccount", "robot", imagePullSecrets=[{"name": "registry"}]),
+            core("Secret", "registry"),
+            rbac("Role", "reader"),
+            binding("RoleBinding", "robot-reads", "Role", "reader", {"name": "robot"}),
+            binding("RoleBinding", "other-reads", "Role", "reader", {"name": "other"}),
+            binding(
+                "RoleBinding",
+                "robot-elsewhere",
+                "Role",
+                "reader",
+                {"name": "robot", "namespace": "ops"},
+            ),
+        ],
+        [
+            key("Role", "reader", group=RBAC),
+            key("RoleBinding", "robot-reads", group=RBAC),
+            key("Secret", "registry"),
+            key("ServiceAccount", "robot"),
+        ],
+    ),
+    (
+        "serviceAccount-ClusterRoleBinding-ClusterRole",
+        deployment({**containers(), "serviceAccountName": "robot"}),
+        [
+            core("ServiceAccount", "robot"),
+            rbac("ClusterRole", "watcher", None),
+            binding(
+                "ClusterRoleBinding",
+                "robot-watches",
+                "ClusterRole",
+                "watcher",
+                {"name": "robot", "namespace": NS},
+                None,
+            ),
+            binding(
+                "ClusterRoleBinding",
+                "robot-of-ops",
+                "ClusterRole",
+                "watcher",
+                {"name": "robot", "namespace": "ops"},
+                None,
+            ),
+        ],
+        [
+            key("ClusterRole", "watcher", "", RBAC),
+            key("ClusterRoleBinding", "robot-watches", "", RBAC),
+            key("ServiceAccount", "robot"),
+        ],
+    ),
+    (
+        "RoleBinding-to-ClusterRole",
+        deployment({**containers(), "serviceAccountName": "robot"}),
+        [
+            core("ServiceAccount", "robot"),
+            rbac("ClusterRole", "view", None),
+            rbac("Role", "view"),
+            binding("RoleBinding", "robot-views", "ClusterRole", "view", {"name": "robot"}),
+        ],
+        [
+            key("ClusterRole", "view", "", RBAC),
+            key("RoleBinding", "robot-views", group=RBAC),
+            key("ServiceAccount", "robot"),
+        ],
+    ),
+    (
+        "implicit-default-serviceAccount-only-when-in-repo",
+        deployment(containers()),
+        [core("ServiceAccount", "default"), core("ServiceAccount", "robot")],
+        [key("ServiceAccount", "default")],
+    ),
+    (
+        "service-by-selector",
+        deployment(containers()),
+        [
+            service("cart", {"app": "cart"}),
+            service("web", {"tier": "web", "app": "cart"}),
+            service("wrong", {"app": "cart", "tier": "db"}),
+            service("external", None),
+            service("empty-selector", {}),
+            service("elsewhere", {"app": "cart"}, "ops"),
+        ],
+        [key("Service", "cart"), key("Service", "web")],
+    ),
+    (
+        "hpa-by-scaleTargetRef",
+        deployment(containers()),
+        [HPA, HPA_OTHER, HPA_WRONG_GROUP],
+        [key("HorizontalPodAutoscaler", "cart", group="autoscaling")],
+    ),
+    (
+        "pdb-by-selector",
+        deployment(containers()),
+        [
+            pdb("by-label", {"matchLabels": {"app": "cart"}}),
+            pdb(
+                "by-expression",
+                {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["web"]}]},
+            ),
+            pdb("everything", {}),
+            pdb("not-me", {"matchLabels": {"app": "db"}}),
+            pdb(
+                "excluded",
+                {"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["web"]}]},
+            ),
+        ],
+        [
+            key("PodDisruptionBudget", "by-expression", group="policy"),
+            key("PodDisruptionBudget", "by-label", group="policy"),
+            key("PodDisruptionBudget", "everything", group="policy"),
+        ],
+    ),
+    (
+        "namespace",
+        deployment(containers()),
+        [core("Namespace", NS, None), core("Namespace", "ops", None)],
+        [key("Namespace", NS, "")],
+    ),
+    ("cronjob-jobTemplate", CRON, [core("Secret", "db")], [key("Secret", "db")]),
+    (
+        "bare-pod",
+        BARE_POD,
+        [core("ConfigMap", "cfg"), service("debug", {"app": "debug"})],
+        [key("ConfigMap", "cfg"), key("Service", "debug")],
+    ),
+    (
+        "statefulset-volumeClaimTemplates-are-not-dependencies",
+        STATEFUL,
+        [core("PersistentVolumeClaim", "data"), core("PersistentVolumeClaim", "data-db-0")],
+        [],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("dependent", "others", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_rule(
+    dependent: dict[str, Any], others: list[dict[str, Any]], expected: list[ResourceKey]
+) -> None:
+    unrelated = [
+        core("ConfigMap", "unrelated"),
+        core("Secret", "unrelated"),
+        core("ServiceAccount", "unrelated"),
+    ]
+    objects = [obj(dependent), *(obj(o) for o in [*others, *unrelated])]
+    found = dependencies.find(objects)
+    assert found.by_dependent[objects[0].key] == tuple(sorted(expected, key=lambda k: k.sort_key))
+    assert not [p for p in found.missing if p.path == objects[0].origin.path]
+
+
+@pytest.mark.parametrize(
+    ("dependent", "expected"),
+    [
+        (
+            deployment(
+                containers(
+                    envFrom=[{"secretRef": {"name": "pw"}}, {"configMapRef": {"name": "cfg"}}]
+                )
+            ),
+            [
+                Reference(
+                    kind="Secret",
+                    namespace=NS,
+                    name="pw",
+                    pointer=f"{POD}/containers/0/envFrom/0/secretRef/name",
+                ),
+                Reference(
+                    kind="ConfigMap",
+                    namespace=NS,
+                    name="cfg",
+                    pointer=f"{POD}/containers/0/envFrom/1/configMapRef/name",
+                ),
+            ],
+        ),
+        (
+            deployment(
+                {
+                    "serviceAccountName": "robot",
+                    **containers(
+                        env=[
+                            {
+                                "name": "X",
+                                "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "x"}},
+                            }
+                        ]
+                    ),
+                    "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}],
+                }
+            ),
+            [
+                Reference(
+                    kind="ServiceAccount",
+                    namespace=NS,
+                    name="robot",
+                    pointer=f"{POD}/serviceAccountName",
+                ),
+                Reference(
+                    kind="ConfigMap",
+                    namespace=NS,
+                    name="cfg",
+                    pointer=f"{POD}/containers/0/env/0/valueFrom/configMapKeyRef/name",
+                ),
+                Reference(
+                    kind="PersistentVolumeClaim",
+                    namespace=NS,
+                    name="data",
+                    pointer=f"{POD}/volumes/0/persistentVolumeClaim/claimName",
+                ),
+            ],
+        ),
+        (
+            CRON,
+            [
+                Reference(
+                    kind="Secret",
+                    namespace=NS,
+                    name="db",
+                    pointer="/spec/jobTemplate/spec/template/spec/containers/0/envFrom/0/secretRef/name",
+                )
+            ],
+        ),
+        (
+            {
+                **deployment(
+                    {**containers(), "volumes": [{"name": "v", "secret": {"secretName": "tls"}}]}
+                ),
+                "metadata": {"name": "cart"},
+            },
+            [
+                Reference(
+                    kind="Secret",
+                    namespace="default",
+                    name="tls",
+                    pointer=f"{POD}/volumes/0/secret/secretName",
+                )
+            ],
+        ),
+        (core("ConfigMap", "cfg", data={"a": "b"}), []),
+    ],
+    ids=["envFrom-order", "document-order", "cronjob", "default-namespace", "no-pod-template"],
+)
+def test_references(dependent: dict[str, Any], expected: list[Reference]) -> None:
+    assert dependencies.references(obj(dependent)) == tuple(expected)
+
+
+def test_missing_configmap_is_a_warning_at_its_line() -> None:
+    pointer = f"{POD}/containers/0/envFrom/1/configMapRef/name"
+    cart = obj(
+        deployment(
+            containers(
+                envFrom=[
+                    {"secretRef": {"name": "pw"}},
+                    {"configMapRef": {"name": "cart-config"}},
+                    {"configMapRef": {"name": "cart-config"}},
+                ]
+            )
+        ),
+        lines={
+            f"{POD}/containers/0/envFrom/0": 20,
+            f"{POD}/containers/0/envFrom/1": 22,
+            pointer: 23,
+        },
+    )
+    found = dependencies.find([cart, obj(core("Secret", "pw"))])
+    assert len(found.missing) == 1
+    problem = found.missing[0]
+    assert problem.severity is Severity.WARNING
+    assert (problem.path, problem.line, problem.pointer) == (cart.origin.path, 23, pointer)
+    assert problem.message == (
+        "ConfigMap shop/cart-config is referenced but not in the repo: "
+        "it must already exist on every cluster the workload runs on"
+    )
+    assert found.by_dependent[cart.key] == (key("Secret", "pw"),)
+
+
+def test_missing_uses_the_nearest_recorded_line() -> None:
+    cart = obj(
+        deployment(
+            {
+                **containers(),
+                "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}],
+                "serviceAccountName": "robot",
+            }
+        ),
+        lines={f"{POD}/volumes/0": 31, f"{POD}/serviceAccountName": 40},
+    )
+    found = dependencies.find([cart])
+    assert [(p.line, p.message.split(" is ")[0]) for p in found.missing] == [
+        (31, "PersistentVolumeClaim shop/data"),
+        (40, "ServiceAccount shop/robot"),
+    ]
+
+
+def test_optional_and_default_account_are_not_missing() -> None:
+    cart = obj(
+        deployment(
+            {
+                **containers(
+                    envFrom=[{"configMapRef": {"name": "extra", "optional": True}}],
+                    env=[
+                        {
+                            "name": "K",
+                            "valueFrom": {
+                                "secretKeyRef": {"name": "maybe", "key": "k", "optional": True}
+                            },
+                        }
+                    ],
+                ),
+                "volumes": [{"name": "v", "configMap": {"name": "here", "optional": True}}],
+                "serviceAccountName": "default",
+            }
+        )
+    )
+    found = dependencies.find([cart, obj(core("ConfigMap", "here"))])
+    assert found.missing == ()
+    assert found.by_dependent[cart.key] == (key("ConfigMap", "here"),)
+
+
+def test_by_dependency_is_the_exact_reverse() -> None:
+    objects = [
+        obj(deployment(containers(envFrom=[{"configMapRef": {"name": "shared"}}]), name="cart")),
+        obj(
+            deployment(
+                containers(
+                    envFrom=[{"configMapRef": {"name": "shared"}}, {"secretRef": {"name": "pw"}}]
+                ),
+                name="api",
+            )
+        ),
+        obj(CRON),
+        obj(core("ConfigMap", "shared")),
+        obj(core("Secret", "pw")),
+        obj(core("Secret", "db")),
+        obj(core("Namespace", NS, None)),
+        obj(service("front", {"tier": "web"})),
+    ]
+    found = dependencies.find(objects)
+    forward = {(d, k) for d, keys in found.by_dependent.items() for k in keys}
+    backward = {(d, k) for k, dependents in found.by_dependency.items() for d in dependents}
+    assert forward == backward
+    assert found.by_dependency[key("ConfigMap", "shared")] == (
+        key("Deployment", "api", group="apps"),
+        key("Deployment", "cart", group="apps"),
+    )
+    assert found.by_dependency[key("Namespace", NS, "")] == (
+        key("CronJob", "nightly", group="batch"),
+        key("Deployment", "api", group="apps"),
+        key("Deployment", "cart", group="apps"),
+    )
+    assert set(found.by_dependent) == {
+        key("CronJob", "nightly", group="batch"),
+        key("Deployment", "api", group="apps"),
+        key("Deployment", "cart", group="apps"),
+    }
+    assert all(
+        keys == tuple(sorted(keys, key=lambda k: k.sort_key))
+        for keys in found.by_dependency.values()
+    )
+
+
+def test_references_resolve_in_the_workloads_namespace() -> None:
+    cart = obj(deployment(containers(envFrom=[{"configMapRef": {"name": "cfg"}}])))
+    found = dependencies.find(
+        [cart, obj(core("ConfigMap", "cfg", "ops")), obj(service("cart", {"app": "cart"}, "ops"))]
+    )
+    assert found.by_dependent[cart.key] == ()
+    assert [p.message.split(" is ")[0] for p in found.missing] == ["ConfigMap shop/cfg"]
+    assert found.by_dependency == {}
+
+
+def test_default_namespace_when_metadata_has_none() -> None:
+    plain = {
+        **deployment(containers(envFrom=[{"configMapRef": {"name": "cfg"}}])),
+        "metadata": {"name": "cart"},
+    }
+    found = dependencies.find([obj(plain), obj(core("ConfigMap", "cfg", None))])
+    assert found.by_dependent[key("Deployment", "cart", "default", "apps")] == (
+        key("ConfigMap", "cfg", "default"),
+    )
+    assert found.missing == ()
+
+
+def test_missing_line_from_parsed_yaml() -> None:
+    text = b"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: cart, namespace: shop}
+spec:
+  template:
+    metadata: {labels: {app: cart}}
+    spec:
+      containers:
+        - name: main
+          image: shop:1
+          envFrom:
+            - secretRef: {name: pw, optional: true}
+            - configMapRef:
+                name: cart-config
+"""
+    (doc,) = yamlio.parse_documents("workloads/shop/cart.yaml", text)
+    found = dependencies.find([workloads.workload(doc, cluster_scoped=False)])
+    assert [(p.path, p.line, p.pointer) for p in found.missing] == [
+        ("workloads/shop/cart.yaml", 14, f"{POD}/containers/0/envFrom/1/configMapRef/name")
+    ]
