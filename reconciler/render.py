@@ -14,7 +14,7 @@ import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from reconciler import claims, inventory, overrides, selectors, summary, yamlio
+from reconciler import claims, inventory, overrides, selectors, services, summary, yamlio
 from reconciler.domain import (
     Cluster,
     Decision,
@@ -248,6 +248,11 @@ def _shared_files(
             path = object_path(placed.cluster, decision.key)
             per_cluster[placed.cluster].append(path.split("/", 2)[2])
     files: dict[str, bytes] = {}
+    crossing = services.cross_cluster(spec.workloads, decisions)
+    for path, data in _mcs_files(spec, crossing).items():
+        files[path] = data
+        _, where, relative = path.split("/", 2)
+        per_cluster[where].append(relative)
     for name, resources in per_cluster.items():
         files[f"clusters/{name}/kustomization.yaml"] = yamlio.dump(
             summary.kustomization(sorted(resources))
@@ -258,5 +263,47 @@ def _shared_files(
                 cluster, observations.get(cluster.name), filling=cluster.name in filling
             )
         ).encode()
-    files["README.md"] = summary.readme(spec, decisions).encode()
+    files["README.md"] = (summary.readme(spec, decisions) + _crossing_section(crossing)).encode()
     return files
+
+
+def _mcs_files(spec: Spec, crossing: Sequence[services.CrossCluster]) -> dict[str, bytes]:
+    """ServiceExport where a called Service runs, ServiceImport where its callers run."""
+    if not crossing:
+        return {}
+    manifests = {w.key: w.manifest for w in spec.workloads if w.key.kind == "Service"}
+    files = {}
+    for cluster, objects in services.mcs_objects(crossing, manifests).items():
+        for obj in objects:
+            metadata = obj["metadata"]
+            key = ResourceKey(
+                group="multicluster.x-k8s.io",
+                kind=obj["kind"],
+                namespace=metadata.get("namespace", ""),
+                name=metadata["name"],
+            )
+            files[object_path(cluster, key)] = yamlio.dump(obj).encode()
+    return files
+
+
+def _crossing_section(crossing: Sequence[services.CrossCluster]) -> str:
+    """The generated README's list of services called across clusters."""
+    if not crossing:
+        return ""
+    lines = [
+        "",
+        "## Cross-cluster services",
+        "",
+        "Callers on another cluster than the Service reach it by its clusterset name "
+        "(Kubernetes Multi-Cluster Services: a ServiceExport where it runs, a ServiceImport "
+        "where it is called).",
+        "",
+        "| service | clusterset name | runs on | called from |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| `{c.service}` | `{c.clusterset_name}` | {', '.join(c.exported_from) or '—'} | "
+        f"{', '.join(c.imported_into)} |"
+        for c in crossing
+    ]
+    return "\n".join(lines) + "\n"

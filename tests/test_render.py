@@ -116,3 +116,23 @@ def test_object_paths(cluster: str, key_group: tuple[str, str, str, str], expect
 def test_golden_folder_exists() -> None:
     assert GOLDEN.is_dir(), "run DRO_UPDATE_GOLDEN=1 pytest tests/test_render.py once"
     assert Path(GOLDEN / "README.md").read_text().startswith("# Rendered by dro")
+
+
+def test_a_frontend_and_backend_split_across_clusters_get_mcs_objects() -> None:
+    spec = validate.spec(load.from_directory(ROOT / "example-repo"))
+    decisions = schedule.place(spec)
+    tree = render.tree(spec, decisions)
+    where = {str(d.key): [p.cluster for p in d.clusters] for d in decisions}
+    (front,) = where["analytics/Deployment.apps/storefront-api"]
+    (back,) = where["analytics/Deployment.apps/orders-backend"]
+    assert front != back
+    export = f"clusters/{back}/analytics/serviceexport.multicluster.x-k8s.io-orders-backend.yaml"
+    imported = f"clusters/{front}/analytics/serviceimport.multicluster.x-k8s.io-orders-backend.yaml"
+    assert b"kind: ServiceExport" in tree[export]
+    assert b"port: 8080" in tree[imported]
+    assert (
+        b"serviceimport.multicluster.x-k8s.io-orders-backend.yaml"
+        in tree[f"clusters/{front}/kustomization.yaml"]
+    )
+    assert b"orders-backend.analytics.svc.clusterset.local" in tree["README.md"]
+    assert not any("serviceimport" in p for p in tree if p.startswith(f"clusters/{back}/"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from reconciler.domain import Decision, Placed, ResourceKey
+from reconciler.domain import Decision, Diagnosis, Placed, ResourceKey
 from reconciler.schedule import facts
 
 
@@ -35,7 +35,8 @@ def follow(
             {p.cluster for key in needed_by if key in by_key for p in by_key[key].rendered()}
         )
         names = ", ".join(str(key) for key in needed_by)
-        diagnosis = replace(decision.diagnosis, trigger=f"follows {names}")
+        # the default placement's verdicts do not apply: the dependents decided
+        diagnosis = Diagnosis(strategy=decision.diagnosis.strategy, trigger=f"follows {names}")
         result.append(
             replace(
                 decision,
@@ -43,6 +44,8 @@ def follow(
                 retiring=(),
                 unschedulable=None,
                 diagnosis=diagnosis,
+                recorded=None,
+                moves=(),
             )
         )
     return result
