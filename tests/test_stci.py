@@ -211,17 +211,17 @@ def test_a_pass_keeps_a_data_heavy_workload_beside_its_data() -> None:
 def test_a_divided_workload_keeps_to_the_clusters_nearest_its_data(
     replicas: int, allocatable: list[int], chosen: list[int]
 ) -> None:
-    from reconciler.schedule import engine
+    from reconciler.schedule import placing
 
     item = dataclasses.replace(
         subject(fleet=FLEET, replicas=replicas, allocatable=allocatable), data=row(READER, 0)
     )
     everyone = np.arange(FLEET.size)
-    assert engine.near_data(FLEET, item, everyone, FLEET.load()).tolist() == chosen
+    assert placing.near_data(FLEET, item, everyone, FLEET.load()).tolist() == chosen
 
 
 def test_replicas_spill_past_a_holder_filled_to_the_fleet_level_plus_the_margin() -> None:
-    from reconciler.schedule import engine
+    from reconciler.schedule import placing
 
     busy = dataclasses.replace(
         FLEET.clusters[0],
@@ -231,14 +231,14 @@ def test_replicas_spill_past_a_holder_filled_to_the_fleet_level_plus_the_margin(
     only_primary = {"logs": DataSet(name="logs", origin=ORIGIN, primary="a")}
     reads = [[DataAccess(dataset="logs", access="read", rate=TIB)]]
     data = row(stci.data_costs(fleet, Topology(), only_primary, reads), 0)
-    level = fleet.load() + engine.SPILL
+    level = fleet.load() + placing.SPILL
     room = int(100 * level - 55)  # replicas of 1 cpu a can take before it passes that level
     item = dataclasses.replace(
         subject(fleet=fleet, replicas=room + 2, allocatable=[40] * 5), data=data
     )
-    assert engine.near_data(fleet, item, np.arange(5), fleet.load()).tolist() == [0, 1]
+    assert placing.near_data(fleet, item, np.arange(5), fleet.load()).tolist() == [0, 1]
     fewer = dataclasses.replace(item, replicas=room)
-    assert engine.near_data(fleet, fewer, np.arange(5), fleet.load()).tolist() == [0]
+    assert placing.near_data(fleet, fewer, np.arange(5), fleet.load()).tolist() == [0]
 
 
 def statefulset(name: str, replicas: int) -> Any:

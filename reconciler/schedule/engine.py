@@ -32,6 +32,7 @@ from reconciler.schedule import (
     express,
     facts,
     framework,
+    placing,
     record,
     spread,
     stci,
@@ -48,75 +49,6 @@ class _Failed(Exception):
     def __init__(self, message: str, *, keep: bool) -> None:
         super().__init__(message)
         self.keep = keep
-
-
-def one_home(subject: framework.Subject, selected: IntArray, total: FloatArray | None) -> IntArray:
-    """Follow-up scheduling: a stateful workload (a StatefulSet, or one with a PVC) runs whole
-    on one cluster that can take all its replicas: the one it runs on, else the one holding
-    the primary of the data it writes (fewest cross-domain bytes), else the best scored, then
-    the roomiest. Raises `_Failed` when no single cluster can take them all."""
-    replicas = subject.replicas or 0
-    room = subject.available[selected]
-    fits = selected[room >= replicas]
-    if fits.size == 0:
-        raise _Failed(
-            f"no cluster can run all {replicas} replicas of a stateful workload on its own "
-            "(set placement.allowSplit to let it split)",
-            keep=True,
-        )
-    moved = subject.data.bytes_per_day[fits] if subject.data is not None else np.zeros(fits.size)
-    scores = total[fits] if total is not None else np.zeros(fits.size)
-    order = np.lexsort((fits, -subject.available[fits], -scores, moved, -subject.previous[fits]))
-    home: IntArray = fits[order[:1]]
-    return home
-
-
-SPILL = 0.4
-"""STCI: a cluster near a workload's data takes its replicas up to the fleet's water level (at
-the start of the pass) plus this much, within the limit; beyond that they spill to the next
-nearest clusters, so the clusters holding popular data do not all fill to the limit while
-others idle. 0.4 meets both targets of `bench/stci.py` (≥ 50% fewer cross-domain bytes, RWL
-spread no more than 10% worse) on its seeds; with no margin at all the spread grows by 60%."""
-
-
-def near_data(
-    fleet: Fleet, subject: framework.Subject, selected: IntArray, load: float
-) -> IntArray:
-    """STCI for a divided workload that uses data: the candidates nearest its data (fewest
-    cross-domain bytes, then the cheapest egress, then the most room) that can take all its
-    replicas while staying within the fleet's water level + `SPILL`, and every candidate as
-    near as the farthest of them; all of `selected` when even they all cannot."""
-    data = subject.data
-    if data is None or selected.size < 2:
-        return selected
-    moved, price = data.bytes_per_day[selected], data.egress_per_day[selected]
-    room = _balanced_room(fleet, subject, load)[selected]
-    order = np.lexsort((selected, -room, price, moved))
-    covered = np.cumsum(room[order]) >= (subject.replicas or 0)
-    if not covered.any():
-        return selected
-    last = order[int(np.argmax(covered))]
-    near = (moved < moved[last]) | ((moved == moved[last]) & (price <= price[last]))
-    nearest: IntArray = np.sort(selected[near])
-    return nearest
-
-
-def _balanced_room(fleet: Fleet, subject: framework.Subject, load: float) -> IntArray:
-    """Replicas each cluster can take before its level passes min(limit, load + SPILL), its
-    own replicas included, and never more than `available`."""
-    requested = subject.requested
-    if requested.size == 0:
-        return subject.available
-    level = np.minimum(subject.limit[requested], load + SPILL)
-    capacity = fleet.capacity_by_resource[requested]
-    room = capacity * level[:, None] - subject.usage[requested]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        fits = np.floor(np.min(room / subject.demand[requested][:, None], axis=0))
-    fits = np.nan_to_num(fits, nan=0.0, posinf=float(subject.replicas or 0), neginf=0.0)
-    balanced: IntArray = np.minimum(
-        np.maximum(fits, 0).astype(np.int64) + subject.previous, subject.available
-    )
-    return balanced
 
 
 class Pass:
@@ -416,9 +348,12 @@ class Pass:
             counts[selected] = subject.replicas
             return Result(counts, np.sort(selected), trigger)
         if subject.extensions and subject.workload.stateful and not subject.placement.allow_split:
-            selected = one_home(subject, selected, outcome.total)
+            try:
+                selected = placing.one_home(subject, selected, outcome.total)
+            except placing.NoHome as error:
+                raise _Failed(str(error), keep=True) from error
         elif subject.data is not None and subject.extensions:
-            selected = near_data(self.fleet, subject, selected, self.load)
+            selected = placing.near_data(self.fleet, subject, selected, self.load)
         try:
             counts = self._divide(subject, selected, tiers, fresh=fresh)
         except division.Unschedulable as error:
