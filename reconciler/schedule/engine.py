@@ -352,8 +352,13 @@ class Pass:
                 selected = placing.one_home(subject, selected, outcome.total)
             except placing.NoHome as error:
                 raise _Failed(str(error), keep=True) from error
+            trigger += f"; runs whole on {fleet.name_list[int(selected[0])]} (stateful)"
         elif subject.data is not None and subject.extensions:
-            selected = placing.near_data(self.fleet, subject, selected, self.load)
+            candidates = selected.size
+            selected = placing.near_data(fleet, subject, selected, self.load)
+            if selected.size < candidates:
+                near = ", ".join(fleet.name_list[int(row)] for row in selected)
+                trigger += f"; kept near its data: {near}"
         try:
             counts = self._divide(subject, selected, tiers, fresh=fresh)
         except division.Unschedulable as error:
