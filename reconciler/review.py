@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import structlog
 
@@ -109,7 +108,10 @@ def _in_force(invalid: plandiff.Side, revisions: load.Revisions, branch: str) ->
             note=f"{said}, and there is no output branch `{branch}`: "
             "the head is compared with nothing.",
         )
-    levels = {name: _levels(body) for name, body in status.previous_statuses(files).items()}
+    levels = {
+        name: status.committed_water_levels(body)
+        for name, body in status.previous_statuses(files).items()
+    }
     return plandiff.Side(
         ref=f"{branch} (in force)",
         commit=revisions.tip(branch),
@@ -119,10 +121,3 @@ def _in_force(invalid: plandiff.Side, revisions: load.Revisions, branch: str) ->
         water_levels=levels,
         note=f"{said}: the head is compared with the state in force, the output branch `{branch}`.",
     )
-
-
-def _levels(body: Mapping[str, Any]) -> dict[str, float]:
-    levels = body.get("waterLevel")
-    if not isinstance(levels, Mapping):
-        return {}
-    return {str(k): float(v) for k, v in levels.items() if isinstance(v, int | float)}

@@ -147,6 +147,11 @@ def committed_observations(
     return result
 
 
+def committed_water_levels(status: Mapping[str, Any]) -> dict[str, float]:
+    """The `waterLevel` of a cluster's committed status, per resource."""
+    return _floats(status.get("waterLevel"))
+
+
 def _pending(raw: Any) -> dict[ResourceKey, tuple[int, str]]:
     pending: dict[ResourceKey, tuple[int, str]] = {}
     for entry in raw if isinstance(raw, list) else ():

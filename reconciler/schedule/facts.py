@@ -90,6 +90,7 @@ class Facts:
         self.usage = usage
         self.data = data
         self.rows = rows or {}
+        self._data_rows: dict[ResourceKey, framework.DataRow | None] = {}
         """Workload key → its row in `data`."""
         """The pass's ledger (resources × clusters); updated in place as the pass goes."""
         self.cache: dict[Any, Any] = {}
@@ -246,7 +247,13 @@ class Facts:
         )
 
     def data_row(self, key: ResourceKey) -> framework.DataRow | None:
-        """The workload's STCI row, or None when it uses no data set."""
+        """The workload's STCI row, or None when it uses no data set; built once per pass
+        (the express lane, the subject and the recorded weights all ask for it)."""
+        if key not in self._data_rows:
+            self._data_rows[key] = self._build_data_row(key)
+        return self._data_rows[key]
+
+    def _build_data_row(self, key: ResourceKey) -> framework.DataRow | None:
         row = self.rows.get(key)
         data = self.data
         if data is None or row is None or not data.uses_data[row]:
