@@ -15,6 +15,8 @@ scheduler uses in place of the cluster's declared `capacity`, `allocated` and
   "single node maximum resource query".
 - `health` (in `live`) is the rollout health of each Deployment, StatefulSet, DaemonSet and
   Job that dro applied, listed by its `managed-by` label.
+- `synced` (in `live`) names those whose live object carries `multicluster.io/data-synced`,
+  the signal a data-sync job (or a person) gives that a stateful move's data is in sync.
 - `pending` names the workloads whose pods the Kubernetes scheduler could not place
   (`PodScheduled=False`, reason `Unschedulable`), with how many and since when. A pod is traced
   to its workload by the `multicluster.io/placement` annotation that dro renders.
@@ -29,6 +31,7 @@ from typing import Any
 from reconciler import demand, health, inventory, kube
 from reconciler.domain import Observation, ResourceKey
 from reconciler.kube import Connection
+from reconciler.movehooks import DATA_SYNCED
 
 PLACEMENT_ANNOTATION = inventory.PLACEMENT_ANNOTATION
 _BLOCKING_TAINTS = frozenset({"NoSchedule", "NoExecute"})
@@ -91,7 +94,7 @@ def live(connection: Connection, *, observed_at: str) -> Observation:
         for api_version, kind in health.ROLLOUT_KINDS
         for item in connection.list(api_version, kind, label_selector=inventory.MANAGED_BY_SELECTOR)
     ]
-    return replace(observed, health=workload_health(rolled))
+    return replace(observed, health=workload_health(rolled), synced=data_synced(rolled))
 
 
 def workload_health(objects: Iterable[Mapping[str, Any]]) -> dict[ResourceKey, tuple[str, str]]:
@@ -106,6 +109,19 @@ def workload_health(objects: Iterable[Mapping[str, Any]]) -> dict[ResourceKey, t
         filled = {"apiVersion": f"{key.group}/v1" if key.group else "v1", "kind": key.kind}
         found = health.of({**filled, **obj})
         result[key] = (found.status, found.message)
+    return dict(sorted(result.items(), key=lambda item: item[0].sort_key))
+
+
+def data_synced(objects: Iterable[Mapping[str, Any]]) -> dict[ResourceKey, str]:
+    """Workload → the value of its live object's `multicluster.io/data-synced` annotation,
+    for the objects dro applied that carry one."""
+    result: dict[ResourceKey, str] = {}
+    for obj in objects:
+        key = _workload_of(obj)
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        value = annotations.get(DATA_SYNCED)
+        if key is not None and isinstance(value, str) and value:
+            result[key] = value
     return dict(sorted(result.items(), key=lambda item: item[0].sort_key))
 
 

@@ -12,9 +12,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from reconciler import claims, inventory, overrides, selectors, services, summary, yamlio
+from reconciler import (
+    claims,
+    inventory,
+    movehooks,
+    overrides,
+    selectors,
+    services,
+    summary,
+    yamlio,
+)
 from reconciler.domain import (
     Cluster,
     Decision,
@@ -209,8 +219,13 @@ def tree(
     index = _RuleIndex(spec.clusters)
     files: dict[str, bytes] = {}
     ordered = sorted(decisions, key=lambda d: d.key.sort_key)
+    hooked = movehooks.hook_env(spec.sync_hooks, ordered) if spec.sync_hooks else {}
     for decision in ordered[part::parts]:
-        files.update(_render_decision(spec, workloads[decision.key], decision, index))
+        workload = workloads[decision.key]
+        move = hooked.get(decision.key)
+        if move is not None:
+            workload = replace(workload, manifest=movehooks.with_move_env(workload.manifest, *move))
+        files.update(_render_decision(spec, workload, decision, index))
     if part == 0:
         files.update(_shared_files(spec, ordered, observations or {}, filling))
     return dict(sorted(files.items()))

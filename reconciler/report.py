@@ -16,7 +16,8 @@ from rich.console import Console
 from rich.table import Table
 
 from reconciler.apply import ClusterSync
-from reconciler.domain import Decision
+from reconciler.domain import Decision, Placed
+from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
 from reconciler.errors import Problem
 
 
@@ -129,6 +130,22 @@ def find_decision(decisions: Iterable[Decision], wanted: str) -> Decision | None
     return None
 
 
+_WAITING = {
+    PROVISIONING: "until the new copy on {target} is Healthy",
+    SYNCING: "until the data is in sync on {target} (the data-sync hook Job completes, or the "
+    "copy there is annotated multicluster.io/data-synced)",
+    CUT_OVER: "the old copy is scaled to zero, its volumes kept, until {source} shows it down",
+    DONE: "the old copy on {source} is removed",
+}
+
+
+def move_line(decision: Decision, entry: Placed) -> str:
+    """`dro explain`'s line for a stateful move in flight: its phase and what it waits for."""
+    target = decision.clusters[0].cluster if decision.clusters else "?"
+    waiting = _WAITING.get(str(entry.phase), "").format(source=entry.cluster, target=target)
+    return f"moving whole {entry.cluster} → {target}: {entry.phase} since {entry.since}; {waiting}"
+
+
 def explanation(decision: Decision) -> list[object]:
     """The header lines and the per-cluster table `dro explain` prints."""
     diagnosis = decision.diagnosis
@@ -147,7 +164,10 @@ def explanation(decision: Decision) -> list[object]:
             f"moved {move.replicas} replica(s) {move.source} → {move.target} at {move.at}: "
             f"{move.reason}"
         )
-    if decision.retiring:
+    entry = decision.moving
+    if entry is not None:
+        lines.append(move_line(decision, entry))
+    elif decision.retiring:
         still = ", ".join(f"{p.cluster} {p.replicas}" for p in decision.retiring)
         lines.append(f"retiring (old copies kept until the new ones are up): {still}")
     scorers = list(diagnosis.weights)

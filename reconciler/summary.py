@@ -78,9 +78,7 @@ def decision_document(decision: Decision) -> dict[str, Any]:
     if decision.affinity_term is not None:
         status["affinityTerm"] = decision.affinity_term
     if decision.retiring:
-        status["retiring"] = [
-            {"name": p.cluster, "replicas": p.replicas} for p in decision.retiring
-        ]
+        status["retiring"] = [retiring_entry(p) for p in decision.retiring]
     if decision.moves:
         status["moves"] = [
             {
@@ -105,6 +103,16 @@ def decision_document(decision: Decision) -> dict[str, Any]:
         "metadata": metadata,
         "status": status,
     }
+
+
+def retiring_entry(placed: Placed) -> dict[str, Any]:
+    """One `status.retiring` item: the old cluster and its replicas, and for a stateful move
+    its phase and since when."""
+    entry: dict[str, Any] = {"name": placed.cluster, "replicas": placed.replicas}
+    if placed.phase is not None:
+        entry["phase"] = placed.phase
+        entry["since"] = placed.since
+    return entry
 
 
 def decision_from_document(document: Mapping[str, Any]) -> Decision:
@@ -140,7 +148,13 @@ def decision_from_document(document: Mapping[str, Any]) -> Decision:
         affinity_term=status.get("affinityTerm"),
         recorded=status.get("diagnosis"),
         retiring=tuple(
-            Placed(str(r["name"]), int(r["replicas"])) for r in status.get("retiring") or ()
+            Placed(
+                str(r["name"]),
+                int(r["replicas"]),
+                None if r.get("phase") is None else str(r["phase"]),
+                None if r.get("since") is None else str(r["since"]),
+            )
+            for r in status.get("retiring") or ()
         ),
         moves=tuple(
             Move(str(m["from"]), str(m["to"]), int(m["replicas"]), str(m["reason"]), str(m["at"]))
@@ -198,14 +212,23 @@ def observation(
 
 
 def _cell(decision: Decision, cluster: str) -> str:
-    retiring = {p.cluster: p.replicas for p in decision.retiring}
+    retiring = {p.cluster: _retiring_label(p) for p in decision.retiring}
     for placed in decision.clusters:
         if placed.cluster == cluster:
             shown = "✓" if placed.replicas is None else str(placed.replicas)
-            return f"{shown} (+{retiring[cluster]} retiring)" if cluster in retiring else shown
+            return f"{shown} ({retiring[cluster]})" if cluster in retiring else shown
     if cluster in retiring:
-        return f"0 (+{retiring[cluster]} retiring)"
+        return f"0 ({retiring[cluster]})"
     return "—"
+
+
+def _retiring_label(placed: Placed) -> str:
+    """`+2 retiring`, and for a stateful move its phase: `+1 retiring, Syncing`, `removed, Done`."""
+    if placed.phase is None:
+        return f"+{placed.replicas} retiring"
+    running = placed.running
+    shown = "removed" if running is None else f"+{running} retiring"
+    return f"{shown}, {placed.phase}"
 
 
 def readme(spec: Spec, decisions: Sequence[Decision]) -> str:

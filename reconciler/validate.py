@@ -19,6 +19,7 @@ from reconciler import (
     datamodel,
     dependencies,
     durations,
+    movehooks,
     policies,
     schemacheck,
     workloads,
@@ -294,6 +295,8 @@ def check(source: Source) -> Result:
     data_access = _annotated_access(objects, into)
     bundled = dependencies.find(objects)
     into.problems += bundled.missing
+    hooks = movehooks.find(objects)
+    into.problems += hooks.problems
     into.problems += datamodel.unknown_data_sets(into.data_refs, data_sets)
     refs.check_karmada_rules(into.placement, into.problems)
     claimed_by = refs.check_claims(into.placement, objects, into.problems)
@@ -313,6 +316,7 @@ def check(source: Source) -> Result:
         links=links,
         data_access=MappingProxyType(data_access),
         dependents=bundled.by_dependency,
+        sync_hooks=MappingProxyType(dict(hooks.by_workload)),
         claims=MappingProxyType(claimed_by),
     )
     return Result(spec=spec, problems=problems)

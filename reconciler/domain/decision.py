@@ -36,6 +36,14 @@ class Diagnosis:
     """Why the replicas were divided this pass, or why the previous division stands."""
 
 
+PROVISIONING = "Provisioning"
+SYNCING = "Syncing"
+CUT_OVER = "CutOver"
+DONE = "Done"
+MOVE_PHASES = (PROVISIONING, SYNCING, CUT_OVER, DONE)
+"""The phases of a stateful workload's move, in order (`reconciler.schedule.moving`)."""
+
+
 class Placed(NamedTuple):
     """Replicas of one workload on one cluster; `replicas` is None for kinds without replicas.
 
@@ -43,6 +51,21 @@ class Placed(NamedTuple):
 
     cluster: str
     replicas: int | None
+    phase: str | None = None
+    """On the retiring entry of a stateful move: where the move stands (`MOVE_PHASES`)."""
+    since: str | None = None
+    """When that phase began (RFC 3339)."""
+
+    @property
+    def running(self) -> int | None:
+        """The replicas rendered for a retiring entry: all of them until the cut-over, none
+        from the cut-over on (the old copy is kept scaled to zero, its volumes intact), and
+        None once the move is Done (nothing is rendered: the old copy is removed)."""
+        if self.phase == DONE:
+            return None
+        if self.phase == CUT_OVER:
+            return 0
+        return self.replicas or 0
 
 
 class Move(NamedTuple):
@@ -88,8 +111,14 @@ class Decision:
         """The replicas to render per cluster: the target plus what is still retiring."""
         if not self.retiring:
             return self.clusters
-        extra = {p.cluster: p.replicas or 0 for p in self.retiring}
         merged = {p.cluster: p.replicas for p in self.clusters}
-        for cluster, count in extra.items():
-            merged[cluster] = (merged.get(cluster) or 0) + count
+        for placed in self.retiring:
+            count = placed.running
+            if count is not None:
+                merged[placed.cluster] = (merged.get(placed.cluster) or 0) + count
         return tuple(Placed(c, merged[c]) for c in sorted(merged))
+
+    @property
+    def moving(self) -> Placed | None:
+        """The retiring entry of a stateful move in flight (it has a phase), or None."""
+        return next((p for p in self.retiring if p.phase is not None), None)

@@ -117,8 +117,10 @@ class Spec:
     links: Topology = field(default_factory=Topology)
     """STCI: the links between clusters (`topology.yaml`, or the tier defaults)."""
     data_access: Mapping[ResourceKey, tuple[DataAccess, ...]] = field(default_factory=dict)
+    """STCI: what plain manifests declare they read and write (`multicluster.io/data`)."""
     dependents: Mapping[ResourceKey, tuple[ResourceKey, ...]] = field(default_factory=dict)
     """Bundling: each object a pod-running workload needs → the workloads that need it."""
-    """STCI: what plain manifests declare they read and write (`multicluster.io/data`)."""
+    sync_hooks: Mapping[ResourceKey, ResourceKey] = field(default_factory=dict)
+    """Stateful moves: each workload with a data-sync hook → the hook Job (`movehooks`)."""
     claims: Mapping[ResourceKey, PlacementPolicy | None] | None = None
     """The policy that claims each workload, as validation resolved it (None: not resolved)."""

@@ -27,6 +27,7 @@ from reconciler.schedule import (
     engine,
     facts,
     framework,
+    moving,
     plugins,
     rebalance,
     spread,
@@ -172,9 +173,11 @@ def _place(
         filling=filling,
         data=data,
         rows={c.workload.key: i for i, c in enumerate(order)},
+        hooks=spec.sync_hooks,
     )
     decisions = [run.decide(c, matrix[i], scales[i], fits[i]) for i, c in enumerate(order)]
     decisions = rebalance.run(run, order, decisions, matrix, scales, fits)
+    decisions = moving.place_hooks(spec.sync_hooks, decisions)
     decisions = bundle.follow(spec.dependents, order, decisions)
     return Placement(
         decisions=tuple(sorted(decisions, key=lambda d: d.key.sort_key)),

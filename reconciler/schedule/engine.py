@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from reconciler import durations
+from reconciler import durations, movehooks
 from reconciler.domain import (
     Decision,
     Placed,
@@ -32,6 +32,7 @@ from reconciler.schedule import (
     express,
     facts,
     framework,
+    moving,
     placing,
     record,
     spread,
@@ -66,8 +67,11 @@ class Pass:
         filling: Collection[str] = (),
         data: stci.DataCosts | None = None,
         rows: Mapping[Any, int] | None = None,
+        hooks: Mapping[Any, Any] | None = None,
     ) -> None:
         self.fleet = fleet
+        self.hooks = hooks or {}
+        """Stateful workload → its data-sync hook Job (`movehooks`)."""
         self.filling: BoolArray = np.isin(fleet.names, np.array(sorted(filling), dtype=str))
         """Clusters re-balancing fills: added or recovered ones (see `rebalance`)."""
         self.now = now
@@ -112,9 +116,39 @@ class Pass:
         """Place one workload at its turn, and charge its placement to the ledger."""
         decided = self._decide(claimed, demand, scale, node_fit)
         before = self.previous.get(claimed.workload.key)
+        if moving.runs_whole(claimed):
+            return self._move_whole(claimed, before, decided, demand)
         if before is None or not before.retiring:
             return decided
         return self._keep_retiring(before, decided, demand)
+
+    def _move_whole(
+        self,
+        claimed: facts.Claimed,
+        before: Decision | None,
+        decided: Decision,
+        demand: FloatArray,
+    ) -> Decision:
+        """A stateful workload's move, one phase at a time (`moving`); the old copy's
+        replicas, while it runs, stay charged to its cluster."""
+        workload = claimed.workload
+        stepped = moving.step(
+            self.fleet,
+            before,
+            decided,
+            at=durations.rfc3339(self.now),
+            hook=self.hooks.get(workload.key),
+            volumes=movehooks.has_volumes(workload),
+        )
+        kept = [
+            (self.fleet.index[p.cluster], p.running)
+            for p in stepped.retiring
+            if p.running and p.cluster in self.fleet.index
+        ]
+        if kept:
+            rows = np.array([row for row, _ in kept], dtype=np.int64)
+            self.add(rows, demand, np.array([n for _, n in kept], dtype=np.int64))
+        return stepped
 
     def _keep_retiring(self, before: Decision, decided: Decision, demand: FloatArray) -> Decision:
         """Make-before-break across passes: while the copies on the workload's clusters are
@@ -249,7 +283,7 @@ class Pass:
         for placed in before.retiring:
             row = self.fleet.index.get(placed.cluster)
             if row is not None:
-                running[row] += placed.replicas or 0
+                running[row] += placed.running or 0
         return running
 
     def _place(

@@ -1,0 +1,178 @@
+"""Stateful moves: make-before-break across passes, in phases recorded on the retiring entry.
+
+A stateful workload that runs whole (`placing.one_home`) changes cluster only when it must: its
+cluster drains, is no longer a candidate, or a Fresh request asks. The old copy holds the data,
+so the decision keeps it as a `retiring` entry whose `phase` (and `since`) says where the move
+stands; one phase per pass at most:
+
+- `Provisioning`: the new copy is rendered on the target at full size, beside the old one,
+  which keeps its replicas. Over when the new copy is observed Healthy.
+- `Syncing`: the data-sync hook runs on the target (`reconciler.movehooks`). Over when the
+  data is in sync: the hook Job is Complete there, or the new copy's live object carries
+  `multicluster.io/data-synced`, or there is no volume to carry.
+- `CutOver`: the old copy is scaled to zero, its volumes kept; the new copy serves. Over when
+  the old cluster is observed with the copy scaled down (Healthy at zero).
+- `Done`: the old copy is no longer rendered, so apply prunes it with its bundled volumes.
+  The next pass drops the entry.
+
+A cluster dro does not observe (no kubeconfig, or an offline pass) proves each step at the next
+pass, as for stateless moves; a stale observation (unreachable) proves nothing.
+
+When the target changes mid-move, before the cut-over the move starts again from the old copy
+(back to the old cluster, it is cancelled); from the cut-over on, the new copy serves and a new
+move starts from it. An old cluster whose file is gone, or that failed over, has no copy to
+keep: the workload just goes (failover restores from whatever the target holds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from reconciler import health, movehooks
+from reconciler.domain import Decision, Diagnosis, Placed, ResourceKey
+from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
+from reconciler.schedule import facts
+from reconciler.schedule.fleet import Fleet
+
+
+def runs_whole(claimed: facts.Claimed) -> bool:
+    """Whether a workload is stateful and kept whole on one cluster: a StatefulSet, or one
+    with a volume claim, under a dro policy that does not `allowSplit` it."""
+    workload, placement = claimed.workload, claimed.placement
+    return (
+        claimed.extensions
+        and workload.stateful
+        and workload.replicas is not None
+        and not placement.allow_split
+        and placement.replicas.strategy != "Duplicated"
+    )
+
+
+def step(
+    fleet: Fleet,
+    before: Decision | None,
+    decided: Decision,
+    *,
+    at: str,
+    hook: ResourceKey | None,
+    volumes: bool,
+) -> Decision:
+    """The decision of a workload that runs whole, with its move begun, advanced or ended."""
+    entry = before.moving if before is not None else None
+    was = _home(before)
+    home = _home(decided)
+    if entry is None or before is None:
+        return _begin(fleet, decided, was, at)
+    if not decided.clusters:
+        return replace(decided, retiring=before.retiring)  # nothing placed: the old copy stays
+    source = entry.cluster
+    if _name(home) != _name(was):
+        if entry.phase in (CUT_OVER, DONE):
+            return _begin(fleet, decided, was, at)  # the new copy serves: it is the old one now
+        if _name(home) == source:
+            return decided  # cancelled: the new copy never served
+        return _begin(fleet, decided, Placed(source, entry.replicas), at)
+    if source not in fleet.index:
+        return decided  # the old cluster's file is gone: nothing left to retire
+    phase = _next(fleet, decided.key, entry, was, hook=hook, volumes=volumes)
+    if phase == entry.phase:
+        return replace(decided, retiring=(entry,))
+    if phase is None:
+        return decided
+    return replace(decided, retiring=(entry._replace(phase=phase, since=at),))
+
+
+def _home(decision: Decision | None) -> Placed | None:
+    """The one cluster a whole workload ran on, or None (none, or split over several)."""
+    if decision is None or len(decision.clusters) != 1:
+        return None
+    return decision.clusters[0]
+
+
+def _name(placed: Placed | None) -> str | None:
+    return None if placed is None else placed.cluster
+
+
+def _begin(fleet: Fleet, decided: Decision, was: Placed | None, at: str) -> Decision:
+    """Start a move off `was` when the decision leaves it and its copy can be kept."""
+    home = _home(decided)
+    if was is None or home is None or home.cluster == was.cluster or not was.replicas:
+        return replace(decided, retiring=())
+    row = fleet.index.get(was.cluster)
+    if row is None or fleet.failed[row]:
+        return replace(decided, retiring=())
+    return replace(decided, retiring=(Placed(was.cluster, was.replicas, PROVISIONING, at),))
+
+
+def _next(
+    fleet: Fleet,
+    key: ResourceKey,
+    entry: Placed,
+    target: Placed | None,
+    *,
+    hook: ResourceKey | None,
+    volumes: bool,
+) -> str | None:
+    """The phase after `entry`'s when its condition holds, else its own; None after Done."""
+    if entry.phase == DONE:
+        return None
+    if target is None:
+        return entry.phase
+    if entry.phase == PROVISIONING:
+        ready = fleet.settled(key, (target.cluster,))
+        return SYNCING if ready else PROVISIONING
+    if entry.phase == SYNCING:
+        synced = in_sync(fleet, key, target.cluster, hook=hook, volumes=volumes)
+        return CUT_OVER if synced else SYNCING
+    return DONE if fleet.settled(key, (entry.cluster,)) else CUT_OVER
+
+
+def in_sync(
+    fleet: Fleet, key: ResourceKey, target: str, *, hook: ResourceKey | None, volumes: bool
+) -> bool:
+    """Whether a moving workload's data is in sync on `target` (see the module's doc)."""
+    seen = fleet.observations.get(target)
+    if seen is None:
+        return True  # not observed: the step is taken on the next pass
+    if seen.stale:
+        return False
+    if hook is None and not volumes:
+        return True
+    if key in seen.synced:
+        return True
+    return hook is not None and seen.health.get(hook, ("", ""))[0] == health.HEALTHY
+
+
+def place_hooks(
+    hooks: Mapping[ResourceKey, ResourceKey], decisions: Sequence[Decision]
+) -> list[Decision]:
+    """Each hook Job placed on the target of its workload's move while it is Syncing, and
+    nowhere otherwise, whatever placement it was given."""
+    if not hooks:
+        return list(decisions)
+    by_key = {d.key: d for d in decisions}
+    hook_of = {hook: workload for workload, hook in hooks.items()}
+    result = []
+    for decision in decisions:
+        workload = hook_of.get(decision.key)
+        if workload is None:
+            result.append(decision)
+            continue
+        move = movehooks.syncing(by_key.get(workload))
+        where = f"moving {move[0]} → {move[1]}, Syncing" if move else "no move is syncing"
+        diagnosis = Diagnosis(
+            strategy="Duplicated", trigger=f"data-sync hook of {workload}: {where}"
+        )
+        result.append(
+            replace(
+                decision,
+                clusters=(Placed(move[1], None),) if move else (),
+                retiring=(),
+                unschedulable=None,
+                diagnosis=diagnosis,
+                recorded=None,
+                moves=(),
+            )
+        )
+    return result
