@@ -439,4 +439,16 @@ CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
         1,
         "plaintext remove /spec/nothing",
     ),
+    (
+        "sync-hook-for-a-stateless-workload",
+        {
+            W: "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: sync\n  namespace: shop\n"
+            "  annotations:\n    multicluster.io/data-sync-for: Deployment/cart\n"
+            "spec:\n  template:\n    spec:\n      restartPolicy: Never\n"
+            "      containers: [{name: s, image: 's:1'}]\n"
+        },
+        W,
+        7,
+        "is not stateful",
+    ),
 ]
