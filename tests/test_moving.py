@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from reconciler import observe, summary
+from reconciler import observe, report, summary
 from reconciler.domain import Decision, Observation, Placed, ResourceKey
 from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
 from reconciler.schedule import moving
@@ -190,3 +190,11 @@ def test_the_synced_annotation_is_observed_on_the_objects_dro_applied() -> None:
     synced = {"multicluster.io/data-synced": "true"}
     found = observe.data_synced([live({**placement, **synced}), live(synced), live(placement)])
     assert found == {DB: "true"}
+
+
+def test_explain_says_where_the_move_stands_and_what_it_waits_for() -> None:
+    lines = report.explanation(decision("b", moving_from("a", SYNCING)))
+    text = "\n".join(line for line in lines if isinstance(line, str))
+    assert f"moving whole a → b: Syncing since {EARLIER}" in text
+    assert "until the data is in sync on b" in text
+    assert "retiring (old copies" not in text

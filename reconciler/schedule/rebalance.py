@@ -13,14 +13,16 @@ Karmada-exact primitive, and this step only moves replicas that a decision alrea
   anyway), then in order of relief per replica (their request of the hot resource as a share
   of the source's capacity), largest first, so the fewest replicas move. Each moves just
   enough replicas to bring the source back under its limit.
-- Destinations are the clusters where a new replica passes every filter now, the lowest water
-  level after the move first. A move happens only when the source's water level exceeds the
+- Destinations are the clusters where a new replica passes every filter now: for a workload
+  that uses data, the nearest to its data first (fewest cross-domain bytes, STCI), then the
+  lowest water level after the move. A move happens only when the source's water level exceeds the
   destination's after the move by `rebalance.threshold`; drains ignore the threshold. Since a
   destination stays within its limit, a moved replica never makes its new cluster a source, and
   passes over an unchanged input converge.
 - Filling: a cluster that was added (or recovers) is `Filling` (`Pass.filling`). After the
   hot clusters, replicas move into it from the most loaded clusters, one at a time, while the
-  source's water level exceeds the filling cluster's after the move by the threshold. It
+  source's water level exceeds the filling cluster's after the move by the threshold. A
+  workload is not moved into it when that takes it farther from its data: filling is optional. It
   stays Filling while a pass moves replicas into it (`still_filling`); then it is an ordinary
   cluster, and nothing moves only to even out the others.
 - Budget: `rebalance.maxMovesPerPass` of all movable replicas; a policy's own
@@ -258,11 +260,15 @@ def _move_off(
         return 0
     level_before = float(ledger.usage[resource, source] / capacity[source])
     after_one = (ledger.usage[resource, rows] + demand[resource]) / capacity[rows]
+    data = ledger.facts.data_row(claimed.workload.key)
+    distance = data.bytes_per_day[rows] if data is not None else np.zeros(len(rows))
     moved = 0
-    for row in rows[np.lexsort((rows, after_one))].tolist():
+    for row in rows[np.lexsort((rows, after_one, distance))].tolist():
         take = min(wanted - moved, int(allocatable[row]))
         after = float((ledger.usage[resource, row] + take * demand[resource]) / capacity[row])
         if not draining and level_before - after < ledger.config.rebalance.threshold:
+            if data is not None:
+                continue  # ordered by distance first: a farther cluster may still relieve it
             break
         _apply(ledger, holding, source, row, take, demand)
         names = ledger.fleet.name_list
@@ -322,6 +328,9 @@ def _fill_one(
 ) -> tuple[int, str]:
     """How many of this workload's replicas on `source` to move into `target`, and why."""
     fleet = ledger.fleet
+    data = ledger.facts.data_row(holding.claimed.workload.key)
+    if data is not None and data.bytes_per_day[target] > data.bytes_per_day[source]:
+        return 0, ""  # filling is optional: it never takes a workload farther from its data
     subject = ledger.facts.newcomer(holding.claimed, demand, scale, node_fit, holding.term)
     if not express.feasible(fleet, subject)[target]:
         return 0, ""
