@@ -37,15 +37,19 @@ def follow(
         names = ", ".join(str(key) for key in needed_by)
         # the default placement's verdicts do not apply: the dependents decided
         diagnosis = Diagnosis(strategy=decision.diagnosis.strategy, trigger=f"follows {names}")
-        result.append(
-            replace(
-                decision,
-                clusters=tuple(Placed(c, None) for c in clusters),
-                retiring=(),
-                unschedulable=None,
-                diagnosis=diagnosis,
-                recorded=None,
-                moves=(),
-            )
-        )
+        result.append(placed_for(decision, tuple(Placed(c, None) for c in clusters), diagnosis))
     return result
+
+
+def placed_for(decision: Decision, clusters: tuple[Placed, ...], diagnosis: Diagnosis) -> Decision:
+    """A decision that another decides for this object: exactly these clusters, the given
+    diagnosis, and none of its own placement's verdicts, moves or retiring copies."""
+    return replace(
+        decision,
+        clusters=clusters,
+        retiring=(),
+        unschedulable=None,
+        diagnosis=diagnosis,
+        recorded=None,
+        moves=(),
+    )

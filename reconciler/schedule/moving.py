@@ -32,7 +32,7 @@ from dataclasses import replace
 from reconciler import health, movehooks
 from reconciler.domain import Decision, Diagnosis, Placed, ResourceKey
 from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
-from reconciler.schedule import facts
+from reconciler.schedule import bundle, facts
 from reconciler.schedule.fleet import Fleet
 
 
@@ -164,15 +164,6 @@ def place_hooks(
         diagnosis = Diagnosis(
             strategy="Duplicated", trigger=f"data-sync hook of {workload}: {where}"
         )
-        result.append(
-            replace(
-                decision,
-                clusters=(Placed(move[1], None),) if move else (),
-                retiring=(),
-                unschedulable=None,
-                diagnosis=diagnosis,
-                recorded=None,
-                moves=(),
-            )
-        )
+        clusters = (Placed(move[1], None),) if move else ()
+        result.append(bundle.placed_for(decision, clusters, diagnosis))
     return result
