@@ -129,6 +129,15 @@ def test_nothing_to_sync_without_volumes_or_hook() -> None:
     assert entry.phase == CUT_OVER
 
 
+def test_an_old_cluster_that_failed_during_the_cut_over_ends_the_move() -> None:
+    before = decision("b", moving_from("a", CUT_OVER))
+    (entry,) = step(fleet(failed="a"), before, decision("b"))
+    assert entry.phase == DONE
+    b_up = fleet({"b": seen("b", {DB: "Healthy"})}, failed="a")
+    (waiting,) = step(b_up, decision("b", moving_from("a", SYNCING)), decision("b"))
+    assert waiting.phase == SYNCING, "its data is not on b yet: only the annotation says so"
+
+
 def test_done_is_dropped_on_the_next_pass() -> None:
     before = decision("b", moving_from("a", DONE))
     assert step(fleet(), before, decision("b")) == ()

@@ -12,11 +12,14 @@ stands; one phase per pass at most:
   `multicluster.io/data-synced`, or there is no volume to carry.
 - `CutOver`: the old copy is scaled to zero, its volumes kept; the new copy serves. Over when
   the old cluster is observed with the copy scaled down (Healthy at zero).
-- `Done`: the old copy is no longer rendered, so apply prunes it with its bundled volumes.
-  The next pass drops the entry.
+- `Done`: the old copy is no longer rendered, so apply prunes it with the objects bundled with
+  it (standalone PVCs included; the claims of `volumeClaimTemplates` follow the StatefulSet's
+  `persistentVolumeClaimRetentionPolicy`, kept by default). The next pass drops the entry.
 
 A cluster dro does not observe (no kubeconfig, or an offline pass) proves each step at the next
-pass, as for stateless moves; a stale observation (unreachable) proves nothing.
+pass, as for stateless moves; a stale observation (unreachable) proves nothing. An old cluster
+that fails over during the cut-over is done with (it is pruned when it returns); one that fails
+before leaves the move in `Syncing` until the data-synced annotation says the data was restored.
 
 When the target changes mid-move, before the cut-over the move starts again from the old copy
 (back to the old cluster, it is cancelled); from the cut-over on, the new copy serves and a new
@@ -125,6 +128,9 @@ def _next(
     if entry.phase == SYNCING:
         synced = in_sync(fleet, key, target.cluster, hook=hook, volumes=volumes)
         return CUT_OVER if synced else SYNCING
+    row = fleet.index[entry.cluster]
+    if fleet.failed[row]:
+        return DONE  # it cannot be seen scaled down; its leftovers are pruned when it returns
     return DONE if fleet.settled(key, (entry.cluster,)) else CUT_OVER
 
 
