@@ -59,6 +59,9 @@ class WorkloadChange:
     after: Mapping[str, int | None]
     retiring_before: Mapping[str, int] = field(default_factory=dict)
     retiring_after: Mapping[str, int] = field(default_factory=dict)
+    move_before: str | None = None
+    """A stateful move in flight on the base side: `us-east-1 → eu-west-1, Syncing`."""
+    move_after: str | None = None
     moved: int = 0
     """Replicas that leave one cluster for another (the smaller of removed and added)."""
     unschedulable_before: str | None = None
@@ -186,9 +189,11 @@ def _workload(before: Decision | None, after: Decision | None) -> WorkloadChange
     retiring_before, retiring_after = _retiring(before), _retiring(after)
     unschedulable = (_unschedulable(before), _unschedulable(after))
     policies = (_policy(before), _policy(after))
+    moves = (_move(before), _move(after))
     if (
         placed_before == placed_after
         and retiring_before == retiring_after
+        and moves[0] == moves[1]
         and bool(unschedulable[0]) == bool(unschedulable[1])  # a reworded reason is no change
         and policies[0] == policies[1]
     ):
@@ -199,6 +204,8 @@ def _workload(before: Decision | None, after: Decision | None) -> WorkloadChange
         after=placed_after,
         retiring_before=retiring_before,
         retiring_after=retiring_after,
+        move_before=moves[0],
+        move_after=moves[1],
         moved=_moved(placed_before, placed_after),
         unschedulable_before=unschedulable[0],
         unschedulable_after=unschedulable[1],
@@ -215,6 +222,14 @@ def _targets(decision: Decision | None) -> dict[str, int | None]:
 
 def _retiring(decision: Decision | None) -> dict[str, int]:
     return {} if decision is None else {p.cluster: p.replicas or 0 for p in decision.retiring}
+
+
+def _move(decision: Decision | None) -> str | None:
+    entry = decision.moving if decision is not None else None
+    if entry is None or decision is None:
+        return None
+    target = decision.clusters[0].cluster if decision.clusters else "?"
+    return f"{entry.cluster} → {target}, {entry.phase}"
 
 
 def _unschedulable(decision: Decision | None) -> str | None:

@@ -165,6 +165,11 @@ def _workload_block(change: plandiff.WorkloadChange) -> str:
     ]
     if change.policy_before != change.policy_after:
         lines.append(f"Policy: {change.policy_before or '—'} → {change.policy_after or '—'}  ")
+    if change.move_after is not None and change.move_after != change.move_before:
+        lines.append(
+            f"Stateful move: {change.move_after} (make-before-break: the old copy serves until "
+            "the new one is Healthy and its data in sync)  "
+        )
     if change.why:
         lines.append(f"Why: {_escape(change.why)}")
     return "\n".join([*lines, "", "</details>", ""]) + "\n"
@@ -331,6 +336,8 @@ def _workload(change: plandiff.WorkloadChange) -> dict[str, Any]:
         "after": dict(change.after),
         "retiringBefore": dict(change.retiring_before),
         "retiringAfter": dict(change.retiring_after),
+        "moveBefore": change.move_before,
+        "moveAfter": change.move_after,
         "moved": change.moved,
         "unschedulableBefore": change.unschedulable_before,
         "unschedulableAfter": change.unschedulable_after,

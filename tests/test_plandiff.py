@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -198,3 +199,18 @@ def test_a_reworded_unschedulable_reason_is_no_change() -> None:
 
     diff = plandiff.compare(side("main", blocked("0/50 fit")), side("head", blocked("0/51 fit")))
     assert diff.workloads == ()
+
+
+def test_a_stateful_move_shows_its_phase() -> None:
+
+    moving = replace(
+        decision(b=2), retiring=(Placed("a", 2, "Provisioning", "2026-11-23T10:00:00Z"),)
+    )
+    diff = plandiff.compare(side("main", decision(a=2)), side("head", moving))
+    (change,) = diff.workloads
+    assert (change.move_before, change.move_after) == (None, "a → b, Provisioning")
+    assert "Stateful move: a → b, Provisioning (make-before-break" in planreport.markdown(diff)
+    # a phase that advances with the same replicas is still a change to review
+    syncing = replace(moving, retiring=(moving.retiring[0]._replace(phase="Syncing"),))
+    (advanced,) = plandiff.compare(side("main", moving), side("head", syncing)).workloads
+    assert advanced.move_after == "a → b, Syncing"
