@@ -115,63 +115,28 @@ class Pass:
     ) -> Decision:
         """Place one workload at its turn, and charge its placement to the ledger."""
         decided = self._decide(claimed, demand, scale, node_fit)
-        before = self.previous.get(claimed.workload.key)
-        if moving.runs_whole(claimed):
-            return self._move_whole(claimed, before, decided, demand)
-        if before is None or not before.retiring:
-            return decided
-        return self._keep_retiring(before, decided, demand)
-
-    def _move_whole(
-        self,
-        claimed: facts.Claimed,
-        before: Decision | None,
-        decided: Decision,
-        demand: FloatArray,
-    ) -> Decision:
-        """A stateful workload's move, one phase at a time (`moving`); the old copy's
-        replicas, while it runs, stay charged to its cluster."""
         workload = claimed.workload
-        stepped = moving.step(
-            self.fleet,
-            before,
-            decided,
-            at=durations.rfc3339(self.now),
-            hook=self.hooks.get(workload.key),
-            volumes=movehooks.has_volumes(workload),
-        )
+        before = self.previous.get(workload.key)
+        if moving.runs_whole(claimed):
+            decided = moving.step(
+                self.fleet,
+                before,
+                decided,
+                at=durations.rfc3339(self.now),
+                hook=self.hooks.get(workload.key),
+                volumes=movehooks.has_volumes(workload),
+            )
+        elif before is not None and before.retiring:
+            decided = moving.keep_retiring(self.fleet, before, decided)
         kept = [
             (self.fleet.index[p.cluster], p.running)
-            for p in stepped.retiring
+            for p in decided.retiring
             if p.running and p.cluster in self.fleet.index
         ]
-        if kept:
+        if kept:  # the old copies still run: the ledger keeps counting them
             rows = np.array([row for row, _ in kept], dtype=np.int64)
             self.add(rows, demand, np.array([n for _, n in kept], dtype=np.int64))
-        return stepped
-
-    def _keep_retiring(self, before: Decision, decided: Decision, demand: FloatArray) -> Decision:
-        """Make-before-break across passes: while the copies on the workload's clusters are
-        not observed Healthy (`Fleet.settled`), each cluster a move is retiring keeps what
-        the last pass rendered there, and the ledger keeps counting it."""
-        fleet = self.fleet
-        if fleet.settled(decided.key, (p.cluster for p in decided.clusters)):
-            return decided
-        target = {p.cluster: p.replicas or 0 for p in decided.clusters}
-        was = {p.cluster: p.replicas or 0 for p in before.clusters}
-        kept: list[Placed] = []
-        for placed in before.retiring:
-            if placed.cluster not in fleet.index:
-                continue  # its file is gone: nothing there to keep
-            extra = was.get(placed.cluster, 0) + (placed.replicas or 0)
-            extra -= target.get(placed.cluster, 0)
-            if extra > 0:
-                kept.append(Placed(placed.cluster, extra))
-        if not kept:
-            return decided
-        rows = np.array([fleet.index[p.cluster] for p in kept], dtype=np.int64)
-        self.add(rows, demand, np.array([p.replicas or 0 for p in kept], dtype=np.int64))
-        return replace(decided, retiring=tuple(kept))
+        return decided
 
     def _decide(
         self, claimed: facts.Claimed, demand: FloatArray, scale: FloatArray, node_fit: BoolArray

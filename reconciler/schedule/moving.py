@@ -1,4 +1,9 @@
-"""Stateful moves: make-before-break across passes, in phases recorded on the retiring entry.
+"""Moves in flight: make-before-break across passes, the old copies kept as `retiring`.
+
+A stateless move (re-balancing, `keep_retiring`) keeps what the last pass rendered on each
+cluster it leaves until the new copies are observed Healthy, then drops it.
+
+A stateful move goes in phases recorded on the retiring entry (`step`).
 
 A stateful workload that runs whole (`placing.one_home`) changes cluster only when it must: its
 cluster drains, is no longer a candidate, or a Fresh request asks. The old copy holds the data,
@@ -37,6 +42,24 @@ from reconciler.domain import Decision, Diagnosis, Placed, ResourceKey
 from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
 from reconciler.schedule import bundle, facts
 from reconciler.schedule.fleet import Fleet
+
+
+def keep_retiring(fleet: Fleet, before: Decision, decided: Decision) -> Decision:
+    """A stateless move: while the copies on the workload's clusters are not observed Healthy
+    (`Fleet.settled`), each cluster the move is retiring keeps what the last pass rendered
+    there; once they are, the retiring copies go."""
+    if fleet.settled(decided.key, (p.cluster for p in decided.clusters)):
+        return decided
+    target = {p.cluster: p.replicas or 0 for p in decided.clusters}
+    was = {p.cluster: p.replicas or 0 for p in before.clusters}
+    kept: list[Placed] = []
+    for placed in before.retiring:
+        if placed.cluster not in fleet.index:
+            continue  # its file is gone: nothing there to keep
+        extra = was.get(placed.cluster, 0) + (placed.replicas or 0) - target.get(placed.cluster, 0)
+        if extra > 0:
+            kept.append(Placed(placed.cluster, extra))
+    return replace(decided, retiring=tuple(kept)) if kept else decided
 
 
 def runs_whole(claimed: facts.Claimed) -> bool:
