@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from reconciler import observe, report, summary
-from reconciler.domain import Decision, Observation, Placed, ResourceKey
+from reconciler.domain import Decision, Observation, Placed, ResourceKey, Spec
 from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
 from reconciler.schedule import moving
 from reconciler.schedule.fleet import Fleet
@@ -207,3 +207,32 @@ def test_explain_says_where_the_move_stands_and_what_it_waits_for() -> None:
     assert f"moving whole a → b: Syncing since {EARLIER}" in text
     assert "until the data is in sync on b" in text
     assert "retiring (old copies" not in text
+
+
+def test_a_fresh_request_moves_a_stateful_workload_beside_its_data() -> None:
+    from types import MappingProxyType
+
+    from reconciler import schedule
+    from reconciler.domain.data import DataAccess, DataSet
+    from tests.test_stci import GIB, ORIGIN, STORES, divided, stateful_spec
+
+    writes = (DataAccess(dataset="db", access="write", rate=GIB),)
+    spec: Spec = stateful_spec(STORES, 2, divided(data=writes))
+
+    def on(primary: str) -> Spec:
+        sets = {"db": DataSet(name="db", origin=ORIGIN, primary=primary)}
+        return replace(spec, data_sets=MappingProxyType(sets))
+
+    (first,) = schedule.place(on("a"))
+    assert [p.cluster for p in first.clusters] == ["a"]
+    # the data's primary moves to b: a running database stays where it is
+    (steady,) = schedule.place(on("b"), {first.key: first}, now=3600.0)
+    assert [p.cluster for p in steady.clusters] == ["a"]
+    assert steady.retiring == ()
+    # a Fresh request chooses again, and the move begins
+    (policy,) = spec.placement_policies
+    asked = replace(policy.placement, rebalance_requested_at="1970-01-01T00:30:00Z")
+    fresh = replace(on("b"), placement_policies=(replace(policy, placement=asked),))
+    (moved,) = schedule.place(fresh, {first.key: first}, now=3600.0)
+    assert [p.cluster for p in moved.clusters] == ["b"]
+    assert moved.retiring == (Placed("a", 2, PROVISIONING, "1970-01-01T01:00:00Z"),)

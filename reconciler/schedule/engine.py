@@ -348,7 +348,7 @@ class Pass:
             return Result(counts, np.sort(selected), trigger)
         if subject.extensions and subject.workload.stateful and not subject.placement.allow_split:
             try:
-                selected = placing.one_home(subject, selected, outcome.total)
+                selected = placing.one_home(subject, selected, outcome.total, fresh=fresh)
             except placing.NoHome as error:
                 raise _Failed(str(error), keep=True) from error
             trigger += f"; runs whole on {fleet.name_list[int(selected[0])]} (stateful)"

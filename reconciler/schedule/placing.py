@@ -21,11 +21,18 @@ class NoHome(Exception):
     """No single cluster can take every replica of a stateful workload."""
 
 
-def one_home(subject: framework.Subject, selected: IntArray, total: FloatArray | None) -> IntArray:
+def one_home(
+    subject: framework.Subject,
+    selected: IntArray,
+    total: FloatArray | None,
+    *,
+    fresh: bool = False,
+) -> IntArray:
     """Follow-up scheduling: a stateful workload (a StatefulSet, or one with a PVC) runs whole
-    on one cluster that can take all its replicas: the one it runs on, else the one holding
-    the primary of the data it writes (fewest cross-domain bytes), else the best scored, then
-    the roomiest. Raises `NoHome` when no single cluster can take them all."""
+    on one cluster that can take all its replicas: the one it runs on (unless a Fresh request
+    asks to choose again), else the one holding the primary of the data it writes (fewest
+    cross-domain bytes), else the best scored, then the roomiest. Raises `NoHome` when no
+    single cluster can take them all."""
     replicas = subject.replicas or 0
     room = subject.available[selected]
     fits = selected[room >= replicas]
@@ -36,7 +43,8 @@ def one_home(subject: framework.Subject, selected: IntArray, total: FloatArray |
         )
     moved = subject.data.bytes_per_day[fits] if subject.data is not None else np.zeros(fits.size)
     scores = total[fits] if total is not None else np.zeros(fits.size)
-    order = np.lexsort((fits, -subject.available[fits], -scores, moved, -subject.previous[fits]))
+    running = np.zeros(fits.size) if fresh else subject.previous[fits]
+    order = np.lexsort((fits, -subject.available[fits], -scores, moved, -running))
     home: IntArray = fits[order[:1]]
     return home
 
