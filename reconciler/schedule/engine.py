@@ -117,7 +117,7 @@ class Pass:
         decided = self._decide(claimed, demand, scale, node_fit)
         workload = claimed.workload
         before = self.previous.get(workload.key)
-        if moving.runs_whole(claimed):
+        if moving.runs_whole(claimed.extensions, workload, claimed.placement):
             decided = moving.step(
                 self.fleet,
                 before,
@@ -346,7 +346,7 @@ class Pass:
             counts = np.zeros(fleet.size, dtype=np.int64)
             counts[selected] = subject.replicas
             return Result(counts, np.sort(selected), trigger)
-        if subject.extensions and subject.workload.stateful and not subject.placement.allow_split:
+        if moving.runs_whole(subject.extensions, subject.workload, subject.placement):
             try:
                 selected = placing.one_home(subject, selected, outcome.total, fresh=fresh)
             except placing.NoHome as error:

@@ -38,9 +38,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from reconciler import health, movehooks
-from reconciler.domain import Decision, Diagnosis, Placed, ResourceKey
+from reconciler.domain import Decision, Diagnosis, Placed, Placement, ResourceKey, Workload
 from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
-from reconciler.schedule import bundle, facts
+from reconciler.schedule import bundle
 from reconciler.schedule.fleet import Fleet
 
 
@@ -62,12 +62,11 @@ def keep_retiring(fleet: Fleet, before: Decision, decided: Decision) -> Decision
     return replace(decided, retiring=tuple(kept)) if kept else decided
 
 
-def runs_whole(claimed: facts.Claimed) -> bool:
+def runs_whole(extensions: bool, workload: Workload, placement: Placement) -> bool:
     """Whether a workload is stateful and kept whole on one cluster: a StatefulSet, or one
-    with a volume claim, under a dro policy that does not `allowSplit` it."""
-    workload, placement = claimed.workload, claimed.placement
+    with a volume claim, under a dro policy (`extensions`) that does not `allowSplit` it."""
     return (
-        claimed.extensions
+        extensions
         and workload.stateful
         and workload.replicas is not None
         and not placement.allow_split
