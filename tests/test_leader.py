@@ -55,6 +55,12 @@ def lease_of(connection: kube.Connection, name: str = "dro") -> dict[str, Any]:
     return found
 
 
+def rivals(connection: Any) -> tuple[FakeClock, leader.Elector, leader.Elector]:
+    """Two electors, pod-a and pod-b, for one Lease, on one shared fake clock."""
+    clock = FakeClock()
+    return clock, elector(connection, "pod-a", clock), elector(connection, "pod-b", clock)
+
+
 def elector(
     connection: Any, identity: str, clock: FakeClock | None = None, **timings: float
 ) -> leader.Elector:
@@ -86,8 +92,7 @@ def test_another_identity_waits_until_the_lease_expires_then_takes_over(
     api: tuple[KubeAPI, kube.Connection],
 ) -> None:
     _server, connection = api
-    clock = FakeClock()
-    a, b = elector(connection, "pod-a", clock), elector(connection, "pod-b", clock)
+    clock, a, b = rivals(connection)
     assert a.try_acquire_or_renew()
     assert not b.try_acquire_or_renew()
     clock.advance(15.0)  # renewTime + leaseDurationSeconds == now: not yet expired
@@ -109,8 +114,7 @@ def test_a_renewal_keeps_the_holder_leading_and_moves_renew_time(
     api: tuple[KubeAPI, kube.Connection],
 ) -> None:
     _server, connection = api
-    clock = FakeClock()
-    a, b = elector(connection, "pod-a", clock), elector(connection, "pod-b", clock)
+    clock, a, b = rivals(connection)
     assert a.try_acquire_or_renew()
     version = lease_of(connection)["metadata"]["resourceVersion"]
     clock.advance(10.0)
@@ -129,8 +133,7 @@ def test_release_lets_another_identity_take_over_at_once(
     api: tuple[KubeAPI, kube.Connection],
 ) -> None:
     server, connection = api
-    clock = FakeClock()
-    a, b = elector(connection, "pod-a", clock), elector(connection, "pod-b", clock)
+    _clock, a, b = rivals(connection)
     assert a.try_acquire_or_renew()
     assert not b.try_acquire_or_renew()
     writes = len(server.writes)
@@ -333,8 +336,7 @@ def test_a_followers_pass_request_reaches_the_leader_through_the_lease(
     api: tuple[KubeAPI, kube.Connection],
 ) -> None:
     _server, connection = api
-    clock = FakeClock()
-    a, b = elector(connection, "pod-a", clock), elector(connection, "pod-b", clock)
+    _clock, a, b = rivals(connection)
     assert a.try_acquire_or_renew()
     assert a.requested is None
     assert b.request_pass()
