@@ -87,8 +87,9 @@ def test_a_move_begins_only_off_a_cluster_that_still_holds_its_copy(
     assert step(fleet(), before, decided) == expected, case
 
 
-def test_no_copy_is_kept_on_a_cluster_that_failed_over() -> None:
-    assert step(fleet(failed="a"), decision("a"), decision("b")) == ()
+def test_a_failover_goes_through_the_phases_too() -> None:
+    (entry,) = step(fleet(failed="a"), decision("a"), decision("b"))
+    assert entry == Placed("a", 2, PROVISIONING, AT)
 
 
 @pytest.mark.parametrize(

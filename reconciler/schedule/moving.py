@@ -22,14 +22,19 @@ stands; one phase per pass at most:
   `persistentVolumeClaimRetentionPolicy`, kept by default). The next pass drops the entry.
 
 A cluster dro does not observe (no kubeconfig, or an offline pass) proves each step at the next
-pass, as for stateless moves; a stale observation (unreachable) proves nothing. An old cluster
-that fails over during the cut-over is done with (it is pruned when it returns); one that fails
-before leaves the move in `Syncing` until the data-synced annotation says the data was restored.
+pass, as for stateless moves; a stale observation (unreachable) proves nothing.
+
+A failover goes through the same phases (DESIGN: a stateful workload moves "by drain, failover
+or Fresh, through the phases"): the new copy is provisioned, the data-sync hook restores the
+data (the old copy cannot serve it), and the move waits in `Syncing` until the hook completes or
+the annotation says so. Should the old cluster return before the cut-over, its copy is still
+the one that serves. A failed old cluster cannot be seen scaled down, so `CutOver` ends at once;
+its leftovers are pruned when it returns.
 
 When the target changes mid-move, before the cut-over the move starts again from the old copy
 (back to the old cluster, it is cancelled); from the cut-over on, the new copy serves and a new
-move starts from it. An old cluster whose file is gone, or that failed over, has no copy to
-keep: the workload just goes (failover restores from whatever the target holds).
+move starts from it. An old cluster whose file is gone has no copy to keep: the workload just
+goes.
 """
 
 from __future__ import annotations
@@ -124,8 +129,7 @@ def _begin(fleet: Fleet, decided: Decision, was: Placed | None, at: str) -> Deci
     home = _home(decided)
     if was is None or home is None or home.cluster == was.cluster or not was.replicas:
         return replace(decided, retiring=())
-    row = fleet.index.get(was.cluster)
-    if row is None or fleet.failed[row]:
+    if was.cluster not in fleet.index:
         return replace(decided, retiring=())
     return replace(decided, retiring=(Placed(was.cluster, was.replicas, PROVISIONING, at),))
 
