@@ -20,9 +20,9 @@ from reconciler import (
     dependencies,
     durations,
     movehooks,
+    names,
     policies,
     schemacheck,
-    workloads,
     yamlio,
 )
 from reconciler import references as refs
@@ -122,12 +122,11 @@ def _shape_ok(doc: Document, into: _Collector) -> bool:
     if not isinstance(meta, Mapping) or "name" not in meta:
         into.problem(doc, "/metadata" if "metadata" in body else "", "missing metadata.name")
         return False
-    for field in ("name", "namespace"):
-        if field in meta:
-            reason = workloads.unsafe_name_reason(meta[field])
-            if reason:
-                into.problem(doc, f"/metadata/{field}", f"metadata.{field} {reason}")
-                ok = False
+    if not ok:
+        return False
+    for pointer, message in names.document_problems(body):
+        into.problem(doc, pointer, message)
+        ok = False
     return ok
 
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from reconciler.domain import paths
+
 Manifest = Mapping[str, Any]
 """A Kubernetes object (or a dro kind) as parsed from YAML: plain dicts, lists and scalars."""
 
@@ -45,12 +47,13 @@ class ResourceKey:
 
     @property
     def file_stem(self) -> str:
-        """`<kind>-<name>`, with `.<group>` after the kind outside core and apps; lowercase.
+        """`<kind>-<name>`, with `.<group>` after the kind outside core and apps; lowercase;
+        shortened with a hash when `<stem>.yaml` would pass 255 bytes (`paths.stem`).
 
         The one naming rule for rendered manifests, decision files and decision names.
         """
         kind = self.kind if self.group in ("", "apps") else f"{self.kind}.{self.group}"
-        return f"{kind}-{self.name}".lower()
+        return paths.stem(f"{kind}-{self.name}".lower())
 
     @property
     def folder(self) -> str:
