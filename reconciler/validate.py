@@ -198,6 +198,15 @@ def _accept_cluster(doc: Document, into: _Collector) -> None:
 
 
 def _parse(source: Source, into: _Collector) -> None:
+    for path, what in source.links.items():
+        into.problems.append(
+            Problem(
+                path=path,
+                line=1,
+                message=f"{path} is {what}, which dro does not read: the objects it holds "
+                "would silently drop out of the placement; commit the files themselves",
+            )
+        )
     for file in source.files:
         route = _route(file.path)
         if route is None:

@@ -22,6 +22,8 @@ MAX_COMPONENT_BYTES = 255
 HASH_DIGITS = 16
 YAML = ".yaml"
 
+_PLAIN = re.compile(r"[a-z0-9_][a-z0-9_.:-]{0,254}")
+"""The common case, safe at a glance: it cannot spell .git, and it is ASCII (bytes = chars)."""
 _HFS_IGNORABLE = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
 _NTFS_DOTGIT = re.compile(r"(\.git|git~1)[. ]*(:.*)?", re.IGNORECASE | re.DOTALL)
 _NTFS_GITMODULES = re.compile(
@@ -41,6 +43,8 @@ def stem(readable: str, *, suffix: str = YAML) -> str:
 
 def unsafe_component(name: str) -> str | None:
     """Why git (fsck, checkout) would refuse `name` as one path component, or None."""
+    if _PLAIN.fullmatch(name):
+        return None
     if name in ("", ".", ".."):
         return "is empty, '.' or '..'"
     if "/" in name or "\x00" in name or "\\" in name:
