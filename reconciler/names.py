@@ -18,14 +18,18 @@ scheduled or rendered, so that a name can never become a path that escapes its f
   DNS-1123 subdomain and a version a DNS-1035 label.
 
 dro adds one rule of its own for every kind: no control characters (newline, tab …) and no
-backslash, since names become file names and appear in `FILE:LINE` reports. This module is pure.
+backslash, since names become file names and appear in `FILE:LINE` reports; and no two objects
+may share a rendered file (`shared_files`). This module is pure.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+from reconciler.domain import Workload
+from reconciler.errors import Problem
 
 DNS1123_LABEL_MAX = 63
 DNS1123_SUBDOMAIN_MAX = 253
@@ -223,3 +227,26 @@ def document_problems(body: Mapping[str, Any]) -> list[tuple[str, str]]:
                 ("/metadata/namespace", f"metadata.namespace {meta['namespace']!r} {reason}")
             )
     return found
+
+
+def shared_files(objects: Iterable[Workload]) -> list[Problem]:
+    """An error for each object whose rendered file name (`<namespace>/<kind>[.<group>]-<name>`,
+    lowercase, `ResourceKey.file_stem`) is already another object's: one would overwrite the
+    other (`v1 Deployment` beside `apps/v1 Deployment`, or a name crafted to equal a hash)."""
+    seen: dict[tuple[str, str], Workload] = {}
+    problems = []
+    for workload in objects:
+        where = (workload.key.folder.lower(), workload.key.file_stem)
+        first = seen.setdefault(where, workload)
+        if first is not workload:
+            problems.append(
+                Problem(
+                    path=workload.origin.path,
+                    line=workload.origin.line_of("/metadata/name"),
+                    pointer="/metadata/name",
+                    message=f"{workload.key} would be written to the same file, "
+                    f"{where[0]}/{where[1]}.yaml, as {first.key} "
+                    f"({first.origin.path}:{first.origin.line})",
+                )
+            )
+    return problems

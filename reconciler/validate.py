@@ -288,6 +288,7 @@ def check(source: Source) -> Result:
     config = _config(into)
     version = config.kubernetes_version or schemacheck.kubernetes_versions()[-1]
     objects = refs.check_objects(into.objects, version, into.problems)
+    into.problems += names.shared_files(objects)
     cluster_list = refs.unique_clusters(into.cluster_list, into.problems)
     refs.check_cluster_references(
         cluster_list,
