@@ -33,7 +33,8 @@ def _crd(name: str, plural: str = "widgets", group: str = "example.com") -> str:
         f"spec:\n  group: {group}\n  scope: Namespaced\n"
         f"  names: {{plural: {plural}, singular: widget, kind: Widget, listKind: WidgetList}}\n"
         "  versions:\n  - name: v1\n    served: true\n    storage: true\n"
-        "    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}\n",
+        "    schema:\n      openAPIV3Schema:\n"
+        "        {type: object, x-kubernetes-preserve-unknown-fields: true}\n",
     )
 
 
