@@ -110,17 +110,17 @@ def write_files(root: Path, items: Sequence[tuple[str, bytes]]) -> None:
     writes into), refusing any path that is unsafe for git or whose folder resolves outside
     `root`: names are checked at validate, so either would be a bug."""
     base = os.path.realpath(root)
-    folders: set[str] = set()
-    for relative, data in items:
+    for relative, _ in items:
         paths.check(relative)
-        folder = os.path.dirname(relative)
-        if folder not in folders:
-            where = os.path.join(base, folder)
-            os.makedirs(where, exist_ok=True)
-            if os.path.commonpath([base, os.path.realpath(where)]) != base:
-                raise ValueError(f"refusing to write {relative!r} outside {root}")
-            folders.add(folder)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+    # every folder first, then the files: on ext4 that is several times faster than creating
+    # each folder when its first file comes
+    for folder in sorted({os.path.dirname(relative) for relative, _ in items}):
+        where = os.path.join(base, folder)
+        os.makedirs(where, exist_ok=True)
+        if os.path.commonpath([base, os.path.realpath(where)]) != base:
+            raise ValueError(f"refusing to write into {folder!r}: it resolves outside {root}")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+    for relative, data in items:
         handle = os.open(os.path.join(base, relative), flags, 0o644)
         try:
             os.write(handle, data)
