@@ -12,7 +12,6 @@ import os
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from types import MappingProxyType
 
 import structlog
 
@@ -74,7 +73,7 @@ def from_directory(root: Path) -> Source:
         )
     return Source(
         files=tuple(sorted(files, key=lambda f: f.path)),
-        links=MappingProxyType(dict(sorted(links.items()))),
+        links=tuple(sorted(links.items())),
     )
 
 
@@ -112,7 +111,7 @@ def _source(repo: gitrepo.Repository, commit: gitrepo.Commit) -> Source:
         files=tuple(
             SourceFile(path=p, data=d) for p, d in sorted(files.items()) if is_source_path(p)
         ),
-        links=MappingProxyType({p: what for p, what in sorted(links.items()) if in_source(p)}),
+        links=tuple((p, what) for p, what in sorted(links.items()) if in_source(p)),
         commit=sha,
         commit_time=when,
         author=author,

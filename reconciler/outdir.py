@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from reconciler.domain import paths
-from reconciler.errors import UsageError
+from reconciler.errors import DroError, UsageError
 
 MARKER = ".dro-render"
 MARKER_TEXT = (
@@ -70,12 +70,18 @@ def staged(out: Path) -> Iterator[Path]:
     """A new temporary folder beside `out` to render into; put in place of `out` when the
     block succeeds, removed when it fails. `check` must have passed."""
     target = out.resolve()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.dro-", dir=target.parent))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.dro-", dir=target.parent))
+    except OSError as error:
+        raise UsageError(f"--out {out}: cannot create a folder beside it: {error}") from error
     try:
         (stage / MARKER).write_bytes(MARKER_TEXT)
         yield stage
         _swap(stage, target)
+    except OSError as error:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise DroError(f"--out {out}: writing the rendered tree failed: {error}") from error
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise

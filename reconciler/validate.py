@@ -198,7 +198,7 @@ def _accept_cluster(doc: Document, into: _Collector) -> None:
 
 
 def _parse(source: Source, into: _Collector) -> None:
-    for path, what in source.links.items():
+    for path, what in source.links:
         into.problems.append(
             Problem(
                 path=path,

@@ -112,6 +112,6 @@ class Source:
     """The committer time of the source commit (Unix seconds), the pass's "now" offline."""
     author: str | None = None
     """`Name <email>` of the source commit's author, for the audit log."""
-    links: Mapping[str, str] = field(default_factory=empty)
-    """Symbolic links and submodules among the source paths (path → which), which dro does not
+    links: tuple[tuple[str, str], ...] = ()
+    """Symbolic links and submodules among the source paths (path, which), which dro does not
     read: `validate` reports each at its path."""
