@@ -125,7 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
         "manifests and decisions into DIR.",
     )
     _add_source_args(rend)
-    rend.add_argument("--out", type=Path, required=True, help="directory to write the tree to")
+    rend.add_argument(
+        "--out", type=Path, required=True, metavar="DIR", help="directory to write the tree to"
+    )
     rend.add_argument(
         "--clean",
         action="store_true",

@@ -16,7 +16,7 @@ import pygit2
 import pytest
 from conftest import Daemon, SourceRepo, git
 
-from reconciler import cli, gitrepo
+from reconciler import cli, gitrepo, render, status
 from reconciler.domain import ResourceKey, paths
 
 GROUP = ".".join(["g" * 61, "h" * 61, "i" * 61, "example"])  # 245 characters
@@ -162,3 +162,18 @@ def test_the_tree_writer_accepts_what_git_accepts(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_every_path_of_one_object_uses_the_same_short_stem() -> None:
+    key = ResourceKey(group=GROUP, kind="Widget", namespace="n" * 63, name=LONG)
+    stem = key.file_stem
+    written = [
+        render.object_path("c" * 250, key),
+        render.decision_path(key),
+        status.workload_path(key),
+    ]
+    for path in written:
+        assert all(len(part.encode()) <= paths.MAX_COMPONENT_BYTES for part in path.split("/"))
+        assert path.endswith(f"/{stem}.yaml")
+    assert stem.startswith(f"widget.{GROUP}-aaa")
+    assert stem != ResourceKey(group=GROUP, kind="Widget", namespace="x", name=LONG[:-1]).file_stem
