@@ -18,6 +18,7 @@ import structlog
 from reconciler import (
     commit,
     gitrepo,
+    guard,
     live,
     load,
     render,
@@ -106,16 +107,18 @@ def decide(
     diagnose: bool = True,
     now: float | None = None,
     observations: Mapping[str, Observation] | None = None,
+    ceiling: guard.Guard = guard.BUILTIN,
 ) -> tuple[Spec, tuple[Decision, ...]]:
     """Validate → schedule: the spec and one decision per workload.
 
     `now` stamps moves and measures cooldowns; by default it is the source commit's time, so
     an offline run on the same commit gives the same bytes. `phases` are the clusters' phases
     after the last pass (`load.previous_phases`), which say which clusters are filling.
-    `observations` replace the declared figures of the clusters they name.
+    `observations` replace the declared figures of the clusters they name. `ceiling` is the
+    operator's guard.
     """
     on_stage(Stage.VALIDATE)
-    spec = validate.spec(source)
+    spec = validate.spec(source, ceiling=ceiling)
     placement = _schedule(spec, on_stage, previous, phases, diagnose, now, source, observations)
     return spec, placement.decisions
 
@@ -175,13 +178,14 @@ def plan(
     now: float | None = None,
     observer: Observer | None = None,
     diagnose: bool = True,
+    ceiling: guard.Guard = guard.BUILTIN,
 ) -> tuple[Planned, live.Observed]:
     """Validate → (observe) → schedule → render: the part of a pass every command shares.
     Without an `observer` nothing is observed, and the tree is a pure function of the source
     and the previous state. `diagnose=False` leaves the per-cluster verdicts out of the
-    decisions."""
+    decisions. `ceiling` is the operator's guard."""
     on_stage(Stage.VALIDATE)
-    spec = validate.spec(source)
+    spec = validate.spec(source, ceiling=ceiling)
     observed = live.Observed()
     if observer is not None:
         on_stage(Stage.OBSERVE)
@@ -260,6 +264,7 @@ def _one_pass(settings: Settings, on_stage: StageHook, *, follow_up: bool = Fals
             phases=load.previous_phases(state),
             now=now,
             observer=observer if settings.online else None,
+            ceiling=settings.guard,
         )
         for warning in validate.removed_clusters(planned.spec, previous):
             log.warning("cluster_removed_with_replicas", stage=Stage.VALIDATE, detail=warning)
