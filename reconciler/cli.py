@@ -425,6 +425,9 @@ def _cmd_reconcile(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
         print(f"unreachable: {why}")
     if result.applied.prune_blocked:
         print(f"prune held back: {result.applied.prune_blocked}")
+    elif result.applied.prune_held:
+        held = ", ".join(result.applied.prune_held)
+        print(f"prune held back for {held}: an object of that kind and namespace was not applied")
     if result.passes == 2:
         print("moves completed: the new copies are Healthy and the old ones were retired")
     return 0 if result.applied.ok and not result.unreachable else 1

@@ -25,9 +25,10 @@ from reconciler import (
     schedule,
     status,
     summary,
+    takeover,
     validate,
 )
-from reconciler.apply import ClusterSync
+from reconciler.apply import ClusterSync, Identity
 from reconciler.domain import Decision, Observation, Source, Spec
 from reconciler.settings import Settings
 
@@ -320,7 +321,9 @@ def _one_pass(settings: Settings, on_stage: StageHook, *, follow_up: bool = Fals
         on_stage(Stage.APPLY)
         down = ", ".join(sorted(observed.unreachable))
         applied = members.apply(
-            planned.tree, held_back=f"clusters could not be listed ({down})" if down else None
+            planned.tree,
+            held_back=f"clusters could not be listed ({down})" if down else None,
+            provenance=provenance(planned.spec),
         )
         for cluster in applied.clusters:
             log.info("applied", stage=Stage.APPLY, **_fields(cluster))
@@ -347,6 +350,20 @@ def _one_pass(settings: Settings, on_stage: StageHook, *, follow_up: bool = Fals
         structlog.contextvars.unbind_contextvars("source")
         if members is not None:
             members.close()
+
+
+def provenance(spec: Spec) -> dict[Identity, takeover.Provenance]:
+    """Each source object's `FILE:LINE` and takeover rule (from the policy that claims it, or
+    dro.yaml's default placement), for apply's reports and its takeover decisions."""
+    found = {}
+    for workload in spec.workloads:
+        policy = (spec.claims or {}).get(workload.key)
+        placement = policy.placement if policy is not None else spec.config.default_placement
+        key = workload.key
+        found[(key.group, key.kind, key.namespace, key.name)] = takeover.Provenance(
+            where=f"{workload.origin.path}:{workload.origin.line}", takeover=placement.takeover
+        )
+    return found
 
 
 def _access(settings: Settings) -> live.Access:
@@ -389,5 +406,7 @@ def _fields(report: ClusterSync) -> dict[str, object]:
         "pruned": report.pruned,
         "drifted": report.drifted,
         "failed": report.failed,
+        "rejected": report.rejected,
+        "released": report.released,
         "writes": report.writes,
     }

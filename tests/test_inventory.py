@@ -76,8 +76,15 @@ refs = st.builds(
 )
 
 
-@given(st.dictionaries(refs, st.sampled_from(["", "0123456789abcdef"]), max_size=20))
-def test_the_configmap_round_trips(held: dict[Ref, str]) -> None:
+records = st.builds(
+    inventory.Record,
+    digest=st.sampled_from(["", "0123456789abcdef"]),
+    state=st.sampled_from([inventory.CREATED, inventory.ADOPTED, inventory.INTENDED]),
+)
+
+
+@given(st.dictionaries(refs, records, max_size=20))
+def test_the_configmap_round_trips(held: dict[Ref, inventory.Record]) -> None:
     configmap = inventory.encode(held)
     assert configmap["metadata"]["namespace"] == "dro-system"
     assert inventory.decode(configmap) == held
