@@ -22,7 +22,8 @@ from typing import Any
 import structlog
 import yaml
 
-from reconciler import durations, kube, leader, metrics, report, runner, server, settings
+from reconciler import durations, guard, kube, leader, metrics, report, runner, server, settings
+from reconciler.domain import Origin
 from reconciler.errors import ClusterError, UsageError
 
 log = structlog.get_logger("dro")
@@ -41,13 +42,20 @@ def _seconds(text: str) -> float:
     return durations.seconds(str(text))
 
 
+def _guard(raw: Any) -> guard.Guard:
+    """`--guard FILE`, or `guard:` in the config file: a file name or the guard itself."""
+    if isinstance(raw, dict):
+        return guard.ceiling_from(raw, origin=Origin(path="guard in the config file", line=1))
+    return guard.load_ceiling(Path(str(raw)))
+
+
 @dataclass(frozen=True, slots=True)
 class Option:
     """One setting of `dro run`: its flag, default, parser and help."""
 
     name: str
     default: Any
-    convert: Callable[[str], Any]
+    convert: Callable[[Any], Any]
     help: str
 
     @property
@@ -89,6 +97,12 @@ OPTIONS = (
     Option("parallel", 8, int, "clusters observed and applied at once"),
     Option("move-wait", 60.0, _seconds, "wait this long for moved replicas to become Healthy"),
     Option("status-interval", 600.0, _seconds, "commit a status-only change at most this often"),
+    Option(
+        "guard",
+        None,
+        _guard,
+        guard.FLAG_HELP + "; in the config file, a file name or the guard's mapping itself",
+    ),
 )
 
 
@@ -214,6 +228,7 @@ def _settings(values: Mapping[str, Any]) -> settings.Settings:
         parallel=values["parallel"],
         move_wait=values["move_wait"],
         status_interval=values["status_interval"],
+        guard=values["guard"] or guard.BUILTIN,
     )
 
 

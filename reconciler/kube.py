@@ -126,6 +126,19 @@ class Conflict(ClusterError):
     changed since the resourceVersion the write was based on. Read it again and retry."""
 
 
+class Rejected(ClusterError):
+    """The API refused this one object (a 4xx such as 422 Invalid, 400, 403 or 404, but not
+    401, 408 or 429, which say nothing about the object): the cluster works, the object is
+    wrong for it. The message carries the API server's own."""
+
+
+class UnservedKind(Rejected):
+    """The cluster serves no such kind (no CRD for it, or a removed API version)."""
+
+
+_NOT_ABOUT_THE_OBJECT = frozenset({401, 408, 429})
+
+
 class Connection:
     """One cluster's API through the official client: discovery, server-side apply with the
     field manager `dro`, reads and deletes, creates and guarded replaces (a Lease's). Errors
@@ -289,9 +302,16 @@ class _Translated:
             return True
         what = _describe(self.obj)
         if isinstance(error, ResourceNotFoundError):
-            message = f"{self.verb} {what}: the API serves no such kind"
-        elif isinstance(error, ApiException):
+            raise UnservedKind(
+                self.cluster, f"{self.verb} {what}: the API serves no such kind"
+            ) from error
+        if isinstance(error, ApiException):
             message = f"{self.verb} {what}: HTTP {status} {getattr(error, 'reason', '')}".strip()
+            said = _server_message(error, self.obj)
+            if said:
+                message = f"{message}: {said}"
+            if _about_the_object(status) and not (self.conflicts and status == 409):
+                raise Rejected(self.cluster, message) from error
         elif isinstance(error, HTTPError | OSError):
             message = f"{self.verb} {what}: cannot reach the API: {error}"
         else:
@@ -299,6 +319,29 @@ class _Translated:
         if self.conflicts and status == 409 and isinstance(error, ApiException):
             raise Conflict(self.cluster, message) from error
         raise ClusterError(self.cluster, message) from error
+
+
+def _about_the_object(status: Any) -> bool:
+    """A 4xx that says the object is wrong, not that the client or the cluster is."""
+    return isinstance(status, int) and 400 <= status < 500 and status not in _NOT_ABOUT_THE_OBJECT
+
+
+def _server_message(error: Any, obj: Mapping[str, Any]) -> str:
+    """The `message` of the API's Status body, one line, without any value of a Secret."""
+    try:
+        body = json.loads(getattr(error, "body", None) or "{}")
+    except (TypeError, ValueError):
+        return ""
+    message = body.get("message") if isinstance(body, dict) else None
+    if not isinstance(message, str):
+        return ""
+    message = " ".join(message.split())[:500]
+    if obj.get("kind") == "Secret":
+        for field in ("data", "stringData"):
+            for value in (obj.get(field) or {}).values():
+                if isinstance(value, str) and value:
+                    message = message.replace(value, "(hidden)")
+    return message
 
 
 def _describe(obj: Mapping[str, Any]) -> str:

@@ -68,7 +68,8 @@ def dro_placement(spec: Mapping[str, Any]) -> Placement:
     )
     rebalance = placement.get("rebalance") or {}
     moves = rebalance.get("maxMovesPerPass")
-    as_written = {k: v for k, v in placement.items() if k != "rebalance"}
+    # neither the churn budget nor the takeover rule changes where replicas go
+    as_written = {k: v for k, v in placement.items() if k not in ("rebalance", "apply")}
     return Placement(
         digest=digest({"targetClusters": spec.get("targetClusters"), "placement": as_written}),
         max_moves=None if moves is None else MoveBudget.parse(moves),
@@ -95,6 +96,7 @@ def dro_placement(spec: Mapping[str, Any]) -> Placement:
         data=datamodel.accesses(placement.get("data") or (), None, "", []),
         max_data_latency_ms=placement.get("maxDataLatencyMs"),
         allow_split=bool(placement.get("allowSplit", False)),
+        takeover=(placement.get("apply") or {}).get("takeover", "IfNoDiff"),
     )
 
 
@@ -214,6 +216,7 @@ def _karmada_pp(doc: Document) -> PlacementPolicy:
             replicas=karmada_replicas(placement.get("replicaScheduling")),
             spread=tuple(_karmada_spread(s) for s in placement.get("spreadConstraints") or ()),
             failover=spec.get("failover") is not None,
+            takeover="Always" if spec.get("conflictResolution") == "Overwrite" else "Never",
         ),
         dro_extensions=annotations.get(EXTENSIONS_ANNOTATION) == "enabled",
     )

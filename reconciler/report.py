@@ -95,7 +95,8 @@ def apply_table(clusters: Sequence[ClusterSync]) -> Table:
         table.add_column(name, justify="left" if name == "cluster" else "right")
     for sync in clusters:
         label = sync.cluster if sync.reachable else f"{sync.cluster} [red](unreachable)[/red]"
-        counts = (sync.applied, sync.unchanged, sync.pruned, len(sync.drifted), len(sync.failed))
+        failed = len(sync.failed) + len(sync.rejected)
+        counts = (sync.applied, sync.unchanged, sync.pruned, len(sync.drifted), failed)
         table.add_row(label, *(str(n) for n in counts), str(sync.writes))
     return table
 
@@ -106,6 +107,8 @@ def apply_details(clusters: Sequence[ClusterSync]) -> list[str]:
     for sync in clusters:
         lines += [f"{sync.cluster}: drift corrected: {line}" for line in sync.drifted]
         lines += [f"{sync.cluster}: failed: {line}" for line in sync.failed]
+        lines += [f"{sync.cluster}: not applied: {line}" for line in sync.rejected]
+        lines += [f"{sync.cluster}: kept (not dro's to delete): {line}" for line in sync.released]
         lines += [f"{sync.cluster}: kept (deletion-protected): {ref}" for ref in sync.protected]
     return lines
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import structlog
 
-from reconciler import live, load, pipeline, plandiff, status
+from reconciler import guard, live, load, pipeline, plandiff, status
 from reconciler.domain import Decision, Source, Spec
 from reconciler.errors import Severity, ValidationFailed
 
@@ -33,8 +33,10 @@ def plan_review(
     state_dir: Path,
     credentials: load.Credentials | None = None,
     on_stage: pipeline.StageHook | None = None,
+    ceiling: guard.Guard = guard.BUILTIN,
 ) -> plandiff.PlanDiff:
-    """Plan `base` and `head` of the repository at `location` and compare them."""
+    """Plan `base` and `head` of the repository at `location` and compare them, both under the
+    operator's guard `ceiling`."""
     revisions = load.Revisions(location, state_dir, credentials=credentials)
     state = revisions.state(output_branch)
     sources = revisions.source(base), revisions.source(head)
@@ -50,7 +52,7 @@ def plan_review(
     )
 
     def side(ref: str, source: Source) -> plandiff.Side:
-        return _side(ref, source, state, previous, phases, now, on_stage or _quiet)
+        return _side(ref, source, state, previous, phases, now, on_stage or _quiet, ceiling)
 
     before, after = side(base, sources[0]), side(head, sources[1])
     if not before.valid and after.valid:
@@ -70,6 +72,7 @@ def _side(
     phases: Mapping[str, str],
     now: float,
     on_stage: pipeline.StageHook,
+    ceiling: guard.Guard,
 ) -> plandiff.Side:
     def committed(spec: Spec) -> live.Observed:
         return live.Observed(observations=status.committed_observations(state, spec.clusters))
@@ -83,6 +86,7 @@ def _side(
             now=now,
             observer=committed,
             diagnose=False,
+            ceiling=ceiling,
         )
     except ValidationFailed as failed:
         return plandiff.Side(ref=ref, commit=source.commit, problems=failed.problems)

@@ -19,6 +19,7 @@ from reconciler import (
     datamodel,
     dependencies,
     durations,
+    guard,
     movehooks,
     policies,
     schemacheck,
@@ -65,6 +66,7 @@ class _Collector:
         self.config_docs: list[Document] = []
         self.cluster_list: list[Cluster] = []
         self.placement: list[PlacementPolicy] = []
+        self.placement_docs: list[Document] = []
         self.overrides: list[OverridePolicy] = []
         self.objects: list[Document] = []
         self.datasets: dict[str, Document] = {}
@@ -178,6 +180,7 @@ def _accept(doc: Document, route: str, into: _Collector) -> None:
         _accept_cluster(doc, into)
     elif policies.is_placement_kind(doc.body["apiVersion"], doc.body["kind"]):
         into.placement.append(policies.placement_policy(doc))
+        into.placement_docs.append(doc)
         raw = ((doc.body.get("spec") or {}).get("placement") or {}).get("data") or ()
         pointer = "/spec/placement/data"
         for index, access in enumerate(datamodel.accesses(raw, doc.origin, pointer, into.problems)):
@@ -273,8 +276,9 @@ def _config(into: _Collector) -> SchedulerConfig:
     )
 
 
-def check(source: Source) -> Result:
-    """Validate every file; return the Spec (None on any error) and all problems, sorted."""
+def check(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Result:
+    """Validate every file; return the Spec (None on any error) and all problems, sorted.
+    `ceiling` is the operator's guard (`guard.load_ceiling`), which dro.yaml may narrow."""
     into = _Collector()
     _parse(source, into)
     config = _config(into)
@@ -300,6 +304,7 @@ def check(source: Source) -> Result:
     into.problems += datamodel.unknown_data_sets(into.data_refs, data_sets)
     refs.check_karmada_rules(into.placement, into.problems)
     claimed_by = refs.check_claims(into.placement, objects, into.problems)
+    _check_guard(ceiling, into, objects, cluster_list, None in claimed_by.values())
     problems = tuple(sorted(into.problems, key=lambda p: p.sort_key))
     if any(p.severity is Severity.ERROR for p in problems):
         return Result(spec=None, problems=problems)
@@ -337,9 +342,28 @@ def _annotated_access(
     return found
 
 
-def spec(source: Source) -> Spec:
+def _check_guard(
+    ceiling: guard.Guard,
+    into: _Collector,
+    objects: list[Workload],
+    cluster_list: list[Cluster],
+    default_used: bool,
+) -> None:
+    """The guard's layers (the operator's ceiling, then dro.yaml's narrowing) over every
+    object and placement target."""
+    config_doc = into.config_docs[0] if into.config_docs else None
+    narrowed, problems = guard.narrowing(config_doc, ceiling)
+    layers = (ceiling,) if narrowed is None else (ceiling, narrowed)
+    into.problems += problems
+    into.problems += guard.check_objects(layers, objects)
+    into.problems += guard.check_placement(
+        layers, cluster_list, into.placement_docs, config_doc, default_used
+    )
+
+
+def spec(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Spec:
     """The validated Spec of a source; raises `ValidationFailed` with every problem found."""
-    result = check(source)
+    result = check(source, ceiling=ceiling)
     if result.spec is None:
         raise ValidationFailed(result.problems)
     return result.spec
