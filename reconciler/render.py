@@ -152,6 +152,7 @@ class RuleIndex:
         self._by_cluster: dict[tuple[int, ...], Mapping[str, tuple[Any, ...]]] = {}
 
     def targets(self, rule: OverrideRule) -> frozenset[str]:
+        """The names of the clusters the rule targets."""
         found = self._targets.get(id(rule))
         if found is None:
             found = frozenset(
@@ -178,6 +179,7 @@ class RuleIndex:
         return found
 
     def key(self, rule: OverrideRule) -> str:
+        """The rule's content as canonical JSON: equal keys, equal renders."""
         found = self._keys.get(id(rule))
         if found is None:
             found = json.dumps(

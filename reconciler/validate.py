@@ -20,6 +20,7 @@ from reconciler import (
     dependencies,
     durations,
     movehooks,
+    overridecheck,
     policies,
     schemacheck,
     workloads,
@@ -300,6 +301,8 @@ def check(source: Source) -> Result:
     into.problems += datamodel.unknown_data_sets(into.data_refs, data_sets)
     refs.check_karmada_rules(into.placement, into.problems)
     claimed_by = refs.check_claims(into.placement, objects, into.problems)
+    crds = refs.crds_of(into.objects)
+    into.problems += overridecheck.problems(objects, into.overrides, cluster_list, version, crds)
     problems = tuple(sorted(into.problems, key=lambda p: p.sort_key))
     if any(p.severity is Severity.ERROR for p in problems):
         return Result(spec=None, problems=problems)
