@@ -74,7 +74,9 @@ def schema_errors(
 def masked(body: Mapping[str, Any], error: schemacheck.SchemaError) -> str:
     """A schema error's message, with a Secret's values never shown."""
     secret = body.get("kind") == "Secret" and "/" not in str(body.get("apiVersion"))
-    if secret and error.pointer.startswith(SECRET_FIELDS):
+    if secret and any(
+        error.pointer == f or error.pointer.startswith(f + "/") for f in SECRET_FIELDS
+    ):
         return "invalid Secret value (the value is not shown)"
     return error.message
 
