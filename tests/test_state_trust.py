@@ -278,3 +278,20 @@ def test_any_field_of_a_status_file_may_be_wrong_without_a_crash(
         if data is text:
             assert statuses == {}
             assert phases == {"eu-west-1": ""}
+
+
+def test_plan_says_which_decisions_were_set_aside(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_source_repo(tmp_path / "src")
+    assert reconcile(repo, tmp_path / "state") == 0
+    edit_output_branch(
+        repo, tmp_path, CART, lambda text: text.replace("replicas: 1", "replicas: 2", 1)
+    )
+    git(repo.work, "fetch", "--quiet", "origin")
+    capsys.readouterr()
+    args = ["plan", "--repo", str(repo.work), "--base", "main", "--head", "main"]
+    assert cli.main([*args, "-o", "markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "1 decision(s) on the output branch were set aside" in out
+    assert f"shop/Deployment.apps/cart: {standing.SET_ASIDE} ({CART}: edited outside dro" in out
