@@ -16,6 +16,9 @@ from typing import Any
 
 import jsonpatch
 
+from reconciler.domain import OverridePolicy, OverrideRule, ResourceKey
+from reconciler.errors import Problem, ValidationFailed
+
 PathToken = str | int
 
 _TOKEN = re.compile(
@@ -229,3 +232,32 @@ OPERATIONS: Mapping[str, Callable[[dict[str, Any], Mapping[str, Any]], None]] = 
 def apply(manifest: dict[str, Any], operation: str, op: Mapping[str, Any]) -> None:
     """Apply one tagged operation to `manifest` in place; raises `OverrideError`."""
     OPERATIONS[operation](manifest, op)
+
+
+def apply_rule(
+    manifest: dict[str, Any],
+    policy: OverridePolicy,
+    rule: OverrideRule,
+    *,
+    cluster: str,
+    key: ResourceKey,
+) -> None:
+    """Apply one rule's operations in order; a failing one raises `ValidationFailed`, located
+    at that operation's line in its policy file (`failure`)."""
+    for position, (operation, op) in enumerate(rule.operations):
+        try:
+            apply(manifest, operation, op)
+        except OverrideError as error:
+            detail = f"{operation} failed on {key} for cluster {cluster}: {error}"
+            raise ValidationFailed([failure(policy, rule, position, detail)]) from error
+
+
+def failure(policy: OverridePolicy, rule: OverrideRule, position: int, message: str) -> Problem:
+    """A problem at the line of the `position`-th operation of `rule` in its policy file."""
+    pointer = rule.pointers[position] if position < len(rule.pointers) else "/spec"
+    return Problem(
+        path=policy.origin.path,
+        line=policy.origin.line_of(pointer),
+        pointer=pointer,
+        message=f"{policy.ref}: {message}",
+    )

@@ -243,8 +243,11 @@ def _dro_overrides(doc: Document) -> OverridePolicy:
                 else None
             ),
             operations=tuple(("fieldPatch", MappingProxyType(dict(p))) for p in o["fieldPatches"]),
+            pointers=tuple(
+                f"/spec/overrides/{i}/fieldPatches/{j}/path" for j in range(len(o["fieldPatches"]))
+            ),
         )
-        for o in spec["overrides"]
+        for i, o in enumerate(spec["overrides"])
     )
     return OverridePolicy(
         ref=_ref(doc),
@@ -255,13 +258,19 @@ def _dro_overrides(doc: Document) -> OverridePolicy:
     )
 
 
-def _karmada_rule(target: Mapping[str, Any] | None, overriders: Mapping[str, Any]) -> OverrideRule:
+def _karmada_rule(
+    target: Mapping[str, Any] | None, overriders: Mapping[str, Any], pointer: str
+) -> OverrideRule:
     operations: list[tuple[str, Mapping[str, Any]]] = []
+    pointers: list[str] = []
     for name in KARMADA_OPERATION_ORDER:
-        operations.extend((name, MappingProxyType(dict(op))) for op in overriders.get(name) or ())
+        for index, op in enumerate(overriders.get(name) or ()):
+            operations.append((name, MappingProxyType(dict(op))))
+            pointers.append(f"{pointer}/{name}/{index}" + ("/path" if name == "plaintext" else ""))
     return OverrideRule(
         target=selectors.karmada_affinity(target) if target is not None else None,
         operations=tuple(operations),
+        pointers=tuple(pointers),
     )
 
 
@@ -271,10 +280,14 @@ def _karmada_overrides(doc: Document) -> OverridePolicy:
     namespace = doc.body["metadata"].get("namespace", "default") if namespaced else None
     if spec.get("overrideRules"):
         rules = tuple(
-            _karmada_rule(r.get("targetCluster"), r["overriders"]) for r in spec["overrideRules"]
+            _karmada_rule(
+                r.get("targetCluster"), r["overriders"], f"/spec/overrideRules/{i}/overriders"
+            )
+            for i, r in enumerate(spec["overrideRules"])
         )
     else:
-        rules = (_karmada_rule(spec.get("targetCluster"), spec.get("overriders") or {}),)
+        overriders = spec.get("overriders") or {}
+        rules = (_karmada_rule(spec.get("targetCluster"), overriders, "/spec/overriders"),)
     return OverridePolicy(
         ref=PolicyRef(
             kind=doc.body["kind"], namespace=namespace, name=doc.body["metadata"]["name"]

@@ -13,6 +13,7 @@ manifests and decisions, and the water levels of its status files.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import structlog
@@ -20,6 +21,7 @@ import structlog
 from reconciler import guard, live, load, pipeline, plandiff, status
 from reconciler.domain import Decision, Source, Spec
 from reconciler.errors import Severity, ValidationFailed
+from reconciler.schedule import standing
 
 log = structlog.get_logger("dro")
 
@@ -57,7 +59,22 @@ def plan_review(
     before, after = side(base, sources[0]), side(head, sources[1])
     if not before.valid and after.valid:
         before = _in_force(before, revisions, output_branch)
-    return plandiff.compare(before, after)
+    return plandiff.compare(before, replace(after, note=_set_aside(after.decisions)))
+
+
+def _set_aside(decisions: Sequence[Decision]) -> str:
+    """What the head says about previous decisions it could not start from (`standing`)."""
+    found = [
+        f"{d.key}: {d.diagnosis.trigger}"
+        for d in decisions
+        if d.diagnosis.trigger.startswith(standing.SET_ASIDE)
+    ]
+    if not found:
+        return ""
+    return (
+        f"{len(found)} decision(s) on the output branch were set aside and divided again by "
+        "their policies: " + "; ".join(found)
+    )
 
 
 def _quiet(_stage: str) -> None:

@@ -20,7 +20,9 @@ from reconciler import (
     dependencies,
     durations,
     guard,
+    listkinds,
     movehooks,
+    overridecheck,
     policies,
     schemacheck,
     workloads,
@@ -73,6 +75,8 @@ class _Collector:
         self.topology: Document | None = None
         self.data_refs: list[tuple[DataAccess, Origin, str]] = []
         """Every data access a policy or an annotation declares, where it is written."""
+        self.list_spans: list[listkinds.Span] = []
+        """Where the items of each expanded `kind: List` sit, for their problems' pointers."""
 
     def problem(
         self, doc: Document, pointer: str, message: str, severity: Severity = Severity.ERROR
@@ -211,6 +215,8 @@ def _parse(source: Source, into: _Collector) -> None:
         except yamlio.YamlError as error:
             into.problems.append(error.problem)
             continue
+        if route == "object":
+            documents = listkinds.expand(documents, into.problems, into.list_spans)
         if route in ("config", "topology", "cluster", "dataset") and len(documents) > 1:
             into.problem(documents[1], "", f"{file.path} must hold exactly one document")
         for doc in documents:
@@ -305,7 +311,10 @@ def check(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Result:
     refs.check_karmada_rules(into.placement, into.problems)
     claimed_by = refs.check_claims(into.placement, objects, into.problems)
     _check_guard(ceiling, into, objects, cluster_list, None in claimed_by.values())
-    problems = tuple(sorted(into.problems, key=lambda p: p.sort_key))
+    crds = refs.crds_of(into.objects)
+    into.problems += overridecheck.problems(objects, into.overrides, cluster_list, version, crds)
+    located = listkinds.relocated(into.problems, into.list_spans)
+    problems = tuple(sorted(located, key=lambda p: p.sort_key))
     if any(p.severity is Severity.ERROR for p in problems):
         return Result(spec=None, problems=problems)
     spec = Spec(

@@ -232,6 +232,8 @@ class OverrideRule:
 
     target: ClusterAffinity | None
     operations: tuple[tuple[str, Manifest], ...]
+    pointers: tuple[str, ...] = ()
+    """The JSON pointer of each operation in its policy document (for its line in errors)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
