@@ -22,7 +22,7 @@ log = structlog.get_logger("dro")
 
 SOURCE_FILES = ("dro.yaml", "topology.yaml")
 SOURCE_FOLDERS = ("clusters/", "datasets/", "workloads/", "policies/")
-STATE_FOLDERS = ("decisions/", "status/")
+STATE_FOLDERS = statefiles.STATE_FOLDERS
 Credentials = gitrepo.Credentials
 
 
@@ -122,7 +122,8 @@ class Revisions:
         tip = gitrepo.branch_tip(self._repo, branch)
         if tip is None:
             return {}
-        return gitrepo.read_files(self._repo, tip, () if manifests else STATE_FOLDERS)
+        files = gitrepo.read_files(self._repo, tip, () if manifests else STATE_FOLDERS)
+        return statefiles.adopt_unsealed(files)
 
 
 def previous_state(url: str, branch: str, state_dir: Path) -> dict[str, bytes]:
@@ -132,9 +133,10 @@ def previous_state(url: str, branch: str, state_dir: Path) -> dict[str, bytes]:
     if tip is None:
         return {}
     try:
-        return gitrepo.read_files(repo, tip, STATE_FOLDERS)
+        files = gitrepo.read_files(repo, tip, STATE_FOLDERS)
     except KeyError as error:
         raise GitError(f"output branch {branch} is unreadable: {error}") from error
+    return statefiles.adopt_unsealed(files)
 
 
 def previous_decisions(files: Mapping[str, bytes]) -> dict[ResourceKey, Decision]:

@@ -35,6 +35,8 @@ from reconciler.domain.decision import MOVE_PHASES
 SEAL_PREFIX = b"# dro state sha256:"
 SEAL_SUFFIX = b" (written by dro; an edited file is ignored: change the source repo)\n"
 INT32_MAX = 2**31 - 1
+STATE_FOLDERS = ("decisions/", "status/")
+"""The output branch's folders that dro reads back as state."""
 
 
 class StateError(ValueError):
@@ -58,6 +60,18 @@ def unseal(data: bytes) -> bytes:
     ):
         raise StateError("edited outside dro (its seal does not match its content)")
     return body
+
+
+def adopt_unsealed(files: Mapping[str, bytes]) -> dict[str, bytes]:
+    """The output branch's files, with the state files of a branch written before seals
+    existed sealed as they are: when no `decisions/` or `status/` file carries a seal, the
+    branch predates them, and upgrading dro must not divide every workload again (nor forget
+    an unreachable cluster's last observation). Their fields are still checked when read.
+    Once any state file carries a seal, an unsealed one is an edit made outside dro."""
+    state = [path for path in files if path.startswith(STATE_FOLDERS)]
+    if not state or any(files[path].startswith(SEAL_PREFIX) for path in state):
+        return dict(files)
+    return {path: seal(data) if path in state else data for path, data in files.items()}
 
 
 # --- decisions ----------------------------------------------------------------------------------

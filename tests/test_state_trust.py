@@ -295,3 +295,30 @@ def test_plan_says_which_decisions_were_set_aside(
     out = capsys.readouterr().out
     assert "1 decision(s) on the output branch were set aside" in out
     assert f"shop/Deployment.apps/cart: {standing.SET_ASIDE} ({CART}: edited outside dro" in out
+
+
+def test_a_branch_written_before_seals_is_taken_as_it_is_once(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Upgrading dro divides nothing again: a branch with no sealed state file at all was
+    written by an older dro, so its files are read as they are (their fields still checked),
+    and the next commit seals them with the same counts."""
+    repo = make_source_repo(tmp_path / "src")
+    assert reconcile(repo, tmp_path / "state") == 0
+    clone = tmp_path / "old"
+    git(tmp_path, "clone", "--quiet", "--branch", "dro/rendered", str(repo.bare), str(clone))
+    division = counts(branch_file(repo, CART))
+    for folder in ("decisions", "status"):
+        for path in (clone / folder).rglob("*.yaml"):
+            text = path.read_text()
+            assert text.startswith("# dro state sha256:")
+            path.write_text(text.partition("\n")[2])
+    git(clone, "commit", "--quiet", "--all", "-m", "as an older dro wrote it")
+    git(clone, "push", "--quiet", "origin", "dro/rendered")
+    capfd.readouterr()
+    assert reconcile(repo, tmp_path / "state") == 0
+    resealed = branch_file(repo, CART)
+    assert resealed.startswith("# dro state sha256:")
+    assert counts(resealed) == division
+    assert not trigger(resealed).startswith(standing.SET_ASIDE)
+    assert "edited outside dro" not in capfd.readouterr().err
