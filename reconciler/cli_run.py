@@ -87,7 +87,12 @@ OPTIONS = (
         "/readyz fails unless the last pass succeeded within this many intervals",
     ),
     Option("http-header-timeout", 10.0, _seconds, "a client's time to send its request headers"),
-    Option("http-body-timeout", 30.0, _seconds, "… then to send its body, and to take the answer"),
+    Option(
+        "http-body-timeout",
+        30.0,
+        _seconds,
+        "a client's time to send its body, then to take the answer",
+    ),
     Option("http-max-connections", 128, int, "connections open at once on --listen"),
     Option("webhook-concurrency", 4, int, "webhook bodies (25 MB at most) read at once"),
     Option("webhook-secret-file", None, Path, "the shared secret of GitHub/GitLab webhooks"),
