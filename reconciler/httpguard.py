@@ -117,7 +117,13 @@ class _TimedWriter(io.RawIOBase):
 
     def write(self, data: Any) -> int:
         self.connection.settimeout(self.seconds)
-        self.connection.sendall(data)
+        try:
+            self.connection.sendall(data)
+        except TimeoutError:
+            # not a TimeoutError any more, which the library would log as a bad request
+            raise ConnectionAbortedError(
+                f"the client did not take the answer within {self.seconds:g}s"
+            ) from None
         return len(data)
 
 
