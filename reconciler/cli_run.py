@@ -22,7 +22,18 @@ from typing import Any
 import structlog
 import yaml
 
-from reconciler import durations, guard, kube, leader, metrics, report, runner, server, settings
+from reconciler import (
+    durations,
+    guard,
+    httpguard,
+    kube,
+    leader,
+    metrics,
+    report,
+    runner,
+    server,
+    settings,
+)
 from reconciler.domain import Origin
 from reconciler.errors import ClusterError, UsageError
 
@@ -78,7 +89,21 @@ OPTIONS = (
     Option("listen", "0.0.0.0:8080", str, "ADDR:PORT for /healthz /readyz /metrics /webhook"),
     Option("interval", 60.0, _seconds, "time between passes, e.g. 60s or 5m"),
     Option("jitter", 0.1, float, "up to this fraction of the interval is added at random"),
-    Option("ready-intervals", 3.0, float, "/readyz fails after this many intervals without a pass"),
+    Option(
+        "ready-intervals",
+        3.0,
+        float,
+        "/readyz fails unless the last pass succeeded within this many intervals",
+    ),
+    Option("http-header-timeout", 10.0, _seconds, "a client's time to send its request headers"),
+    Option(
+        "http-body-timeout",
+        30.0,
+        _seconds,
+        "a client's time to send its body, then to take the answer",
+    ),
+    Option("http-max-connections", 128, int, "connections open at once on --listen"),
+    Option("webhook-concurrency", 4, int, "webhook bodies (25 MB at most) read at once"),
     Option("webhook-secret-file", None, Path, "the shared secret of GitHub/GitLab webhooks"),
     Option("leader-elect", True, _bool, "hold a Lease so one replica runs passes (true|false)"),
     Option("lease-name", "dro", str, "the Lease's name"),
@@ -188,7 +213,14 @@ def run(args: argparse.Namespace, _hook: Any) -> int:
         loop.leading.set()
         loop.metrics.leader.set(1)
     secret = _secret(values["webhook_secret_file"])
-    http = server.Server(loop, host=host, port=int(port), webhook_secret=secret)
+    http = server.Server(
+        loop,
+        host=host,
+        port=int(port),
+        webhook_secret=secret,
+        limits=_limits(values),
+        max_webhooks=values["webhook_concurrency"],
+    )
 
     def abandoned() -> None:
         if elector is not None:
@@ -206,6 +238,20 @@ def run(args: argparse.Namespace, _hook: Any) -> int:
             elector.stop()
         http.close()
     return 0
+
+
+def _limits(values: Mapping[str, Any]) -> httpguard.Limits:
+    """The HTTP limits, or UsageError naming the one that cannot work."""
+    for name in ("http-header-timeout", "http-body-timeout", "http-max-connections"):
+        if values[name.replace("-", "_")] <= 0:
+            raise UsageError(f"--{name} must be greater than zero")
+    if values["webhook_concurrency"] < 1:
+        raise UsageError("--webhook-concurrency must be at least 1")
+    return httpguard.Limits(
+        header_timeout=values["http_header_timeout"],
+        body_timeout=values["http_body_timeout"],
+        max_connections=values["http_max_connections"],
+    )
 
 
 def _settings(values: Mapping[str, Any]) -> settings.Settings:
