@@ -68,6 +68,8 @@ FLAG_HELP = (
 )
 """The help of `--guard`, the same in every command."""
 RBAC_KINDS = frozenset({"Role", "ClusterRole"})
+Finding = tuple[str, str]
+"""A JSON pointer and the message for it."""
 RBAC_GROUP = "rbac.authorization.k8s.io"
 WILDCARD_FIELDS = ("verbs", "resources")
 
@@ -181,25 +183,35 @@ def check_objects(layers: Sequence[Guard], objects: Iterable[Workload]) -> list[
 
 
 def _wildcards(layers: Sequence[Guard], workload: Workload) -> list[Problem]:
+    return [
+        _problem(workload.origin, pointer, message)
+        for pointer, message in wildcard_findings(layers, workload.manifest)
+    ]
+
+
+def wildcard_findings(layers: Sequence[Guard], manifest: Mapping[str, Any]) -> list[Finding]:
+    """(pointer, message) of every `*` in a Role's or ClusterRole's rules that a layer of the
+    guard denies; empty for other kinds. The override check asks it of overridden manifests."""
     denier = next((layer for layer in layers if not layer.rbac_wildcards), None)
-    if denier is None:
+    api_group = str(manifest.get("apiVersion") or "").partition("/")[0]
+    if denier is None or api_group != RBAC_GROUP or manifest.get("kind") not in RBAC_KINDS:
         return []
-    problems = []
-    for index, rule in enumerate(workload.manifest.get("rules") or ()):
+    kind = manifest["kind"]
+    findings = []
+    for index, rule in enumerate(manifest.get("rules") or ()):
         for name in WILDCARD_FIELDS:
             values = rule.get(name) if isinstance(rule, Mapping) else None
-            for position, value in enumerate(values or ()):
+            for position, value in enumerate(values if isinstance(values, list) else ()):
                 if value == "*":
-                    problems.append(
-                        _problem(
-                            workload.origin,
+                    findings.append(
+                        (
                             f"/rules/{index}/{name}/{position}",
-                            f"'*' in a {workload.key.kind}'s {name} grants every "
+                            f"'*' in a {kind}'s {name} grants every "
                             f"{'verb' if name == 'verbs' else 'resource'} and is denied by "
                             f"{_denier(denier)}; list them",
                         )
                     )
-    return problems
+    return findings
 
 
 def check_placement(

@@ -20,14 +20,16 @@ int32 count there, before any override.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from reconciler import overrides, references, render
+from reconciler import guard, overrides, references, render
 from reconciler.domain import Cluster, OverridePolicy, OverrideRule, Workload
 from reconciler.errors import Problem
 
 Applied = tuple[tuple[OverridePolicy, int, OverrideRule], ...]
+Steps = Sequence[tuple[OverridePolicy, OverrideRule, int, str]]
+Findings = Callable[[Mapping[str, Any]], set[tuple[str, str]]]
 IDENTITY = (
     ("apiVersion",),
     ("kind",),
@@ -44,9 +46,11 @@ def problems(
     clusters: Sequence[Cluster],
     version: str,
     crds: references.CRDs,
+    layers: Sequence[guard.Guard] = (),
 ) -> list[Problem]:
-    """Every override that fails, changes an object's identity or breaks its schema on some
-    cluster, located at the operation's line; each problem once, naming its clusters."""
+    """Every override that fails, changes an object's identity, breaks its schema or puts
+    in what the guard's `layers` deny (a `*` in an RBAC rule) on some cluster, located at the
+    operation's line; each problem once, naming its clusters."""
     if not policies:
         return []
     index = render.RuleIndex(clusters)
@@ -63,7 +67,7 @@ def problems(
         for cluster, applied in sorted(index.by_cluster(rules).items()):
             fingerprint = tuple(index.key(rule) for _, _, rule in applied)
             if fingerprint not in tried:
-                tried[fingerprint] = _try(base, applied, workload, version, crds, checked)
+                tried[fingerprint] = _try(base, applied, workload, (version, crds, layers), checked)
             for problem in tried[fingerprint]:
                 where = (problem.path, problem.line, problem.pointer, problem.message)
                 found.setdefault(where, []).append(cluster)
@@ -84,12 +88,11 @@ def _try(
     base: Mapping[str, Any],
     applied: Applied,
     workload: Workload,
-    version: str,
-    crds: references.CRDs,
+    against: tuple[str, references.CRDs, Sequence[guard.Guard]],
     checked: dict[str, list[Problem]],
 ) -> list[Problem]:
-    """The problems of one list of rules on one workload: the first failing or hijacking
-    operation, else the schema errors of the result."""
+    """The problems of one list of rules on one workload: the operations that fail or
+    hijack it, then the schema errors and guard denials of the result."""
     manifest: dict[str, Any] = render.plain_copy(base)
     steps: list[tuple[OverridePolicy, OverrideRule, int, str]] = []
     failed: list[Problem] = []
@@ -115,13 +118,13 @@ def _try(
             steps.append((policy, rule, position, operation))
     text = json.dumps(manifest, sort_keys=True, default=str)
     if text not in checked:
+        version, crds, layers = against
         checked[text] = _schema_problems(base, manifest, steps, workload, version, crds)
+        checked[text] += _guard_problems(base, manifest, steps, workload, layers)
     return failed + checked[text]
 
 
-def _replay(
-    base: Mapping[str, Any], steps: Sequence[tuple[OverridePolicy, OverrideRule, int, str]]
-) -> dict[str, Any]:
+def _replay(base: Mapping[str, Any], steps: Steps) -> dict[str, Any]:
     """`base` with the operations that succeeded so far (an operation may fail half-way)."""
     manifest: dict[str, Any] = render.plain_copy(base)
     for _, rule, position, _ in steps:
@@ -152,7 +155,7 @@ def _at(manifest: Any, path: tuple[str, ...]) -> Any:
 def _schema_problems(
     base: Mapping[str, Any],
     manifest: Mapping[str, Any],
-    steps: Sequence[tuple[OverridePolicy, OverrideRule, int, str]],
+    steps: Steps,
     workload: Workload,
     version: str,
     crds: references.CRDs,
@@ -161,7 +164,12 @@ def _schema_problems(
     errors = references.schema_errors(manifest, version, crds)
     if not errors:
         return []
-    blame = _blame(base, steps, {(e.pointer, e.message) for e in errors}, version, crds)
+
+    def errors_of(candidate: Mapping[str, Any]) -> set[tuple[str, str]]:
+        found = references.schema_errors(candidate, version, crds) or ()
+        return {(e.pointer, e.message) for e in found}
+
+    blame = _blame(base, steps, {(e.pointer, e.message) for e in errors}, errors_of)
     result = []
     for error in errors:
         policy, rule, position, operation = steps[blame.get((error.pointer, error.message), -1)]
@@ -173,22 +181,43 @@ def _schema_problems(
     return result
 
 
+def _guard_problems(
+    base: Mapping[str, Any],
+    manifest: Mapping[str, Any],
+    steps: Steps,
+    workload: Workload,
+    layers: Sequence[guard.Guard],
+) -> list[Problem]:
+    """What the overrides put in that the guard denies (a `*` in an RBAC rule), each at the
+    operation that put it there; the source's own are reported at the object's line."""
+
+    def findings(candidate: Mapping[str, Any]) -> set[tuple[str, str]]:
+        return set(guard.wildcard_findings(layers, candidate))
+
+    added = findings(manifest) - findings(base)
+    if not added:
+        return []
+    blame = _blame(base, steps, added, findings)
+    result = []
+    for pointer, message in sorted(added):
+        policy, rule, position, operation = steps[blame.get((pointer, message), -1)]
+        detail = f"{operation} puts into {workload.key} at {pointer}: {message}"
+        result.append(overrides.failure(policy, rule, position, detail))
+    return result
+
+
 def _blame(
     base: Mapping[str, Any],
-    steps: Sequence[tuple[OverridePolicy, OverrideRule, int, str]],
+    steps: Steps,
     final: set[tuple[str, str]],
-    version: str,
-    crds: references.CRDs,
+    findings: Findings,
 ) -> dict[tuple[str, str], int]:
-    """Which step made each final error appear and stay: the operations are replayed one by
-    one (only when the result is invalid, so valid repos pay nothing for it)."""
+    """Which step made each final finding appear and stay: the operations are replayed one by
+    one (only when the result has findings, so valid repos pay nothing for it)."""
     manifest: dict[str, Any] = render.plain_copy(base)
     since: dict[tuple[str, str], int] = {}
     for number, (_, rule, position, _) in enumerate(steps):
         operation, op = rule.operations[position]
         overrides.apply(manifest, operation, op)
-        now = {
-            (e.pointer, e.message) for e in references.schema_errors(manifest, version, crds) or ()
-        }
-        since = {error: since.get(error, number) for error in now & final}
+        since = {finding: since.get(finding, number) for finding in findings(manifest) & final}
     return since

@@ -310,9 +310,11 @@ def check(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Result:
     into.problems += datamodel.unknown_data_sets(into.data_refs, data_sets)
     refs.check_karmada_rules(into.placement, into.problems)
     claimed_by = refs.check_claims(into.placement, objects, into.problems)
-    _check_guard(ceiling, into, objects, cluster_list, None in claimed_by.values())
+    layers = _check_guard(ceiling, into, objects, cluster_list, None in claimed_by.values())
     crds = refs.crds_of(into.objects)
-    into.problems += overridecheck.problems(objects, into.overrides, cluster_list, version, crds)
+    into.problems += overridecheck.problems(
+        objects, into.overrides, cluster_list, version, crds, layers
+    )
     located = listkinds.relocated(into.problems, into.list_spans)
     problems = tuple(sorted(located, key=lambda p: p.sort_key))
     if any(p.severity is Severity.ERROR for p in problems):
@@ -357,9 +359,9 @@ def _check_guard(
     objects: list[Workload],
     cluster_list: list[Cluster],
     default_used: bool,
-) -> None:
+) -> tuple[guard.Guard, ...]:
     """The guard's layers (the operator's ceiling, then dro.yaml's narrowing) over every
-    object and placement target."""
+    object and placement target; returns the layers, for the override check."""
     config_doc = into.config_docs[0] if into.config_docs else None
     narrowed, problems = guard.narrowing(config_doc, ceiling)
     layers = (ceiling,) if narrowed is None else (ceiling, narrowed)
@@ -368,6 +370,7 @@ def _check_guard(
     into.problems += guard.check_placement(
         layers, cluster_list, into.placement_docs, config_doc, default_used
     )
+    return layers
 
 
 def spec(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Spec:

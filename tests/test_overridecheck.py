@@ -165,3 +165,35 @@ def test_valid_overrides_of_the_example_still_validate(
         tmp_path, capsys, DRO + "    - fieldPatches:\n        - {path: spec.replicas, value: 2}\n"
     )
     assert code == 0, out
+
+
+ROLE = (
+    "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\n"
+    "metadata: {name: reader, namespace: shop}\n"
+    "rules:\n  - {apiGroups: [''], resources: [configmaps], verbs: [get, list]}\n"
+)
+WIDEN = (
+    "apiVersion: multicluster.io/v1alpha1\nkind: ClusterOverridePolicy\nmetadata: {name: w}\n"
+    "spec:\n  resourceSelector: {apiVersion: rbac.authorization.k8s.io/v1, kind: Role, "
+    "namespace: shop}\n  overrides:\n    - fieldPatches:\n"
+    "        - {path: 'rules[0].verbs[1]', value: '*'}\n"
+)
+
+
+def test_an_override_cannot_put_in_what_the_guard_denies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The guard checks the source's objects; an override that turns a Role's verb into `*`
+    on some cluster is caught at the operation's line, not applied."""
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, repo)
+    (repo / "workloads" / "shop" / "role.yaml").write_text(ROLE)
+    (repo / POLICY).write_text(WIDEN)
+    code = cli.main(["validate", str(repo)])
+    captured = capsys.readouterr()
+    output = captured.out + captured.err
+    assert "Traceback" not in output
+    assert code == 1
+    assert f"{POLICY}:8: /spec/overrides/0/fieldPatches/0" in output
+    assert "'*' in a Role's verbs" in output
+    assert "role.yaml" not in output, "the source Role itself is allowed"
