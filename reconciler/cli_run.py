@@ -22,7 +22,7 @@ from typing import Any
 import structlog
 import yaml
 
-from reconciler import durations, kube, leader, metrics, report, runner, server, settings
+from reconciler import durations, kube, leader, metrics, redact, report, runner, server, settings
 from reconciler.errors import ClusterError, UsageError
 
 log = structlog.get_logger("dro")
@@ -135,8 +135,13 @@ def load_config(path: Path | None) -> dict[str, Any]:
         return {}
     try:
         document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as error:
-        raise UsageError(f"{path}: cannot read the config file: {error}") from error
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+        raise UsageError(f"{path}: cannot read the config file: {reason}") from None
+    except yaml.YAMLError as error:
+        # its line and problem only: PyYAML's own message quotes the line (a URL's token)
+        problem = redact.yaml_problem(error)
+        raise UsageError(f"{path}: cannot read the config file: {problem}") from None
     if document is None:
         return {}
     if not isinstance(document, dict):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from reconciler import claims, schemacheck, selectors, workloads
+from reconciler import claims, schemacheck, secrets, selectors, workloads
 from reconciler.domain import (
     Cluster,
     Document,
@@ -21,8 +21,6 @@ from reconciler.domain import (
     Workload,
 )
 from reconciler.errors import Problem, Severity
-
-SECRET_FIELDS = ("/data", "/stringData")
 
 
 def _problem(
@@ -67,13 +65,9 @@ def _schema_problems(
                 Severity.WARNING,
             )
         ]
-    secret = kind == "Secret" and group == ""
-    problems = []
-    for error in errors:
-        message = error.message
-        if secret and error.pointer.startswith(SECRET_FIELDS):
-            message = "invalid Secret value (the value is not shown)"
-        problems.append(_problem(doc.origin, error.pointer, message))
+    problems = [_problem(doc.origin, e.pointer, e.message) for e in errors]
+    if not problems and kind == "Secret" and group == "":
+        problems = [_problem(doc.origin, p, m) for p, m in secrets.encoding_problems(doc.body)]
     return problems
 
 
