@@ -57,6 +57,10 @@ def yaml_problem(error: yaml.YAMLError) -> str:
         mark = error.problem_mark or error.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         problem = error.problem or error.context or "malformed YAML"
+        start = error.context_mark
+        if error.problem and error.context and start is not None and start != mark:
+            # PyYAML's fixed phrases ("while scanning a quoted scalar"), never file content
+            problem += f" ({error.context} started at line {start.line + 1})"
         return f"{where}{problem}"
     return "malformed YAML"
 

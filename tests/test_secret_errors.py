@@ -289,3 +289,32 @@ def test_plan_masks_secrets_by_kind(
     hunt = leaks.Hunt(planted)
     hunt.text(f"dro plan -o {output}", printed)
     hunt.assert_clean()
+
+
+def test_a_malformed_kubeconfig_or_config_file_is_located_not_quoted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    token, url_token = leaks.plant("kube-token"), leaks.plant("url-token")
+    repo = make_source_repo(tmp_path / "source")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncontexts: [{name: eu-west-1, context: {user: u}}]\n"
+        f'users:\n  - name: u\n    user: {{token: "{token.value}}}\n'
+    )
+    code, printed = run(
+        capsys,
+        *("reconcile", "--once", "--repo", str(repo.bare), "--state-dir", str(tmp_path / "s")),
+        *("--kubeconfig", str(kubeconfig)),
+    )
+    assert code == 1
+    assert f"{kubeconfig}: not a readable kubeconfig: line 7, column 1: " in printed, printed
+    assert "quoted scalar started at line 6" in printed
+    config = tmp_path / "dro-run.yaml"
+    config.write_text(f"repo: https://ci:{url_token.value}@git.example/fleet.git\nref: [main\n")
+    code, run_printed = run(capsys, "run", "--config", str(config))
+    assert code == 1
+    assert f"{config}: cannot read the config file: line 3, column 1" in run_printed, run_printed
+    hunt = leaks.Hunt([token, url_token])
+    hunt.text("reconcile with a malformed kubeconfig", printed)
+    hunt.text("run with a malformed config file", run_printed)
+    hunt.assert_clean()
