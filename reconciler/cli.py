@@ -25,6 +25,7 @@ from reconciler import (
     durations,
     guard,
     pipeline,
+    redact,
     render,
     report,
     settings,
@@ -414,7 +415,8 @@ def _cmd_reconcile(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
         print(f"output branch {args.output_branch}: unchanged (no commit)")
     else:
         where = "pushed to" if result.pushed else "committed in the cache of"
-        print(f"output branch {args.output_branch}: {result.commit[:12]} {where} {args.repo}")
+        remote = redact.urls(args.repo)
+        print(f"output branch {args.output_branch}: {result.commit[:12]} {where} {remote}")
     if result.applied is None:
         print("apply skipped: offline pass (give --kubeconfig to observe and apply)")
         return 0
@@ -456,7 +458,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report.print_problems(failed.problems, sys.stdout)
         return 1
     except DroError as error:
-        sys.stderr.write(f"dro {args.command}: {error}\n")
+        sys.stderr.write(f"dro {args.command}: {redact.urls(str(error))}\n")
         return 1
 
 

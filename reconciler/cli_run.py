@@ -29,6 +29,7 @@ from reconciler import (
     kube,
     leader,
     metrics,
+    redact,
     report,
     runner,
     server,
@@ -174,8 +175,13 @@ def load_config(path: Path | None) -> dict[str, Any]:
         return {}
     try:
         document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as error:
-        raise UsageError(f"{path}: cannot read the config file: {error}") from error
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+        raise UsageError(f"{path}: cannot read the config file: {reason}") from None
+    except yaml.YAMLError as error:
+        # its line and problem only: PyYAML's own message quotes the line (a URL's token)
+        problem = redact.yaml_problem(error)
+        raise UsageError(f"{path}: cannot read the config file: {problem}") from None
     if document is None:
         return {}
     if not isinstance(document, dict):

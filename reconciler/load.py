@@ -55,9 +55,14 @@ def from_directory(root: Path) -> Source:
 
 
 def credentials_from(path: Path | None) -> Credentials | None:
-    """https credentials from a file (`user:password` or a token) or DRO_GIT_* variables."""
+    """https credentials from a file (`user:password` or a token) or DRO_GIT_* variables.
+    A file that cannot be read is a UsageError naming it (never quoting it)."""
     if path is not None:
-        text = path.read_text(encoding="utf-8").strip()
+        try:
+            text = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as error:
+            reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+            raise UsageError(f"--git-credentials-file {path}: {reason}") from None
         name, sep, secret = text.partition(":")
         return Credentials(username=name, password=secret) if sep else Credentials(token=text)
     token = os.environ.get("DRO_GIT_TOKEN")
@@ -74,7 +79,7 @@ def from_git(
 ) -> Source:
     """The source files at `ref` of the repository at `url`, via a fetched bare cache."""
     repo = gitrepo.open_cache(url, state_dir)
-    gitrepo.fetch(repo, credentials)
+    gitrepo.fetch(repo, gitrepo.url_credentials(url, credentials))
     return _source(repo, gitrepo.resolve(repo, ref))
 
 
@@ -105,7 +110,7 @@ class Revisions:
             self._repo = gitrepo.open_local(Path(location))
         else:
             self._repo = gitrepo.open_cache(location, state_dir)
-            gitrepo.fetch(self._repo, credentials)
+            gitrepo.fetch(self._repo, gitrepo.url_credentials(location, credentials))
 
     def source(self, ref: str) -> Source:
         """The source files at `ref`."""

@@ -175,7 +175,7 @@ def _schema_problems(
         policy, rule, position, operation = steps[blame.get((error.pointer, error.message), -1)]
         detail = (
             f"{operation} makes {workload.key} invalid at {error.pointer or '/'}: "
-            f"{references.masked(manifest, error)}"
+            f"{error.message}"
         )
         result.append(overrides.failure(policy, rule, position, detail))
     return result

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from reconciler import claims, schemacheck, selectors, workloads
+from reconciler import claims, schemacheck, secrets, selectors, workloads
 from reconciler.domain import (
     Cluster,
     Document,
@@ -21,8 +21,6 @@ from reconciler.domain import (
     Workload,
 )
 from reconciler.errors import Problem, Severity
-
-SECRET_FIELDS = ("/data", "/stringData")
 
 
 def _problem(
@@ -71,18 +69,9 @@ def schema_errors(
     return None
 
 
-def masked(body: Mapping[str, Any], error: schemacheck.SchemaError) -> str:
-    """A schema error's message, with a Secret's values never shown."""
-    secret = body.get("kind") == "Secret" and "/" not in str(body.get("apiVersion"))
-    if secret and any(
-        error.pointer == f or error.pointer.startswith(f + "/") for f in SECRET_FIELDS
-    ):
-        return "invalid Secret value (the value is not shown)"
-    return error.message
-
-
 def _schema_problems(doc: Document, version: str, crds: CRDs) -> list[Problem]:
     api_version, kind = str(doc.body["apiVersion"]), str(doc.body["kind"])
+    group = api_version.rpartition("/")[0]
     errors = schema_errors(doc.body, version, crds)
     if errors is None:
         return [
@@ -94,7 +83,10 @@ def _schema_problems(doc: Document, version: str, crds: CRDs) -> list[Problem]:
                 Severity.WARNING,
             )
         ]
-    return [_problem(doc.origin, e.pointer, masked(doc.body, e)) for e in errors]
+    problems = [_problem(doc.origin, e.pointer, e.message) for e in errors]
+    if not problems and kind == "Secret" and group == "":
+        problems = [_problem(doc.origin, p, m) for p, m in secrets.encoding_problems(doc.body)]
+    return problems
 
 
 def check_objects(

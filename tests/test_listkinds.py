@@ -84,7 +84,10 @@ def test_a_bad_item_is_located_at_its_own_line_and_never_shows_a_secret(
     code, out = validate(tmp_path, capsys, BAD)
     assert code == 1
     path = "workloads/shop/lists.yaml"
-    assert f"{path}:10: /items/1/stringData/password: invalid Secret value" in out
+    assert (
+        f"{path}:10: /items/1/stringData/password: must be of type 'string' or 'null' "
+        "(the value is not shown)" in out
+    )
     assert f"{path}:11: /items/1/dataa: unknown field 'dataa'" in out
     assert f"{path}:16: /items/0/kind: a ConfigMapList holds only ConfigMaps" in out
     assert f"{path}:21: /items: a List needs a list of items" in out
