@@ -11,12 +11,13 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pygit2
 
 from reconciler import packfile
+from reconciler import redact as redaction
 from reconciler.domain import paths
 from reconciler.errors import GitError, UsageError
 
@@ -29,16 +30,37 @@ FETCH_REFSPECS = ["+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Credentials:
-    """https credentials; `token` is sent as the password with username `x-access-token`."""
+    """https credentials; `token` is sent as the password with username `x-access-token`.
+    Its `repr` names the fields that are set, never their values (a token may stand in the
+    username of a URL too): a logged or crashed pass shows `Credentials(token=<redacted>)`."""
 
-    username: str | None = None
-    password: str | None = None
-    token: str | None = None
+    username: str | None = field(default=None, repr=False)
+    password: str | None = field(default=None, repr=False)
+    token: str | None = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        names = ("username", "password", "token")
+        shown = (f"{name}={redaction.HIDDEN}" for name in names if getattr(self, name) is not None)
+        return f"Credentials({', '.join(shown)})"
+
+    __str__ = __repr__
 
 
 def redact(url: str) -> str:
     """The URL without any user information, safe to log and to put in errors."""
-    return re.sub(r"(?<=://)[^/@]*@", "", url)
+    return redaction.urls(url)
+
+
+def url_credentials(url: str, given: Credentials | None) -> Credentials | None:
+    """The credentials to use for `url`: those `given` (flag, file or environment), else the
+    user information written in the URL itself (`https://user:token@host/repo`), which dro
+    never stores in its cache's configuration."""
+    if given is not None:
+        return given
+    _, username, password = redaction.userinfo(url)
+    if username is None and password is None:
+        return None
+    return Credentials(username=username, password=password)
 
 
 class _Callbacks(pygit2.RemoteCallbacks):
@@ -73,17 +95,22 @@ def cache_path(state_dir: Path, url: str) -> Path:
 def open_cache(url: str, state_dir: Path) -> pygit2.Repository:
     """The bare cache for `url`, created on first use with `origin` pointing at it."""
     path = cache_path(state_dir, url)
+    # The cache's config on disk names the remote without user information: a token in
+    # the URL is passed to libgit2 per request (`url_credentials`), never written down.
+    stored = redact(url)
     try:
         if path.exists():
             repo = pygit2.Repository(str(path))
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             repo = pygit2.init_repository(str(path), bare=True)
-            repo.remotes.create("origin", url, FETCH_REFSPECS[0])
-        if repo.remotes["origin"].url != url:
-            repo.remotes.set_url("origin", url)
+            repo.remotes.create("origin", stored, FETCH_REFSPECS[0])
+        if repo.remotes["origin"].url != stored:
+            repo.remotes.set_url("origin", stored)
     except pygit2.GitError as error:
-        raise GitError(f"cannot open the cache of {redact(url)} at {path}: {error}") from error
+        raise GitError(
+            f"cannot open the cache of {stored} at {path}: {redact(str(error))}"
+        ) from error
     return repo
 
 
@@ -95,7 +122,7 @@ def open_local(path: Path) -> pygit2.Repository:
     try:
         return pygit2.Repository(found)
     except pygit2.GitError as error:
-        raise GitError(f"cannot open the git repository at {path}: {error}") from error
+        raise GitError(f"cannot open the git repository at {path}: {redact(str(error))}") from error
 
 
 def fetch(repo: pygit2.Repository, credentials: Credentials | None = None) -> None:
@@ -104,7 +131,9 @@ def fetch(repo: pygit2.Repository, credentials: Credentials | None = None) -> No
     try:
         remote.fetch(FETCH_REFSPECS, callbacks=_callbacks(credentials))
     except (pygit2.GitError, OSError) as error:
-        raise GitError(f"fetch from {redact(remote.url or '')} failed: {error}") from error
+        raise GitError(
+            f"fetch from {redact(remote.url or '')} failed: {redact(str(error))}"
+        ) from error
 
 
 def resolve(repo: pygit2.Repository, ref: str, *, local: bool = False) -> pygit2.Commit:
@@ -298,7 +327,7 @@ def push(repo: pygit2.Repository, branch: str, credentials: Credentials | None =
     try:
         remote.push([spec], callbacks=callbacks)
     except pygit2.GitError as error:
-        text = str(error)
+        text = redact(str(error))
         if any(
             sign in text
             for sign in ("fastforward", "fast-forward", "fetch first", "not present locally")

@@ -423,7 +423,7 @@ CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
             " [{path: 'spec..replicas', value: 1}]\n"
         },
         P,
-        1,
+        7,
         "bad field path 'spec..replicas'",
     ),
     (
@@ -436,7 +436,7 @@ CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
             "plaintext: [{path: /spec/nothing, operator: remove}]\n"
         },
         P,
-        1,
+        8,
         "plaintext remove /spec/nothing",
     ),
     (
