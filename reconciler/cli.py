@@ -12,7 +12,6 @@ import argparse
 import contextlib
 import json
 import os
-import shutil
 import sys
 from collections.abc import Iterator, Sequence
 from importlib import metadata
@@ -24,6 +23,7 @@ from reconciler import (
     cli_run,
     durations,
     guard,
+    outdir,
     pipeline,
     redact,
     render,
@@ -139,11 +139,14 @@ def build_parser() -> argparse.ArgumentParser:
         "manifests and decisions into DIR.",
     )
     _add_source_args(rend)
-    rend.add_argument("--out", type=Path, required=True, help="directory to write the tree to")
+    rend.add_argument(
+        "--out", type=Path, required=True, metavar="DIR", help="directory to write the tree to"
+    )
     rend.add_argument(
         "--clean",
         action="store_true",
-        help="remove DIR first if it exists (otherwise it must be empty)",
+        help="replace DIR if an earlier dro render made it (otherwise it must be empty); "
+        "never the working directory, the source or a folder holding .git",
     )
 
     cli_plan.add_parser(commands)
@@ -374,35 +377,32 @@ def _render_shard(
     root: Path, spec: Spec, decisions: Sequence[Decision], shard: tuple[int, int]
 ) -> None:
     files = render.tree(spec, decisions, shard=shard)
-    for folder in sorted({(root / relative).parent for relative in files}):
-        folder.mkdir(parents=True, exist_ok=True)
-    _write_files(str(root), sorted(files.items()))
-
-
-def _write_files(root: str, items: Sequence[tuple[str, bytes]]) -> None:
-    for relative, data in items:
-        handle = os.open(f"{root}/{relative}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(handle, data)
-        finally:
-            os.close(handle)
+    outdir.write_files(root, sorted(files.items()))
 
 
 def _cmd_render(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     out: Path = args.out
-    if out.exists() and any(out.iterdir()):
-        if not args.clean:
-            raise UsageError(f"{out}: directory is not empty (use --clean to replace it)")
-        shutil.rmtree(out)
+    outdir.check(out, clean=args.clean, protected=_kept_by_render(args))
     hook(pipeline.Stage.LOAD)
     config = _settings(args)
     spec, decisions = pipeline.decide(
         pipeline.read_source(config), on_stage=hook, ceiling=config.guard
     )
     hook(pipeline.Stage.RENDER)
-    render_to(out, spec, decisions)
+    with outdir.staged(out) as stage:
+        render_to(stage, spec, decisions)
     sys.stderr.write(f"wrote the rendered tree to {out}\n")
     return 0
+
+
+def _kept_by_render(args: argparse.Namespace) -> list[Path]:
+    """The folders `render --clean` must never delete: the working directory and the source."""
+    kept = [Path.cwd()]
+    if args.path is not None or not args.repo:
+        kept.append(args.path or Path("."))
+    elif "://" not in args.repo and Path(args.repo).exists():
+        kept.append(Path(args.repo))
+    return kept
 
 
 def _cmd_reconcile(args: argparse.Namespace, hook: pipeline.StageHook) -> int:

@@ -2,7 +2,8 @@
 
 The only module that imports pygit2. Nothing here checks out a work tree or runs the git
 command: blobs are read from trees and trees are written from memory. A `TreeWriter` remembers
-the blobs and subtrees it wrote, so a commit that changes one file rehashes only that file.
+the blobs and subtrees it wrote, so a commit that changes one file rehashes only that file, and
+refuses any path that `git fsck` would reject (`domain.paths`).
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ import pygit2
 
 from reconciler import packfile
 from reconciler import redact as redaction
+from reconciler.domain import paths
 from reconciler.errors import GitError, UsageError
 
 Repository = pygit2.Repository
 Commit = pygit2.Commit
+SAFE_NAMES_KEPT = 500_000
+"""Path components a `TreeWriter` remembers as checked, so a steady pass checks none again."""
 FETCH_REFSPECS = ["+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"]
 
 
@@ -162,30 +166,51 @@ def branch_tip(repo: pygit2.Repository, branch: str) -> pygit2.Commit | None:
     return None
 
 
+SYMLINK = "a symbolic link"
+SUBMODULE = "a submodule (gitlink)"
+
+
 def walk(
     repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = ""
-) -> Iterator[tuple[str, pygit2.Object]]:
-    """(path, blob) for every file under `tree`, depth first, in git's (sorted) order."""
+) -> Iterator[tuple[str, pygit2.Object | str]]:
+    """(path, blob) for every file under `tree`, depth first, in git's (sorted) order, and
+    (path, `SYMLINK` or `SUBMODULE`) for a symbolic link or a gitlink, which have no file."""
     for entry in tree:
         path = f"{prefix}{entry.name}"
         if entry.type_str == "tree":
             subtree = repo[entry.id]
             assert isinstance(subtree, pygit2.Tree)
             yield from walk(repo, subtree, f"{path}/")
-        elif entry.type_str == "blob" and entry.filemode != pygit2.enums.FileMode.LINK:
+        elif entry.type_str == "commit":
+            yield path, SUBMODULE
+        elif entry.filemode == pygit2.enums.FileMode.LINK:
+            yield path, SYMLINK
+        elif entry.type_str == "blob":
             yield path, repo[entry.id]
+
+
+def read_tree(
+    repo: pygit2.Repository, commit: pygit2.Commit, wanted: tuple[str, ...] = ()
+) -> tuple[dict[str, bytes], dict[str, str]]:
+    """Files of a commit whose path starts with one of `wanted` (all files when empty), and
+    the symbolic links and gitlinks among them (path → `SYMLINK` or `SUBMODULE`)."""
+    files, links = {}, {}
+    for path, found in walk(repo, commit.tree):
+        if wanted and not path.startswith(wanted):
+            continue
+        if isinstance(found, str):
+            links[path] = found
+        else:
+            assert isinstance(found, pygit2.Blob)
+            files[path] = found.data
+    return files, links
 
 
 def read_files(
     repo: pygit2.Repository, commit: pygit2.Commit, wanted: tuple[str, ...] = ()
 ) -> dict[str, bytes]:
     """Files of a commit whose path starts with one of `wanted` (all files when empty)."""
-    files = {}
-    for path, blob in walk(repo, commit.tree):
-        if not wanted or path.startswith(wanted):
-            assert isinstance(blob, pygit2.Blob)
-            files[path] = blob.data
-    return files
+    return read_tree(repo, commit, wanted)[0]
 
 
 class TreeWriter:
@@ -202,6 +227,7 @@ class TreeWriter:
         self._trees: dict[str, tuple[tuple[tuple[str, bytes, bool], ...], bytes]] = {}
         self._stored: set[bytes] = set()
         self._pending: list[tuple[str, bytes, bytes]] = []
+        self._safe: set[str] = set()
         # Every oid a TreeWriter references was just written or checked, so libgit2's
         # existence check on object creation is redundant work.
         pygit2.option(pygit2.enums.Option.ENABLE_STRICT_OBJECT_CREATION, False)
@@ -227,7 +253,8 @@ class TreeWriter:
         root: dict[str, object] = {}
         for path, data in files.items():
             node = root
-            *folders, name = path.split("/")
+            *folders, name = parts = path.split("/")
+            self._refuse_unsafe(path, parts)
             for folder in folders:
                 child = node.setdefault(folder, {})
                 assert isinstance(child, dict)
@@ -237,6 +264,18 @@ class TreeWriter:
         pending, self._pending = self._pending, []
         packfile.write_pack(Path(self.repo.path) / "objects", pending)
         return pygit2.Oid(raw=oid)
+
+    def _refuse_unsafe(self, path: str, parts: list[str]) -> None:
+        """Raise ValueError for a path git would refuse (`paths.unsafe_component`): validation
+        keeps such names out, so one reaching here is a bug, never committed."""
+        if len(self._safe) > SAFE_NAMES_KEPT:
+            self._safe.clear()
+        for part in parts:
+            if part not in self._safe:
+                reason = paths.unsafe_component(part)
+                if reason:
+                    raise ValueError(f"refusing to commit the path {path!r}: {part!r} {reason}")
+                self._safe.add(part)
 
     def _tree(self, prefix: str, node: Mapping[str, object]) -> bytes:
         entries = []

@@ -35,23 +35,45 @@ def is_source_path(path: str) -> bool:
     return not any(part.startswith(".") for part in path.split("/"))
 
 
+def in_source(path: str) -> bool:
+    """True for `dro.yaml`, `topology.yaml`, the source folders and anything not hidden in
+    them: where a symbolic link or a submodule is reported instead of silently skipped."""
+    if path in SOURCE_FILES or f"{path}/" in SOURCE_FOLDERS:
+        return True
+    if not path.startswith(SOURCE_FOLDERS):
+        return False
+    return not any(part.startswith(".") for part in path.split("/"))
+
+
 def from_directory(root: Path) -> Source:
-    """The source files of a plain directory. Symlinks are not followed out of it."""
+    """The source files of a plain directory. Symbolic links and nested git repositories
+    (submodules) are not read but listed in `Source.links`, as when reading git."""
     if not root.is_dir():
         raise UsageError(f"{root}: not a directory")
     base = root.resolve()
-    files = []
+    files, links = [], {}
     for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            full = Path(dirpath) / name
+        here = Path(dirpath)
+        for name in sorted([*dirnames, *filenames]):
+            full = here / name
             relative = full.relative_to(base).as_posix()
-            if not is_source_path(relative):
+            if not in_source(relative):
                 continue
-            if full.is_symlink() and not full.resolve().is_relative_to(base):
-                raise UsageError(f"{relative}: symlink points outside {root}")
-            files.append(SourceFile(path=relative, data=full.read_bytes()))
-    return Source(files=tuple(sorted(files, key=lambda f: f.path)))
+            if full.is_symlink():
+                links[relative] = gitrepo.SYMLINK
+            elif name in dirnames and (full / ".git").exists():
+                links[relative] = gitrepo.SUBMODULE
+            elif name in filenames and is_source_path(relative):
+                files.append(SourceFile(path=relative, data=full.read_bytes()))
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if not d.startswith(".") and (here / d).relative_to(base).as_posix() not in links
+        )
+    return Source(
+        files=tuple(sorted(files, key=lambda f: f.path)),
+        links=tuple(sorted(links.items())),
+    )
 
 
 def credentials_from(path: Path | None) -> Credentials | None:
@@ -86,11 +108,14 @@ def from_git(
 def _source(repo: gitrepo.Repository, commit: gitrepo.Commit) -> Source:
     sha, when, _ = gitrepo.commit_info(commit)
     author = gitrepo.author_of(commit)
-    files = gitrepo.read_files(repo, commit, SOURCE_FOLDERS + SOURCE_FILES)
+    # the folders without their slash, so that a link in place of a whole folder is seen too
+    wanted = SOURCE_FILES + tuple(folder.rstrip("/") for folder in SOURCE_FOLDERS)
+    files, links = gitrepo.read_tree(repo, commit, wanted)
     return Source(
         files=tuple(
             SourceFile(path=p, data=d) for p, d in sorted(files.items()) if is_source_path(p)
         ),
+        links=tuple((p, what) for p, what in sorted(links.items()) if in_source(p)),
         commit=sha,
         commit_time=when,
         author=author,

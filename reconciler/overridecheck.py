@@ -174,8 +174,7 @@ def _schema_problems(
     for error in errors:
         policy, rule, position, operation = steps[blame.get((error.pointer, error.message), -1)]
         detail = (
-            f"{operation} makes {workload.key} invalid at {error.pointer or '/'}: "
-            f"{error.message}"
+            f"{operation} makes {workload.key} invalid at {error.pointer or '/'}: {error.message}"
         )
         result.append(overrides.failure(policy, rule, position, detail))
     return result

@@ -22,10 +22,10 @@ from reconciler import (
     guard,
     listkinds,
     movehooks,
+    names,
     overridecheck,
     policies,
     schemacheck,
-    workloads,
     yamlio,
 )
 from reconciler import references as refs
@@ -128,12 +128,11 @@ def _shape_ok(doc: Document, into: _Collector) -> bool:
     if not isinstance(meta, Mapping) or "name" not in meta:
         into.problem(doc, "/metadata" if "metadata" in body else "", "missing metadata.name")
         return False
-    for field in ("name", "namespace"):
-        if field in meta:
-            reason = workloads.unsafe_name_reason(meta[field])
-            if reason:
-                into.problem(doc, f"/metadata/{field}", f"metadata.{field} {reason}")
-                ok = False
+    if not ok:
+        return False
+    for pointer, message in names.document_problems(body):
+        into.problem(doc, pointer, message)
+        ok = False
     return ok
 
 
@@ -206,6 +205,15 @@ def _accept_cluster(doc: Document, into: _Collector) -> None:
 
 
 def _parse(source: Source, into: _Collector) -> None:
+    for path, what in source.links:
+        into.problems.append(
+            Problem(
+                path=path,
+                line=1,
+                message=f"{path} is {what}, which dro does not read: the objects it holds "
+                "would silently drop out of the placement; commit the files themselves",
+            )
+        )
     for file in source.files:
         route = _route(file.path)
         if route is None:
@@ -290,6 +298,7 @@ def check(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Result:
     config = _config(into)
     version = config.kubernetes_version or schemacheck.kubernetes_versions()[-1]
     objects = refs.check_objects(into.objects, version, into.problems)
+    into.problems += names.shared_files(objects)
     cluster_list = refs.unique_clusters(into.cluster_list, into.problems)
     refs.check_cluster_references(
         cluster_list,
