@@ -3,8 +3,9 @@
 `dro plan --chart PATH` calls `write` with the `PlanDiff` it reports; the picture is an SVG or
 a PNG, chosen by the suffix of PATH. Each resource's panel marks 100 % and the water-level
 limit of `dro.yaml` (where re-balancing starts moving replicas off), and each cluster whose
-level changed carries its delta in percentage points beside its bar. Matplotlib is imported only when a chart is drawn, on the
-non-interactive Agg canvas and without pyplot, and the output is byte-for-byte reproducible.
+level changed carries its delta in percentage points beside its bar. Matplotlib is imported
+only when a chart is drawn, on the non-interactive Agg canvas and without pyplot, and the
+output is byte-for-byte reproducible.
 """
 
 from __future__ import annotations

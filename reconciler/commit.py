@@ -27,13 +27,14 @@ class PublishResult:
     attempts: int
 
 
-def message(source_sha: str | None, observations: str, files: int) -> str:
-    """The commit message with dro's trailers."""
-    subject = f"Render {source_sha[:12]}" if source_sha else "Render a local source"
+def message(source_sha: str | None, observations: str, summary: str = "") -> str:
+    """The commit message: `summary` (a subject, and a body saying what changed and why, from
+    `commitmessage`), then dro's trailers."""
+    text = summary.rstrip("\n") or (
+        f"Render {source_sha[:12]}" if source_sha else "Render a local source"
+    )
     return (
-        f"{subject}: {files} files\n\n"
-        f"Dro-Source-Commit: {source_sha or 'none'}\n"
-        f"Dro-Observations: {observations}\n"
+        f"{text}\n\nDro-Source-Commit: {source_sha or 'none'}\nDro-Observations: {observations}\n"
     )
 
 
@@ -60,11 +61,13 @@ def publish(
     hold: Mapping[str, bytes] | None = None,
     author: tuple[str, str] = ("dro", "dro@localhost"),
     credentials: gitrepo.Credentials | None = None,
+    summary: str = "",
 ) -> PublishResult:
     """Commit `tree` on `branch` in the cache of `url` unless unchanged, then push it.
 
     `hold` holds back a change to `status/` alone: when `tree` with its `status/` files
-    replaced by `hold` equals the tip, nothing is committed (the status interval applies)."""
+    replaced by `hold` equals the tip, nothing is committed (the status interval applies).
+    `summary` opens the message (`message`)."""
     credentials = gitrepo.url_credentials(url, credentials)
     writer = _writer(url, state_dir)
     repo = writer.repo
@@ -73,7 +76,7 @@ def publish(
     if hold is not None:
         kept = {p: d for p, d in tree.items() if not p.startswith(STATUS)}
         held = writer.write({**kept, **hold})
-    text = message(source_sha, observations, len(tree))
+    text = message(source_sha, observations, summary)
     for attempt in range(1, MAX_PUSH_ATTEMPTS + 1):
         tip = (gitrepo.remote_tip(repo, branch) if push else None) or gitrepo.branch_tip(
             repo, branch

@@ -1,9 +1,10 @@
 """Git through libgit2 (pygit2): bare caches, fetch, reading trees, writing commits, push.
 
 The only module that imports pygit2. Nothing here checks out a work tree or runs the git
-command (`worktree_changes` only reads a work tree's status, for `dro plan`): blobs are read from trees and trees are written from memory. A `TreeWriter` remembers
-the blobs and subtrees it wrote, so a commit that changes one file rehashes only that file, and
-refuses any path that `git fsck` would reject (`domain.paths`).
+command (`worktree_changes` only reads a work tree's status, for `dro plan`): blobs are read
+from trees and trees are written from memory. A `TreeWriter` remembers the blobs and subtrees
+it wrote, so a commit that changes one file rehashes only that file, and refuses any path that
+`git fsck` would reject (`domain.paths`).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ import structlog
 
 from reconciler import (
     commit,
+    commitmessage,
     gitrepo,
     guard,
     live,
@@ -290,6 +291,13 @@ def _one_pass(settings: Settings, on_stage: StageHook, *, follow_up: bool = Fals
             hold=_held_status(state, planned.tree, now, settings.status_interval),
             author=(settings.author_name, settings.author_email),
             credentials=load.credentials_from(settings.credentials_file),
+            summary=commitmessage.compose(
+                before=previous,
+                after=planned.decisions,
+                state=state,
+                tree=planned.tree,
+                source=source.commit,
+            ),
         )
         log.info(
             "committed",

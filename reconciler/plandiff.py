@@ -22,6 +22,10 @@ from reconciler.errors import Problem, Severity
 CLUSTER_TREE = "clusters/"
 """Where the rendered manifests live in the output tree: `clusters/<cluster>/...`."""
 SKIPPED_FILES = ("kustomization.yaml",)
+NEW = "new in the head"
+"""The trigger of a workload that only the head places."""
+REMOVED = "removed in the head"
+"""The trigger of a workload that only the base places."""
 """Rendered files left out of the manifest diff: the kustomization only lists the others."""
 
 
@@ -84,6 +88,21 @@ class WorkloadChange:
     def why(self) -> str:
         """Every trigger, in one line."""
         return "; ".join(self.triggers)
+
+    def deltas(self) -> list[str]:
+        """Per cluster, in name order, what changes: `eu-west-1 +2`/`us-east-1 −1` replicas,
+        or `joins`/`leaves` for a kind without replicas."""
+        deltas = []
+        for cluster in sorted({*self.before, *self.after}):
+            before, after = self.before.get(cluster, 0), self.after.get(cluster, 0)
+            if cluster not in self.after:
+                deltas.append(f"{cluster} leaves" if before is None else f"{cluster} −{before}")
+            elif cluster not in self.before:
+                deltas.append(f"{cluster} joins" if after is None else f"{cluster} +{after}")
+            elif before is not None and after is not None and after != before:
+                sign = "+" if after > before else "−"
+                deltas.append(f"{cluster} {sign}{abs(after - before)}")
+        return deltas
 
     @property
     def replicas_before(self) -> int | None:
@@ -301,6 +320,16 @@ def _scaled(before: Decision, after: Decision) -> list[str]:
     return [f"replicas changed from {totals[0]} to {totals[1]}"]
 
 
+def _retired(before: Decision, after: Decision) -> list[str]:
+    """`old copies on us-east-1 retired` where the retiring replicas went down: the new copies
+    of a move were seen Healthy (or the cluster is not observed, where one pass suffices)."""
+    kept = {p.cluster: p.replicas or 0 for p in after.retiring}
+    done = sorted(p.cluster for p in before.retiring if kept.get(p.cluster, 0) < (p.replicas or 0))
+    if not done:
+        return []
+    return [f"old copies on {', '.join(done)} retired: the move's new copies are up"]
+
+
 def _new_moves(before: Decision | None, after: Decision | None) -> tuple[Move, ...]:
     """The head's moves that the base did not already hold (older ones are in cooldown)."""
     if after is None:
@@ -320,9 +349,9 @@ def _triggers(
     the two decisions: a policy or placement change, a scale, each cluster removed, each
     move, an unschedulable reason. Each once, in that order."""
     if before is None:
-        return ("new in the head",)
+        return (NEW,)
     if after is None:
-        return ("removed in the head",)
+        return (REMOVED,)
     found: list[str] = []
     if policies[0] != policies[1]:
         found.append(
@@ -333,6 +362,7 @@ def _triggers(
         found.append("the placement changed")
     found += _scaled(before, after)
     found += [f"cluster {p.cluster} is gone" for p in before.clusters if p.cluster in gone]
+    found += _retired(before, after)
     if after.diagnosis.trigger:
         found.append(after.diagnosis.trigger)
     found += sorted({m.reason for m in _new_moves(before, after)})

@@ -200,26 +200,11 @@ def _headline(change: plandiff.WorkloadChange) -> str:
     parts = []
     if change.moved:
         parts.append(f"{change.moved} {'replica' if change.moved == 1 else 'replicas'} moved")
-    deltas = _deltas(change)
+    deltas = change.deltas()
     if deltas:
         shown = ", ".join(deltas[:6]) + (f", … {len(deltas) - 6} more" if len(deltas) > 6 else "")
         parts.append(shown)
     return "; ".join(parts) or "replicas or policy changed"
-
-
-def _deltas(change: plandiff.WorkloadChange) -> list[str]:
-    """Per cluster, what changes: `+2`/`−1` replicas, or `joins`/`leaves` without replicas."""
-    deltas = []
-    for cluster in sorted({*change.before, *change.after}):
-        before, after = change.before.get(cluster, 0), change.after.get(cluster, 0)
-        if cluster not in change.after:
-            deltas.append(f"{cluster} leaves" if before is None else f"{cluster} −{before}")
-        elif cluster not in change.before:
-            deltas.append(f"{cluster} joins" if after is None else f"{cluster} +{after}")
-        elif before is not None and after is not None and after != before:
-            sign = "+" if after > before else "−"
-            deltas.append(f"{cluster} {sign}{abs(after - before)}")
-    return deltas
 
 
 def _count(placed: Mapping[str, int | None], retiring: Mapping[str, int], cluster: str) -> str:
