@@ -97,11 +97,7 @@ def test_later_passes_are_announced(
     reviewed: SourceRepo, capsys: pytest.CaptureFixture[str], output: str
 ) -> None:
     _, out = plan(reviewed, capsys, "--head", "cluster-added", "-o", output)
-    if output == "json":
-        follow_ups = json.loads(out)["followUps"]
-    else:
-        follow_ups = [" ".join(out.split())]
-    said = " ".join(follow_ups)
+    said = " ".join(json.loads(out)["followUps"]) if output == "json" else " ".join(out.split())
     assert "Moves in flight: 2 old replicas of payments/Deployment.apps/checkout" in said
     assert "a later pass retires them once the new copies are observed Healthy" in said
     assert "Filling eu-west-3: this pass moves 2 replicas in; later passes move more" in said
