@@ -1,13 +1,14 @@
 """Commit: write the rendered tree to the output branch and push it.
 
-One commit per pass whose tree differs from the branch tip, built straight from memory, with
-the trailers `Dro-Source-Commit` and `Dro-Observations`. No commit when nothing changed. When
+One commit per pass whose tree differs from the branch tip, built straight from memory. Its
+message says what changed and why (`commitmessage`), then the trailers `Dro-Source-Commit`
+and `Dro-Observations`. No commit when nothing changed. When
 the remote branch moved meanwhile, fetch, rebuild on the new tip and push again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,13 +62,14 @@ def publish(
     hold: Mapping[str, bytes] | None = None,
     author: tuple[str, str] = ("dro", "dro@localhost"),
     credentials: gitrepo.Credentials | None = None,
-    summary: str = "",
+    summary: Callable[[], str] = str,
 ) -> PublishResult:
     """Commit `tree` on `branch` in the cache of `url` unless unchanged, then push it.
 
     `hold` holds back a change to `status/` alone: when `tree` with its `status/` files
     replaced by `hold` equals the tip, nothing is committed (the status interval applies).
-    `summary` opens the message (`message`)."""
+    `summary` is called once a commit is due, for the text that opens its message (`message`):
+    a steady pass does not pay for describing changes it does not commit."""
     credentials = gitrepo.url_credentials(url, credentials)
     writer = _writer(url, state_dir)
     repo = writer.repo
@@ -76,13 +78,14 @@ def publish(
     if hold is not None:
         kept = {p: d for p, d in tree.items() if not p.startswith(STATUS)}
         held = writer.write({**kept, **hold})
-    text = message(source_sha, observations, summary)
+    text = None
     for attempt in range(1, MAX_PUSH_ATTEMPTS + 1):
         tip = (gitrepo.remote_tip(repo, branch) if push else None) or gitrepo.branch_tip(
             repo, branch
         )
         if tip is not None and gitrepo.tree_of(tip) in (root, held):
             return PublishResult(commit=None, pushed=False, attempts=attempt)
+        text = text or message(source_sha, observations, summary())
         when = (
             commit_time
             if commit_time is not None

@@ -70,7 +70,7 @@ def plan_review(
     diff = plandiff.compare(before, replace(after, note=_set_aside(after.decisions)))
     notes = (
         *_uncommitted(location, revisions.local),
-        *_no_output_branch(output_branch, bool(state), before.valid),
+        *_no_output_branch(output_branch, revisions.tip(output_branch) is not None, before.valid),
     )
     return replace(diff, notes=notes)
 
