@@ -12,7 +12,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,8 @@ from tests.service import Service, free_port, wait_for
 CLUSTER_TIMEOUT = 1.0
 """`--cluster-timeout`; an injected delay is longer than this, so requests time out."""
 SLOW = 1.5
+LEASE_SECONDS = 2.0
+"""`--lease-duration` of the two replicas: the shortest `dro run` accepts."""
 INVENTORY_NAMESPACE = "dro-system"
 INVENTORY_NAME = "dro-inventory"
 OUTPUT_BRANCH = "dro/rendered"
@@ -104,6 +106,8 @@ class Noted:
     """Held by an injected delay longer than the client's timeout: the client gave up."""
     injected: bool
     """Answered with an injected failure."""
+    user: str = ""
+    """Who sent it (`sender`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +201,7 @@ class RecordingAPI(KubeAPI):
                 response.code,
                 delayed,
                 injected,
+                sender(headers),
             )
             with self._noted_lock:
                 self.noted.append(noted)
@@ -273,3 +278,33 @@ class Instance:
     end: str | None = None
     """"killed" (SIGKILL), "terminated" (SIGTERM) or None while it runs."""
     exit_code: int | None = None
+    name: str = ""
+    """Its identity: the Lease holder's name and its kubeconfig user's token."""
+    stops: list[tuple[float, float]] = field(default_factory=list)
+    """(SIGSTOP, SIGCONT) times: paused past its Lease."""
+
+
+class LeaseAPI(KubeAPI):
+    """The emulator that holds the Lease, noting each holder from the Lease writes it
+    accepted: (time, holderIdentity), "" when released."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.holders: list[tuple[float, str]] = []
+        self._holders_lock = threading.Lock()
+
+    def _answer(
+        self, method: str, raw_path: str, headers: Mapping[str, str], body: bytes
+    ) -> HttpResponse:
+        response = super()._answer(method, raw_path, headers, body)
+        if method in ("POST", "PUT") and "/leases" in raw_path and response.code < 300:
+            holder = str((response.body.get("spec") or {}).get("holderIdentity") or "")
+            with self._holders_lock:
+                if not self.holders or self.holders[-1][1] != holder:
+                    self.holders.append((time.time(), holder))
+        return response
+
+    def holder(self) -> str:
+        """The Lease's holder now ("" when none)."""
+        lease = self.get("coordination.k8s.io", "v1", "leases", "default", "dro")
+        return str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
