@@ -259,6 +259,12 @@ class Runner:
         except Exception as error:  # a bug must not stop the service: report, go on
             log.exception("pass_crashed", error=repr(error))
         finally:
+            with self._stage_lock:
+                abandoned = self._abandoning
+            if abandoned:
+                # `abandon` counted this pass and the process is exiting; a stage that failed
+                # meanwhile (the signal broke its syscall: EINTR) must not count it again
+                threading.Event().wait()
             self.stage = None
             self.passes += 1
             self._finished = self.clock()

@@ -339,7 +339,10 @@ def every_pass_accounted_for(run: Run) -> None:
 
 RSS_TOLERANCE = 0.10
 """Flat RSS: the last phase's leader's RSS (the median of three readings after passes) ends
-within this fraction of its value after warm-up."""
+within this fraction of its value after warm-up. Measured over 500 passes (seed 3204522274,
+about 250 passes of that leader): +4.9% VmRSS, +4.1% anonymous, nearly all of it in the first
+70 passes after warm-up, then +0.3% anonymous over the last 160; file-backed pages grow with
+the git cache's packs. The tolerance is twice that, so a leak of a few KiB per pass fails."""
 
 
 def rss_flat(run: Run) -> None:
