@@ -91,10 +91,11 @@ def _uncommitted(location: str, local: bool) -> tuple[str, ...]:
     more = len(listed) - UNCOMMITTED_SHOWN
     if more > 0:
         shown += f" and {more} more"
+    one = len(listed) == 1
     return (
-        f"The working tree has {len(listed)} uncommitted "
-        f"{'change' if len(listed) == 1 else 'changes'} that this plan does not include "
-        f"(dro plan reads commits, not files): {shown}. Commit them to plan them.",
+        f"The working tree has {len(listed)} uncommitted {'change' if one else 'changes'} "
+        f"that this plan does not include (dro plan reads commits, not files): {shown}. "
+        f"Commit {'it' if one else 'them'} to plan {'it' if one else 'them'}.",
     )
 
 
