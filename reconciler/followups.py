@@ -65,17 +65,16 @@ def _filling(
         m.replicas for d in decisions for m in d.moves if m.target in clusters and m.at == at
     )
     limit = (
-        f"{budget.count} replicas"
+        f"{budget.count} {_plural(budget.count, 'replica')}"
         if budget.count is not None
-        else f"{budget.percent:g}%"
+        else f"{budget.percent:g}% of the movable replicas"
         if budget.percent is not None
-        else "all"
+        else "all movable replicas"
     )
     return (
         f"Filling {', '.join(clusters)}: this pass moves {moved} "
-        f"{_plural(moved, 'replica')} in; later passes move more, at most {limit} of the "
-        "movable replicas per pass (rebalance.maxMovesPerPass), until a pass finds no move "
-        "worth the threshold."
+        f"{_plural(moved, 'replica')} in; later passes move more, at most {limit} per pass "
+        "(rebalance.maxMovesPerPass), until a pass finds no move worth the threshold."
     )
 
 

@@ -3,6 +3,7 @@ once through `dro reconcile --once` on a real repository, trailers included."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from reconciler import cli, commitmessage
@@ -186,3 +187,12 @@ def test_reconcile_commits_say_what_changed_and_keep_the_trailers(
     assert latest.startswith("scale shop/frontend 6 → 9\n\n- scale shop/frontend 6 → 9 (")
     assert "  why: replicas changed from 6 to 9\n" in latest
     assert latest.endswith(f"\n\nDro-Source-Commit: {scaled}\nDro-Observations: declared")
+
+
+def test_a_stateful_move_names_its_phase() -> None:
+    before = [decision("db", {"us-east-1": 1}, kind="StatefulSet")]
+    moving = decision("db", {"eu-west-1": 1}, kind="StatefulSet", trigger="cluster drained")
+    after = [replace(moving, retiring=(Placed("us-east-1", 1, phase="Provisioning", since=AT),))]
+    subject, body = subject_and_body(compose(before, after))
+    assert subject == "move shop/statefulset/db us-east-1 → eu-west-1, Provisioning"
+    assert "why: cluster drained" in body
