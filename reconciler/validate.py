@@ -299,6 +299,7 @@ def check(source: Source) -> Result:
     into.problems += hooks.problems
     into.problems += datamodel.unknown_data_sets(into.data_refs, data_sets)
     refs.check_karmada_rules(into.placement, into.problems)
+    refs.check_requested_times(into.placement, config, into.problems)
     claimed_by = refs.check_claims(into.placement, objects, into.problems)
     problems = tuple(sorted(into.problems, key=lambda p: p.sort_key))
     if any(p.severity is Severity.ERROR for p in problems):
