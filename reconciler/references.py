@@ -87,7 +87,8 @@ def check_objects(
     result: list[Workload] = []
     for doc in objects:
         found = _schema_problems(doc, version, crds)
-        found += [_problem(doc.origin, p, m) for p, m in demand.quantity_problems(doc.body)]
+        if not any(p.severity is Severity.ERROR for p in found):
+            found += [_problem(doc.origin, p, m) for p, m in demand.quantity_problems(doc.body)]
         problems.extend(found)
         if any(p.severity is Severity.ERROR for p in found):
             continue

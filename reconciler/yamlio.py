@@ -170,14 +170,23 @@ def parse_documents(path: str, data: bytes) -> list[Document]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else 1
-        raise YamlError(
-            Problem(path=path, line=line, message=f"malformed YAML: {exc.problem or exc}")
-        ) from exc
+        message = f"malformed YAML: {_one_line(exc.problem or str(exc))}"
+        raise YamlError(Problem(path=path, line=line, message=message)) from exc
+    except yaml.reader.ReaderError as exc:  # a control character: libyaml gives its offset
+        line = text[: exc.position].count("\n") + 1
+        message = f"malformed YAML: {_one_line(exc.reason)} (#x{exc.character:04x})"
+        raise YamlError(Problem(path=path, line=line, message=message)) from exc
     except yaml.YAMLError as exc:
-        raise YamlError(Problem(path=path, line=1, message=f"malformed YAML: {exc}")) from exc
+        message = f"malformed YAML: {_one_line(str(exc))}"
+        raise YamlError(Problem(path=path, line=1, message=message)) from exc
     finally:
         loader.dispose()
     return documents
+
+
+def _one_line(text: str) -> str:
+    """A parser's message on one line: a report line must not be split or forged."""
+    return " ".join(text.split())
 
 
 def load_own(path: str, data: bytes) -> Any:

@@ -590,4 +590,35 @@ CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
         6,
         "unsupported YAML tag !mine",
     ),
+    (
+        "control-character",
+        {W: "apiVersion: v1\nkind: ConfigMap\ndata:\n  a: b\x07c\n"},
+        W,
+        4,
+        "malformed YAML: control characters are not allowed (#x0007)",
+    ),
+    (
+        "spec-not-a-mapping",
+        {
+            W: "apiVersion: apps/v1\nkind: Deployment\n"
+            "metadata: {name: x, namespace: shop}\nspec: 5\n"
+        },
+        W,
+        4,
+        "is not of type 'object'",
+    ),
+    (
+        "request-is-a-list",
+        {W: DEPLOYMENT.format(replicas="1", cpu="[1]")},
+        W,
+        15,
+        "[1] is not of type",
+    ),
+    (
+        "rpp-without-selector",
+        {P: RPP.format(name="p") + "  resourceSelectors: []\n"},
+        P,
+        6,
+        "should be non-empty",
+    ),
 ]

@@ -338,3 +338,19 @@ def test_validate_never_crashes_and_what_it_accepts_runs(
     workspace: Workspace, mutation: Mutation
 ) -> None:
     check_one(workspace, mutation)
+
+
+FOUND = {
+    "custom-cronjob-without-crd": Mutation(
+        "workloads/shop/odd.yaml",
+        b"apiVersion: example.com/v1\nkind: CronJob\nmetadata: {name: odd, namespace: shop}\n"
+        b"spec: {jobTemplate: 5}\n",
+        "a custom resource named like a built-in kind, with no CRD: only a warning",
+    ),
+}
+"""Inputs the fuzzing found that crashed a command, kept as regressions."""
+
+
+@pytest.mark.parametrize("name", sorted(FOUND))
+def test_what_fuzzing_found_stays_fixed(workspace: Workspace, name: str) -> None:
+    check_one(workspace, FOUND[name])
