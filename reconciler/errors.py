@@ -41,14 +41,22 @@ class Problem:
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}"
-        pointer = self.pointer or "/"
+        pointer = _one_line(self.pointer or "/")
         prefix = "warning: " if self.severity is Severity.WARNING else ""
-        return f"{where}: {pointer}: {prefix}{self.message}"
+        return f"{where}: {pointer}: {prefix}{_one_line(self.message)}"
 
     @property
     def sort_key(self) -> tuple[str, int, str, str]:
         """Order problems by file, line, pointer and message, for stable reports."""
         return (self.path, self.line, self.pointer, self.message)
+
+
+def _one_line(text: str) -> str:
+    """`text` with every unprintable character (newlines, U+2028 …) escaped, so a value
+    quoted in a message cannot break a report line or forge another one."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 class DroError(Exception):

@@ -621,4 +621,14 @@ CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
         6,
         "should be non-empty",
     ),
+    (
+        "newline-in-a-quoted-value",
+        {
+            P: "apiVersion: multicluster.io/v1alpha1\n"
+            'kind: "Place\\nment\\u2028"\nmetadata: {name: p}\n'
+        },
+        P,
+        2,
+        "unknown policy kind multicluster.io/v1alpha1 Place\\nment\\u2028;",
+    ),
 ]
