@@ -347,6 +347,13 @@ FOUND = {
         b"spec: {jobTemplate: 5}\n",
         "a custom resource named like a built-in kind, with no CRD: only a warning",
     ),
+    "largest-node-free-of-an-undeclared-resource": Mutation(
+        "clusters/us-east-1.yaml",
+        FILES["clusters/us-east-1.yaml"]
+        .replace("largestNodeFree: {", "largestNodeFree: {example.com/fpga: '2', ")
+        .encode(),
+        "largestNodeFree names a resource that neither capacity nor allocated names",
+    ),
 }
 """Inputs the fuzzing found that crashed a command, kept as regressions."""
 
