@@ -12,7 +12,6 @@ import argparse
 import contextlib
 import json
 import os
-import shutil
 import sys
 from collections.abc import Iterator, Sequence
 from importlib import metadata
@@ -23,7 +22,10 @@ from reconciler import (
     cli_plan,
     cli_run,
     durations,
+    guard,
+    outdir,
     pipeline,
+    redact,
     render,
     report,
     settings,
@@ -71,6 +73,18 @@ def _add_source_args(parser: argparse.ArgumentParser, *, path_required: bool = F
         type=Path,
         default=None,
         help="file with https credentials: 'username:password' or a token",
+    )
+    add_guard_arg(parser)
+
+
+def add_guard_arg(parser: argparse.ArgumentParser) -> None:
+    """`--guard FILE`: the operator's ceiling on what the repo may place."""
+    parser.add_argument(
+        "--guard",
+        type=Path,
+        default=_path_env("GUARD"),
+        metavar="FILE",
+        help=guard.FLAG_HELP + " [env DRO_GUARD]",
     )
 
 
@@ -125,11 +139,14 @@ def build_parser() -> argparse.ArgumentParser:
         "manifests and decisions into DIR.",
     )
     _add_source_args(rend)
-    rend.add_argument("--out", type=Path, required=True, help="directory to write the tree to")
+    rend.add_argument(
+        "--out", type=Path, required=True, metavar="DIR", help="directory to write the tree to"
+    )
     rend.add_argument(
         "--clean",
         action="store_true",
-        help="remove DIR first if it exists (otherwise it must be empty)",
+        help="replace DIR if an earlier dro render made it (otherwise it must be empty); "
+        "never the working directory, the source or a folder holding .git",
     )
 
     cli_plan.add_parser(commands)
@@ -229,10 +246,6 @@ def _progress(enabled: bool) -> Iterator[pipeline.StageHook]:
         yield lambda stage: progress.update(task, description=str(stage))
 
 
-def _read(args: argparse.Namespace) -> Source:
-    return pipeline.read_source(_settings(args))
-
-
 def _settings(args: argparse.Namespace) -> settings.Settings:
     path = args.path if args.path is not None else (None if args.repo else Path("."))
     if args.repo and args.path is not None:
@@ -247,6 +260,7 @@ def _settings(args: argparse.Namespace) -> settings.Settings:
         credentials_file=args.git_credentials_file,
         output_branch=getattr(args, "output_branch", settings.DEFAULT_OUTPUT_BRANCH),
         push=not getattr(args, "no_push", False),
+        guard=guard.load_ceiling(args.guard),
         **_cluster_settings(args),
     )
 
@@ -270,9 +284,10 @@ def _cluster_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def _cmd_validate(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     hook(pipeline.Stage.LOAD)
-    source = _read(args)
+    config = _settings(args)
+    source = pipeline.read_source(config)
     hook(pipeline.Stage.VALIDATE)
-    result = validate.check(source)
+    result = validate.check(source, ceiling=config.guard)
     report.print_problems(result.problems, sys.stdout)
     if result.spec is None:
         return 1
@@ -296,8 +311,9 @@ def _schedule_document(source: Source, decisions: Sequence[Decision]) -> dict[st
 
 def _cmd_schedule(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     hook(pipeline.Stage.LOAD)
-    source = _read(args)
-    spec, decisions = pipeline.decide(source, on_stage=hook, diagnose=False)
+    config = _settings(args)
+    source = pipeline.read_source(config)
+    spec, decisions = pipeline.decide(source, on_stage=hook, diagnose=False, ceiling=config.guard)
     if args.output == "json":
         sys.stdout.write(json.dumps(_schedule_document(source, decisions), indent=2) + "\n")
     elif args.output == "yaml":
@@ -313,7 +329,7 @@ def _cmd_explain(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     config = _settings(args)
     source = pipeline.read_source(config)
     previous = pipeline.previous_decisions(config)
-    _, decisions = pipeline.decide(source, on_stage=hook, previous=previous)
+    _, decisions = pipeline.decide(source, on_stage=hook, previous=previous, ceiling=config.guard)
     decision = report.find_decision(decisions, args.workload)
     if decision is None:
         raise UsageError(f"no workload {args.workload} in the source (NAMESPACE/KIND/NAME)")
@@ -361,32 +377,32 @@ def _render_shard(
     root: Path, spec: Spec, decisions: Sequence[Decision], shard: tuple[int, int]
 ) -> None:
     files = render.tree(spec, decisions, shard=shard)
-    for folder in sorted({(root / relative).parent for relative in files}):
-        folder.mkdir(parents=True, exist_ok=True)
-    _write_files(str(root), sorted(files.items()))
-
-
-def _write_files(root: str, items: Sequence[tuple[str, bytes]]) -> None:
-    for relative, data in items:
-        handle = os.open(f"{root}/{relative}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(handle, data)
-        finally:
-            os.close(handle)
+    outdir.write_files(root, sorted(files.items()))
 
 
 def _cmd_render(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     out: Path = args.out
-    if out.exists() and any(out.iterdir()):
-        if not args.clean:
-            raise UsageError(f"{out}: directory is not empty (use --clean to replace it)")
-        shutil.rmtree(out)
+    outdir.check(out, clean=args.clean, protected=_kept_by_render(args))
     hook(pipeline.Stage.LOAD)
-    spec, decisions = pipeline.decide(_read(args), on_stage=hook)
+    config = _settings(args)
+    spec, decisions = pipeline.decide(
+        pipeline.read_source(config), on_stage=hook, ceiling=config.guard
+    )
     hook(pipeline.Stage.RENDER)
-    render_to(out, spec, decisions)
+    with outdir.staged(out) as stage:
+        render_to(stage, spec, decisions)
     sys.stderr.write(f"wrote the rendered tree to {out}\n")
     return 0
+
+
+def _kept_by_render(args: argparse.Namespace) -> list[Path]:
+    """The folders `render --clean` must never delete: the working directory and the source."""
+    kept = [Path.cwd()]
+    if args.path is not None or not args.repo:
+        kept.append(args.path or Path("."))
+    elif "://" not in args.repo and Path(args.repo).exists():
+        kept.append(Path(args.repo))
+    return kept
 
 
 def _cmd_reconcile(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
@@ -399,7 +415,8 @@ def _cmd_reconcile(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
         print(f"output branch {args.output_branch}: unchanged (no commit)")
     else:
         where = "pushed to" if result.pushed else "committed in the cache of"
-        print(f"output branch {args.output_branch}: {result.commit[:12]} {where} {args.repo}")
+        remote = redact.urls(args.repo)
+        print(f"output branch {args.output_branch}: {result.commit[:12]} {where} {remote}")
     if result.applied is None:
         print("apply skipped: offline pass (give --kubeconfig to observe and apply)")
         return 0
@@ -410,6 +427,9 @@ def _cmd_reconcile(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
         print(f"unreachable: {why}")
     if result.applied.prune_blocked:
         print(f"prune held back: {result.applied.prune_blocked}")
+    elif result.applied.prune_held:
+        held = ", ".join(result.applied.prune_held)
+        print(f"prune held back for {held}: an object of that kind and namespace was not applied")
     if result.passes == 2:
         print("moves completed: the new copies are Healthy and the old ones were retired")
     return 0 if result.applied.ok and not result.unreachable else 1
@@ -438,7 +458,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report.print_problems(failed.problems, sys.stdout)
         return 1
     except DroError as error:
-        sys.stderr.write(f"dro {args.command}: {error}\n")
+        sys.stderr.write(f"dro {args.command}: {redact.urls(str(error))}\n")
         return 1
 
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from reconciler import load, pipeline, planreport, report, review, settings
+from reconciler import guard, load, pipeline, planreport, report, review, settings
 
 DIFFERENCES = 2
 FORMATS = ("markdown", "json", "text")
@@ -60,10 +60,23 @@ def add_parser(commands: Any) -> None:
         help="where the cache of a remote --repo is kept (default: .dro-state)",
     )
     plan.add_argument("--git-credentials-file", type=Path, default=None)
+    plan.add_argument(
+        "--guard",
+        type=Path,
+        default=_guard_env(),
+        metavar="FILE",
+        help=guard.FLAG_HELP + " [env DRO_GUARD]",
+    )
+
+
+def _guard_env() -> Path | None:
+    value = settings.env("GUARD")
+    return Path(value) if value else None
 
 
 def run(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     """Plan both refs, print the review in the chosen format, and return the exit code."""
+    ceiling = guard.load_ceiling(args.guard)
     hook(pipeline.Stage.LOAD)
     diff = review.plan_review(
         args.repo,
@@ -73,6 +86,7 @@ def run(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
         state_dir=args.state_dir,
         credentials=load.credentials_from(args.git_credentials_file),
         on_stage=hook,
+        ceiling=ceiling,
     )
     output = args.output or ("text" if sys.stdout.isatty() else "markdown")
     if output == "json":

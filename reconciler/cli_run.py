@@ -22,7 +22,20 @@ from typing import Any
 import structlog
 import yaml
 
-from reconciler import durations, kube, leader, metrics, report, runner, server, settings
+from reconciler import (
+    durations,
+    guard,
+    httpguard,
+    kube,
+    leader,
+    metrics,
+    redact,
+    report,
+    runner,
+    server,
+    settings,
+)
+from reconciler.domain import Origin
 from reconciler.errors import ClusterError, UsageError
 
 log = structlog.get_logger("dro")
@@ -41,13 +54,20 @@ def _seconds(text: str) -> float:
     return durations.seconds(str(text))
 
 
+def _guard(raw: Any) -> guard.Guard:
+    """`--guard FILE`, or `guard:` in the config file: a file name or the guard itself."""
+    if isinstance(raw, dict):
+        return guard.ceiling_from(raw, origin=Origin(path="guard in the config file", line=1))
+    return guard.load_ceiling(Path(str(raw)))
+
+
 @dataclass(frozen=True, slots=True)
 class Option:
     """One setting of `dro run`: its flag, default, parser and help."""
 
     name: str
     default: Any
-    convert: Callable[[str], Any]
+    convert: Callable[[Any], Any]
     help: str
 
     @property
@@ -70,7 +90,21 @@ OPTIONS = (
     Option("listen", "0.0.0.0:8080", str, "ADDR:PORT for /healthz /readyz /metrics /webhook"),
     Option("interval", 60.0, _seconds, "time between passes, e.g. 60s or 5m"),
     Option("jitter", 0.1, float, "up to this fraction of the interval is added at random"),
-    Option("ready-intervals", 3.0, float, "/readyz fails after this many intervals without a pass"),
+    Option(
+        "ready-intervals",
+        3.0,
+        float,
+        "/readyz fails unless the last pass succeeded within this many intervals",
+    ),
+    Option("http-header-timeout", 10.0, _seconds, "a client's time to send its request headers"),
+    Option(
+        "http-body-timeout",
+        30.0,
+        _seconds,
+        "a client's time to send its body, then to take the answer",
+    ),
+    Option("http-max-connections", 128, int, "connections open at once on --listen"),
+    Option("webhook-concurrency", 4, int, "webhook bodies (25 MB at most) read at once"),
     Option("webhook-secret-file", None, Path, "the shared secret of GitHub/GitLab webhooks"),
     Option("leader-elect", True, _bool, "hold a Lease so one replica runs passes (true|false)"),
     Option("lease-name", "dro", str, "the Lease's name"),
@@ -89,6 +123,12 @@ OPTIONS = (
     Option("parallel", 8, int, "clusters observed and applied at once"),
     Option("move-wait", 60.0, _seconds, "wait this long for moved replicas to become Healthy"),
     Option("status-interval", 600.0, _seconds, "commit a status-only change at most this often"),
+    Option(
+        "guard",
+        None,
+        _guard,
+        guard.FLAG_HELP + "; in the config file, a file name or the guard's mapping itself",
+    ),
 )
 
 
@@ -135,8 +175,13 @@ def load_config(path: Path | None) -> dict[str, Any]:
         return {}
     try:
         document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as error:
-        raise UsageError(f"{path}: cannot read the config file: {error}") from error
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+        raise UsageError(f"{path}: cannot read the config file: {reason}") from None
+    except yaml.YAMLError as error:
+        # its line and problem only: PyYAML's own message quotes the line (a URL's token)
+        problem = redact.yaml_problem(error)
+        raise UsageError(f"{path}: cannot read the config file: {problem}") from None
     if document is None:
         return {}
     if not isinstance(document, dict):
@@ -174,7 +219,14 @@ def run(args: argparse.Namespace, _hook: Any) -> int:
         loop.leading.set()
         loop.metrics.leader.set(1)
     secret = _secret(values["webhook_secret_file"])
-    http = server.Server(loop, host=host, port=int(port), webhook_secret=secret)
+    http = server.Server(
+        loop,
+        host=host,
+        port=int(port),
+        webhook_secret=secret,
+        limits=_limits(values),
+        max_webhooks=values["webhook_concurrency"],
+    )
 
     def abandoned() -> None:
         if elector is not None:
@@ -192,6 +244,20 @@ def run(args: argparse.Namespace, _hook: Any) -> int:
             elector.stop()
         http.close()
     return 0
+
+
+def _limits(values: Mapping[str, Any]) -> httpguard.Limits:
+    """The HTTP limits, or UsageError naming the one that cannot work."""
+    for name in ("http-header-timeout", "http-body-timeout", "http-max-connections"):
+        if values[name.replace("-", "_")] <= 0:
+            raise UsageError(f"--{name} must be greater than zero")
+    if values["webhook_concurrency"] < 1:
+        raise UsageError("--webhook-concurrency must be at least 1")
+    return httpguard.Limits(
+        header_timeout=values["http_header_timeout"],
+        body_timeout=values["http_body_timeout"],
+        max_connections=values["http_max_connections"],
+    )
 
 
 def _settings(values: Mapping[str, Any]) -> settings.Settings:
@@ -214,6 +280,7 @@ def _settings(values: Mapping[str, Any]) -> settings.Settings:
         parallel=values["parallel"],
         move_wait=values["move_wait"],
         status_interval=values["status_interval"],
+        guard=values["guard"] or guard.BUILTIN,
     )
 
 

@@ -65,6 +65,7 @@ def publish(
 
     `hold` holds back a change to `status/` alone: when `tree` with its `status/` files
     replaced by `hold` equals the tip, nothing is committed (the status interval applies)."""
+    credentials = gitrepo.url_credentials(url, credentials)
     writer = _writer(url, state_dir)
     repo = writer.repo
     root = writer.write(tree)

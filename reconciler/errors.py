@@ -12,14 +12,53 @@ DroError                      base; never raised directly
 
 An expected outcome is a value, not an exception: an unschedulable workload is a `Decision`
 with a diagnosis. Every `Problem` names the file and line, and a JSON pointer where one applies,
-so that `dro validate` can print `FILE:LINE: POINTER: MESSAGE`.
+so that `dro validate` can print `FILE:LINE: POINTER: MESSAGE`. That is always one line: a path
+with a control character, `"` or `\\` is printed in double quotes with C-style escapes, as git
+prints paths (`"workloads/a\\nb.yaml":3: …`), and control characters in the pointer and the
+message are escaped the same way, without quotes.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+
+_C_ESCAPES = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\v": "\\v",
+    "\f": "\\f",
+    "\r": "\\r",
+    '"': '\\"',
+    "\\": "\\\\",
+}
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NEEDS_QUOTES = re.compile(r'[\x00-\x1f\x7f-\x9f\u2028\u2029"\\]')
+
+
+def _c_escape(char: str) -> str:
+    """git's C-style escape of one character: `\\n`, `\\"` …, or octal bytes (`\\342\\200\\250`)."""
+    known = _C_ESCAPES.get(char)
+    return known or "".join(f"\\{byte:03o}" for byte in char.encode())
+
+
+def quote_path(path: str) -> str:
+    """`path` as git prints it (core.quotePath=false): unchanged, or in double quotes with
+    C-style escapes when it holds a control character (a newline …), a `"` or a `\\`.
+
+    So a file name can never start a second line that looks like `FILE:LINE`."""
+    if not _NEEDS_QUOTES.search(path):
+        return path
+    return '"' + _NEEDS_QUOTES.sub(lambda match: _c_escape(match.group()), path) + '"'
+
+
+def _escape(text: str) -> str:
+    """`text` with its control characters C-escaped, so a problem is always one line."""
+    return _CONTROL.sub(lambda match: _c_escape(match.group()), text)
 
 
 class Severity(StrEnum):
@@ -40,23 +79,15 @@ class Problem:
     severity: Severity = Severity.ERROR
 
     def __str__(self) -> str:
-        where = f"{self.path}:{self.line}"
-        pointer = _one_line(self.pointer or "/")
+        where = f"{quote_path(self.path)}:{self.line}"
+        pointer = _escape(self.pointer or "/")
         prefix = "warning: " if self.severity is Severity.WARNING else ""
-        return f"{where}: {pointer}: {prefix}{_one_line(self.message)}"
+        return f"{where}: {pointer}: {prefix}{_escape(self.message)}"
 
     @property
     def sort_key(self) -> tuple[str, int, str, str]:
         """Order problems by file, line, pointer and message, for stable reports."""
         return (self.path, self.line, self.pointer, self.message)
-
-
-def _one_line(text: str) -> str:
-    """`text` with every unprintable character (newlines, U+2028 …) escaped, so a value
-    quoted in a message cannot break a report line or forge another one."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 class DroError(Exception):

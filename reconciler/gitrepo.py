@@ -2,7 +2,8 @@
 
 The only module that imports pygit2. Nothing here checks out a work tree or runs the git
 command: blobs are read from trees and trees are written from memory. A `TreeWriter` remembers
-the blobs and subtrees it wrote, so a commit that changes one file rehashes only that file.
+the blobs and subtrees it wrote, so a commit that changes one file rehashes only that file, and
+refuses any path that `git fsck` would reject (`domain.paths`).
 """
 
 from __future__ import annotations
@@ -10,31 +11,56 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pygit2
 
 from reconciler import packfile
+from reconciler import redact as redaction
+from reconciler.domain import paths
 from reconciler.errors import GitError, UsageError
 
 Repository = pygit2.Repository
 Commit = pygit2.Commit
+SAFE_NAMES_KEPT = 500_000
+"""Path components a `TreeWriter` remembers as checked, so a steady pass checks none again."""
 FETCH_REFSPECS = ["+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Credentials:
-    """https credentials; `token` is sent as the password with username `x-access-token`."""
+    """https credentials; `token` is sent as the password with username `x-access-token`.
+    Its `repr` names the fields that are set, never their values (a token may stand in the
+    username of a URL too): a logged or crashed pass shows `Credentials(token=<redacted>)`."""
 
-    username: str | None = None
-    password: str | None = None
-    token: str | None = None
+    username: str | None = field(default=None, repr=False)
+    password: str | None = field(default=None, repr=False)
+    token: str | None = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        names = ("username", "password", "token")
+        shown = (f"{name}={redaction.HIDDEN}" for name in names if getattr(self, name) is not None)
+        return f"Credentials({', '.join(shown)})"
+
+    __str__ = __repr__
 
 
 def redact(url: str) -> str:
     """The URL without any user information, safe to log and to put in errors."""
-    return re.sub(r"(?<=://)[^/@]*@", "", url)
+    return redaction.urls(url)
+
+
+def url_credentials(url: str, given: Credentials | None) -> Credentials | None:
+    """The credentials to use for `url`: those `given` (flag, file or environment), else the
+    user information written in the URL itself (`https://user:token@host/repo`), which dro
+    never stores in its cache's configuration."""
+    if given is not None:
+        return given
+    _, username, password = redaction.userinfo(url)
+    if username is None and password is None:
+        return None
+    return Credentials(username=username, password=password)
 
 
 class _Callbacks(pygit2.RemoteCallbacks):
@@ -69,17 +95,22 @@ def cache_path(state_dir: Path, url: str) -> Path:
 def open_cache(url: str, state_dir: Path) -> pygit2.Repository:
     """The bare cache for `url`, created on first use with `origin` pointing at it."""
     path = cache_path(state_dir, url)
+    # The cache's config on disk names the remote without user information: a token in
+    # the URL is passed to libgit2 per request (`url_credentials`), never written down.
+    stored = redact(url)
     try:
         if path.exists():
             repo = pygit2.Repository(str(path))
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             repo = pygit2.init_repository(str(path), bare=True)
-            repo.remotes.create("origin", url, FETCH_REFSPECS[0])
-        if repo.remotes["origin"].url != url:
-            repo.remotes.set_url("origin", url)
+            repo.remotes.create("origin", stored, FETCH_REFSPECS[0])
+        if repo.remotes["origin"].url != stored:
+            repo.remotes.set_url("origin", stored)
     except pygit2.GitError as error:
-        raise GitError(f"cannot open the cache of {redact(url)} at {path}: {error}") from error
+        raise GitError(
+            f"cannot open the cache of {stored} at {path}: {redact(str(error))}"
+        ) from error
     return repo
 
 
@@ -91,7 +122,7 @@ def open_local(path: Path) -> pygit2.Repository:
     try:
         return pygit2.Repository(found)
     except pygit2.GitError as error:
-        raise GitError(f"cannot open the git repository at {path}: {error}") from error
+        raise GitError(f"cannot open the git repository at {path}: {redact(str(error))}") from error
 
 
 def fetch(repo: pygit2.Repository, credentials: Credentials | None = None) -> None:
@@ -100,7 +131,9 @@ def fetch(repo: pygit2.Repository, credentials: Credentials | None = None) -> No
     try:
         remote.fetch(FETCH_REFSPECS, callbacks=_callbacks(credentials))
     except (pygit2.GitError, OSError) as error:
-        raise GitError(f"fetch from {redact(remote.url or '')} failed: {error}") from error
+        raise GitError(
+            f"fetch from {redact(remote.url or '')} failed: {redact(str(error))}"
+        ) from error
 
 
 def resolve(repo: pygit2.Repository, ref: str, *, local: bool = False) -> pygit2.Commit:
@@ -133,30 +166,51 @@ def branch_tip(repo: pygit2.Repository, branch: str) -> pygit2.Commit | None:
     return None
 
 
+SYMLINK = "a symbolic link"
+SUBMODULE = "a submodule (gitlink)"
+
+
 def walk(
     repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = ""
-) -> Iterator[tuple[str, pygit2.Object]]:
-    """(path, blob) for every file under `tree`, depth first, in git's (sorted) order."""
+) -> Iterator[tuple[str, pygit2.Object | str]]:
+    """(path, blob) for every file under `tree`, depth first, in git's (sorted) order, and
+    (path, `SYMLINK` or `SUBMODULE`) for a symbolic link or a gitlink, which have no file."""
     for entry in tree:
         path = f"{prefix}{entry.name}"
         if entry.type_str == "tree":
             subtree = repo[entry.id]
             assert isinstance(subtree, pygit2.Tree)
             yield from walk(repo, subtree, f"{path}/")
-        elif entry.type_str == "blob" and entry.filemode != pygit2.enums.FileMode.LINK:
+        elif entry.type_str == "commit":
+            yield path, SUBMODULE
+        elif entry.filemode == pygit2.enums.FileMode.LINK:
+            yield path, SYMLINK
+        elif entry.type_str == "blob":
             yield path, repo[entry.id]
+
+
+def read_tree(
+    repo: pygit2.Repository, commit: pygit2.Commit, wanted: tuple[str, ...] = ()
+) -> tuple[dict[str, bytes], dict[str, str]]:
+    """Files of a commit whose path starts with one of `wanted` (all files when empty), and
+    the symbolic links and gitlinks among them (path → `SYMLINK` or `SUBMODULE`)."""
+    files, links = {}, {}
+    for path, found in walk(repo, commit.tree):
+        if wanted and not path.startswith(wanted):
+            continue
+        if isinstance(found, str):
+            links[path] = found
+        else:
+            assert isinstance(found, pygit2.Blob)
+            files[path] = found.data
+    return files, links
 
 
 def read_files(
     repo: pygit2.Repository, commit: pygit2.Commit, wanted: tuple[str, ...] = ()
 ) -> dict[str, bytes]:
     """Files of a commit whose path starts with one of `wanted` (all files when empty)."""
-    files = {}
-    for path, blob in walk(repo, commit.tree):
-        if not wanted or path.startswith(wanted):
-            assert isinstance(blob, pygit2.Blob)
-            files[path] = blob.data
-    return files
+    return read_tree(repo, commit, wanted)[0]
 
 
 class TreeWriter:
@@ -173,6 +227,7 @@ class TreeWriter:
         self._trees: dict[str, tuple[tuple[tuple[str, bytes, bool], ...], bytes]] = {}
         self._stored: set[bytes] = set()
         self._pending: list[tuple[str, bytes, bytes]] = []
+        self._safe: set[str] = set()
         # Every oid a TreeWriter references was just written or checked, so libgit2's
         # existence check on object creation is redundant work.
         pygit2.option(pygit2.enums.Option.ENABLE_STRICT_OBJECT_CREATION, False)
@@ -198,7 +253,8 @@ class TreeWriter:
         root: dict[str, object] = {}
         for path, data in files.items():
             node = root
-            *folders, name = path.split("/")
+            *folders, name = parts = path.split("/")
+            self._refuse_unsafe(path, parts)
             for folder in folders:
                 child = node.setdefault(folder, {})
                 assert isinstance(child, dict)
@@ -208,6 +264,18 @@ class TreeWriter:
         pending, self._pending = self._pending, []
         packfile.write_pack(Path(self.repo.path) / "objects", pending)
         return pygit2.Oid(raw=oid)
+
+    def _refuse_unsafe(self, path: str, parts: list[str]) -> None:
+        """Raise ValueError for a path git would refuse (`paths.unsafe_component`): validation
+        keeps such names out, so one reaching here is a bug, never committed."""
+        if len(self._safe) > SAFE_NAMES_KEPT:
+            self._safe.clear()
+        for part in parts:
+            if part not in self._safe:
+                reason = paths.unsafe_component(part)
+                if reason:
+                    raise ValueError(f"refusing to commit the path {path!r}: {part!r} {reason}")
+                self._safe.add(part)
 
     def _tree(self, prefix: str, node: Mapping[str, object]) -> bytes:
         entries = []
@@ -259,7 +327,7 @@ def push(repo: pygit2.Repository, branch: str, credentials: Credentials | None =
     try:
         remote.push([spec], callbacks=callbacks)
     except pygit2.GitError as error:
-        text = str(error)
+        text = redact(str(error))
         if any(
             sign in text
             for sign in ("fastforward", "fast-forward", "fetch first", "not present locally")

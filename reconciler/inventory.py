@@ -12,6 +12,17 @@ Namespace or a CRD goes last. Within a stage the order is by kind, namespace and
 
 An object annotated `multicluster.io/deletion-protected: Always` in its live copy is never
 pruned (the applier checks the live object before each delete).
+
+Each entry records how dro came to hold the object (`Record.state`):
+- `created`: dro applied it and it did not exist before (or dro has held it since);
+- `adopted`: it existed, and dro took it over under the takeover rule; a prune releases it
+  (drops it from the inventory) and never deletes it;
+- `intended`: written before the apply that may create it (intent first), so that a pass
+  killed mid-apply leaves nothing a later pass cannot prune. The next apply confirms it as
+  `created`, or drops it.
+
+The ConfigMap holds one line per object: `<id> <digest>` for a created one (the format of
+earlier versions), `<id> <digest or -> <state>` for the others.
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ INVENTORY_NAMESPACE = "dro-system"
 INVENTORY_NAME = "dro-inventory"
 PROTECTION_ANNOTATION = "multicluster.io/deletion-protected"
 PROTECTED = "Always"
+CREATED, ADOPTED, INTENDED = "created", "adopted", "intended"
 
 CRDS, NAMESPACES, PREREQUISITES, WORKLOADS = range(4)
 _STAGE_OF_KIND = {
@@ -110,6 +122,20 @@ def apply_order(ref: Ref) -> tuple[int, int, str, str, str, str]:
     return (stage(ref), rank, ref.kind, ref.group, ref.namespace, ref.name)
 
 
+class Record(NamedTuple):
+    """One inventory entry: the digest of the manifest last applied ("" when not known), and
+    how dro came to hold the object (CREATED, ADOPTED or INTENDED)."""
+
+    digest: str = ""
+    state: str = CREATED
+
+    @property
+    def owned(self) -> bool:
+        """Whether dro applied the object and holds it (created or adopted), as opposed to
+        only having announced that it may create it."""
+        return self.state in (CREATED, ADOPTED)
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     """One cluster's pass: what to apply, in order, and what may be pruned, in order."""
@@ -147,10 +173,10 @@ def digest(obj: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
-def encode(applied: Mapping[Ref, str]) -> dict[str, Any]:
-    """The inventory ConfigMap: one line per object dro applied, its id and the digest of
-    the manifest it applied (empty when not known), sorted."""
-    entries = sorted(f"{ref.entry()} {applied[ref]}".rstrip() for ref in applied)
+def encode(held: Mapping[Ref, Record]) -> dict[str, Any]:
+    """The inventory ConfigMap: one line per object, sorted: its id, the digest of the
+    manifest dro applied, and its state unless created."""
+    entries = sorted(_line(ref, record) for ref, record in held.items())
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -163,16 +189,25 @@ def encode(applied: Mapping[Ref, str]) -> dict[str, Any]:
     }
 
 
-def decode(configmap: Mapping[str, Any] | None) -> dict[Ref, str]:
-    """Ref → digest of what an inventory ConfigMap holds; empty when it does not exist yet."""
+def _line(ref: Ref, record: Record) -> str:
+    if record.state == CREATED:
+        return f"{ref.entry()} {record.digest}".rstrip()
+    return f"{ref.entry()} {record.digest or '-'} {record.state}"
+
+
+def decode(configmap: Mapping[str, Any] | None) -> dict[Ref, Record]:
+    """Ref → record of what an inventory ConfigMap holds; empty when it does not exist yet.
+    A state this version does not know reads as INTENDED: held, but not taken as dro's."""
     if configmap is None:
         return {}
     text = str((configmap.get("data") or {}).get("entries", ""))
-    held: dict[Ref, str] = {}
+    held: dict[Ref, Record] = {}
     for line in text.splitlines():
         if line:
-            entry, _, recorded = line.partition(" ")
-            held[Ref.from_entry(entry)] = recorded
+            entry, digest, state, *_ = (*line.split(" "), "", "")
+            state = state or CREATED
+            known = state if state in (CREATED, ADOPTED, INTENDED) else INTENDED
+            held[Ref.from_entry(entry)] = Record("" if digest == "-" else digest, known)
     return dict(sorted(held.items()))
 
 

@@ -19,6 +19,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, cast
 
+from reconciler import redact
 from reconciler.errors import ClusterError, UsageError
 
 
@@ -79,10 +80,16 @@ def kubeconfig_contexts(path: Path) -> dict[str, Path]:
     files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
     found: dict[str, Path] = {}
     for file in files:
+        # the messages name the file and the line, never quote it: a kubeconfig holds tokens
         try:
             document = yaml.safe_load(file.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as error:
-            raise UsageError(f"{file}: not a readable kubeconfig: {error}") from error
+        except OSError as error:
+            raise UsageError(f"{file}: not a readable kubeconfig: {error.strerror}") from None
+        except UnicodeDecodeError:
+            raise UsageError(f"{file}: not a readable kubeconfig: not UTF-8 text") from None
+        except yaml.YAMLError as error:
+            problem = redact.yaml_problem(error)
+            raise UsageError(f"{file}: not a readable kubeconfig: {problem}") from None
         contexts = document.get("contexts") if isinstance(document, dict) else None
         for context in contexts or ():
             name = str(context.get("name", ""))
@@ -109,7 +116,9 @@ def connect(
                 config_file=str(kubeconfig), context=context, client_configuration=configuration
             )
     except (config.ConfigException, OSError, TypeError, ValueError) as error:
-        raise ClusterError(cluster, f"cannot load its credentials: {error}") from error
+        # the client's messages name fields and files; a URL in them loses its user part
+        reason = redact.urls(str(error))
+        raise ClusterError(cluster, f"cannot load its credentials: {reason}") from None
     configuration.retries = 1
     return Connection(cluster, _timed_client_class()(configuration, timeout), timeout)
 
@@ -138,6 +147,19 @@ class Conflict(ClusterError):
     changed since the resourceVersion the write was based on. Read it again and retry."""
 
 
+class Rejected(ClusterError):
+    """The API refused this one object (a 4xx such as 422 Invalid, 400, 403 or 404, but not
+    401, 408 or 429, which say nothing about the object): the cluster works, the object is
+    wrong for it. The message carries the API server's own."""
+
+
+class UnservedKind(Rejected):
+    """The cluster serves no such kind (no CRD for it, or a removed API version)."""
+
+
+_NOT_ABOUT_THE_OBJECT = frozenset({401, 408, 429})
+
+
 class Connection:
     """One cluster's API through the official client: discovery, server-side apply with the
     field manager `dro`, reads and deletes, creates and guarded replaces (a Lease's). Errors
@@ -153,6 +175,10 @@ class Connection:
         by host and port, so a new server on a reused port would read a stale one."""
         self._dynamic: Any = None
         self._resources: dict[tuple[str, str], Any] = {}
+
+    def __repr__(self) -> str:
+        # the client's configuration holds the cluster's bearer token or client key
+        return f"Connection(cluster={self.cluster!r})"
 
     def apply(self, obj: Mapping[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
         """Server-side apply `obj`, forcing conflicts (dro's manifests win, as in Flux);
@@ -301,16 +327,46 @@ class _Translated:
             return True
         what = _describe(self.obj)
         if isinstance(error, ResourceNotFoundError):
-            message = f"{self.verb} {what}: the API serves no such kind"
-        elif isinstance(error, ApiException):
+            raise UnservedKind(
+                self.cluster, f"{self.verb} {what}: the API serves no such kind"
+            ) from error
+        if isinstance(error, ApiException):
             message = f"{self.verb} {what}: HTTP {status} {getattr(error, 'reason', '')}".strip()
+            said = _server_message(error, self.obj)
+            if said:
+                message = f"{message}: {said}"
+            if _about_the_object(status) and not (self.conflicts and status == 409):
+                raise Rejected(self.cluster, message) from error
         elif isinstance(error, HTTPError | OSError):
-            message = f"{self.verb} {what}: cannot reach the API: {error}"
+            message = f"{self.verb} {what}: cannot reach the API: {redact.urls(str(error))}"
         else:
             return False
         if self.conflicts and status == 409 and isinstance(error, ApiException):
             raise Conflict(self.cluster, message) from error
         raise ClusterError(self.cluster, message) from error
+
+
+def _about_the_object(status: Any) -> bool:
+    """A 4xx that says the object is wrong, not that the client or the cluster is."""
+    return isinstance(status, int) and 400 <= status < 500 and status not in _NOT_ABOUT_THE_OBJECT
+
+
+def _server_message(error: Any, obj: Mapping[str, Any]) -> str:
+    """The `message` of the API's Status body, one line, without any value of a Secret."""
+    try:
+        body = json.loads(getattr(error, "body", None) or "{}")
+    except (TypeError, ValueError):
+        return ""
+    message = body.get("message") if isinstance(body, dict) else None
+    if not isinstance(message, str):
+        return ""
+    message = " ".join(message.split())[:500]
+    if obj.get("kind") == "Secret":
+        for field in ("data", "stringData"):
+            for value in (obj.get(field) or {}).values():
+                if isinstance(value, str) and value:
+                    message = message.replace(value, "(hidden)")
+    return message
 
 
 def _describe(obj: Mapping[str, Any]) -> str:

@@ -8,7 +8,9 @@
   keeps it too, marked stale only.
 - `Members.apply`, after the commit: every cluster's rendered folder (`apply.apply_all`), then
   the fleet-wide prune gate, then `apply.finish` everywhere. Nothing is pruned anywhere when
-  any cluster failed or could not be reached: a partial view never deletes.
+  any cluster failed or could not be reached: a partial view never deletes. An object a
+  cluster rejected holds back, everywhere, only the prune of stale objects of its kind in its
+  namespace (`apply`'s docstring says why); the rest of the fleet prunes as usual.
 - `Members.await_moves`: the bounded wait for the new copies of moves to become Healthy, so
   that the next pass may retire the old ones.
 
@@ -32,6 +34,7 @@ from reconciler.apply import ClusterSync
 from reconciler.domain import Cluster, Decision, Observation, ResourceKey, Spec
 from reconciler.errors import ClusterError
 from reconciler.kube import Connection
+from reconciler.takeover import Provenance
 
 log = structlog.get_logger("dro")
 R = TypeVar("R")
@@ -67,10 +70,13 @@ class Applied:
 
     clusters: list[ClusterSync] = field(default_factory=list)
     prune_blocked: str | None = None
+    prune_held: tuple[str, ...] = ()
+    """Kinds in namespaces whose stale objects were not pruned because an object of that
+    kind and namespace was rejected (`Deployment in shop`)."""
 
     @property
     def ok(self) -> bool:
-        """Every cluster was reached and applied without a failure."""
+        """Every cluster was reached and applied without a failure or a rejected object."""
         return all(report.ok for report in self.clusters)
 
 
@@ -138,11 +144,20 @@ class Members:
             log.warning("cluster_unreachable", stage="observe", cluster=cluster.name, error=why)
         return result
 
-    def apply(self, tree: Mapping[str, bytes], *, held_back: str | None = None) -> Applied:
+    def apply(
+        self,
+        tree: Mapping[str, bytes],
+        *,
+        held_back: str | None = None,
+        provenance: Mapping[apply.Identity, Provenance] | None = None,
+    ) -> Applied:
         """Apply each reachable cluster's folder of `tree`; then prune, only when nothing
-        holds it back (`held_back` says why the pass before apply forbids it) and every
-        cluster applied without a failure."""
-        reports = self._each(lambda c: apply.apply_all(c, cluster_objects(tree, c.cluster)))
+        holds it back (`held_back` says why the pass before apply forbids it) and no cluster
+        failed, sparing the kinds in namespaces where an object was rejected. `provenance`
+        names each object's source file and line and its takeover rule."""
+        reports = self._each(
+            lambda c: apply.apply_all(c, cluster_objects(tree, c.cluster), provenance=provenance)
+        )
         result = Applied()
         for name in sorted(self.errors):
             result.clusters.append(ClusterSync(name, reachable=False, failed=[self.errors[name]]))
@@ -156,12 +171,17 @@ class Members:
         result.clusters.sort(key=lambda r: r.cluster)
         if held_back is not None:
             result.prune_blocked = held_back
-        elif not result.ok:
-            broken = ", ".join(r.cluster for r in result.clusters if not r.ok)
+        elif not all(r.clean for r in result.clusters):
+            broken = ", ".join(r.cluster for r in result.clusters if not r.clean)
             result.prune_blocked = f"not every cluster applied cleanly ({broken})"
+        hold = {scope for r in result.clusters for scope in r.holds}
+        result.prune_held = tuple(
+            f"{kind} in {namespace}" if namespace else f"{kind} (cluster-scoped)"
+            for _, kind, namespace in sorted(hold)
+        )
         by_name = {r.cluster: r for r in result.clusters}
         allowed = result.prune_blocked is None
-        self._each(lambda c: apply.finish(c, by_name[c.cluster], prune=allowed))
+        self._each(lambda c: apply.finish(c, by_name[c.cluster], prune=allowed, hold=hold))
         return result
 
     def await_moves(

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 
 import structlog
 
-from reconciler import gitrepo, summary, yamlio
+from reconciler import gitrepo, statefiles, yamlio
 from reconciler.domain import Decision, ResourceKey, Source, SourceFile
 from reconciler.errors import GitError, UsageError
 
@@ -23,7 +22,7 @@ log = structlog.get_logger("dro")
 
 SOURCE_FILES = ("dro.yaml", "topology.yaml")
 SOURCE_FOLDERS = ("clusters/", "datasets/", "workloads/", "policies/")
-STATE_FOLDERS = ("decisions/", "status/")
+STATE_FOLDERS = statefiles.STATE_FOLDERS
 Credentials = gitrepo.Credentials
 
 
@@ -36,29 +35,56 @@ def is_source_path(path: str) -> bool:
     return not any(part.startswith(".") for part in path.split("/"))
 
 
+def in_source(path: str) -> bool:
+    """True for `dro.yaml`, `topology.yaml`, the source folders and anything not hidden in
+    them: where a symbolic link or a submodule is reported instead of silently skipped."""
+    if path in SOURCE_FILES or f"{path}/" in SOURCE_FOLDERS:
+        return True
+    if not path.startswith(SOURCE_FOLDERS):
+        return False
+    return not any(part.startswith(".") for part in path.split("/"))
+
+
 def from_directory(root: Path) -> Source:
-    """The source files of a plain directory. Symlinks are not followed out of it."""
+    """The source files of a plain directory. Symbolic links and nested git repositories
+    (submodules) are not read but listed in `Source.links`, as when reading git."""
     if not root.is_dir():
         raise UsageError(f"{root}: not a directory")
     base = root.resolve()
-    files = []
+    files, links = [], {}
     for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            full = Path(dirpath) / name
+        here = Path(dirpath)
+        for name in sorted([*dirnames, *filenames]):
+            full = here / name
             relative = full.relative_to(base).as_posix()
-            if not is_source_path(relative):
+            if not in_source(relative):
                 continue
-            if full.is_symlink() and not full.resolve().is_relative_to(base):
-                raise UsageError(f"{relative}: symlink points outside {root}")
-            files.append(SourceFile(path=relative, data=full.read_bytes()))
-    return Source(files=tuple(sorted(files, key=lambda f: f.path)))
+            if full.is_symlink():
+                links[relative] = gitrepo.SYMLINK
+            elif name in dirnames and (full / ".git").exists():
+                links[relative] = gitrepo.SUBMODULE
+            elif name in filenames and is_source_path(relative):
+                files.append(SourceFile(path=relative, data=full.read_bytes()))
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if not d.startswith(".") and (here / d).relative_to(base).as_posix() not in links
+        )
+    return Source(
+        files=tuple(sorted(files, key=lambda f: f.path)),
+        links=tuple(sorted(links.items())),
+    )
 
 
 def credentials_from(path: Path | None) -> Credentials | None:
-    """https credentials from a file (`user:password` or a token) or DRO_GIT_* variables."""
+    """https credentials from a file (`user:password` or a token) or DRO_GIT_* variables.
+    A file that cannot be read is a UsageError naming it (never quoting it)."""
     if path is not None:
-        text = path.read_text(encoding="utf-8").strip()
+        try:
+            text = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as error:
+            reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+            raise UsageError(f"--git-credentials-file {path}: {reason}") from None
         name, sep, secret = text.partition(":")
         return Credentials(username=name, password=secret) if sep else Credentials(token=text)
     token = os.environ.get("DRO_GIT_TOKEN")
@@ -75,18 +101,21 @@ def from_git(
 ) -> Source:
     """The source files at `ref` of the repository at `url`, via a fetched bare cache."""
     repo = gitrepo.open_cache(url, state_dir)
-    gitrepo.fetch(repo, credentials)
+    gitrepo.fetch(repo, gitrepo.url_credentials(url, credentials))
     return _source(repo, gitrepo.resolve(repo, ref))
 
 
 def _source(repo: gitrepo.Repository, commit: gitrepo.Commit) -> Source:
     sha, when, _ = gitrepo.commit_info(commit)
     author = gitrepo.author_of(commit)
-    files = gitrepo.read_files(repo, commit, SOURCE_FOLDERS + SOURCE_FILES)
+    # the folders without their slash, so that a link in place of a whole folder is seen too
+    wanted = SOURCE_FILES + tuple(folder.rstrip("/") for folder in SOURCE_FOLDERS)
+    files, links = gitrepo.read_tree(repo, commit, wanted)
     return Source(
         files=tuple(
             SourceFile(path=p, data=d) for p, d in sorted(files.items()) if is_source_path(p)
         ),
+        links=tuple((p, what) for p, what in sorted(links.items()) if in_source(p)),
         commit=sha,
         commit_time=when,
         author=author,
@@ -106,7 +135,7 @@ class Revisions:
             self._repo = gitrepo.open_local(Path(location))
         else:
             self._repo = gitrepo.open_cache(location, state_dir)
-            gitrepo.fetch(self._repo, credentials)
+            gitrepo.fetch(self._repo, gitrepo.url_credentials(location, credentials))
 
     def source(self, ref: str) -> Source:
         """The source files at `ref`."""
@@ -123,7 +152,8 @@ class Revisions:
         tip = gitrepo.branch_tip(self._repo, branch)
         if tip is None:
             return {}
-        return gitrepo.read_files(self._repo, tip, () if manifests else STATE_FOLDERS)
+        files = gitrepo.read_files(self._repo, tip, () if manifests else STATE_FOLDERS)
+        return statefiles.adopt_unsealed(files)
 
 
 def previous_state(url: str, branch: str, state_dir: Path) -> dict[str, bytes]:
@@ -133,53 +163,53 @@ def previous_state(url: str, branch: str, state_dir: Path) -> dict[str, bytes]:
     if tip is None:
         return {}
     try:
-        return gitrepo.read_files(repo, tip, STATE_FOLDERS)
+        files = gitrepo.read_files(repo, tip, STATE_FOLDERS)
     except KeyError as error:
         raise GitError(f"output branch {branch} is unreadable: {error}") from error
+    return statefiles.adopt_unsealed(files)
 
 
 def previous_decisions(files: Mapping[str, bytes]) -> dict[ResourceKey, Decision]:
     """The decisions of the last pass, from the output branch's `decisions/` files.
 
-    A file dro cannot read back (edited by hand, or from an older format) is skipped with a
-    warning: its workload is then placed as if for the first time.
+    The branch is state, never authority (`statefiles`): a file that is not as dro wrote it
+    (edited by hand, a wrong type, a bad time) is reported with a warning naming it. Its
+    workload then comes back as a stand-in with `distrusted` set, so that it is divided again
+    by its policy and says why; when even its resource cannot be read, it is skipped and the
+    workload is placed as if for the first time.
     """
     result: dict[ResourceKey, Decision] = {}
     for path, data in sorted(files.items()):
         if not path.startswith("decisions/") or not path.endswith(".yaml"):
             continue
         try:
-            decision = _decision(path, data)
-        except (yamlio.YamlError, KeyError, TypeError, ValueError) as error:
-            log.warning("previous_decision_unreadable", path=path, error=str(error))
+            decision = statefiles.decision(path, data)
+        except (yamlio.YamlError, statefiles.StateError, KeyError, TypeError, ValueError) as error:
+            log.warning("previous_decision_unreadable", path=path, error=_said(error))
             continue
+        if decision.distrusted is not None:
+            log.warning("previous_decision_distrusted", path=path, error=decision.distrusted)
         result[decision.key] = decision
     return result
 
 
-def _decision(path: str, data: bytes) -> Decision:
-    """One decision file, its diagnosis (most of its bytes: a score per cluster) cut out
-    unparsed and kept verbatim, so that re-writing it unchanged costs no parsing."""
-    text = data.decode("utf-8")
-    rest, diagnosis = yamlio.cut_block(text, "diagnosis", 2)
-    decision = summary.decision_from_document(yamlio.load_own(path, rest.encode()))
-    return decision if diagnosis is None else replace(decision, recorded=diagnosis)
+def _said(error: Exception) -> str:
+    return error.problem.message if isinstance(error, yamlio.YamlError) else str(error)
 
 
 def previous_phases(files: Mapping[str, bytes]) -> dict[str, str]:
     """Cluster name → its `status.phase` in the last pass's `status/clusters/` files ("" when
-    it has none). Empty when the last pass wrote no status (or there was no last pass)."""
+    it has none, or its file is not as dro wrote it). Empty when the last pass wrote no status
+    (or there was no last pass)."""
     phases: dict[str, str] = {}
     for path, data in sorted(files.items()):
         if not path.startswith("status/clusters/") or not path.endswith(".yaml"):
             continue
         name = path.rsplit("/", 1)[-1].removesuffix(".yaml")
         try:
-            body = yamlio.load_own(path, data)
-            status = body.get("status") if isinstance(body, Mapping) else None
-            phase = status.get("phase", "") if isinstance(status, Mapping) else ""
-        except yamlio.YamlError as error:
-            log.warning("previous_status_unreadable", path=path, error=str(error))
+            phase = statefiles.status_of(path, data).get("phase") or ""
+        except (yamlio.YamlError, statefiles.StateError) as error:
+            log.warning("previous_status_unreadable", path=path, error=_said(error))
             phase = ""
-        phases[name] = phase if isinstance(phase, str) else ""
+        phases[name] = phase
     return phases

@@ -117,6 +117,7 @@ class Metrics:
                 "pruned": sync.pruned,
                 "drifted": len(sync.drifted),
                 "failed": len(sync.failed),
+                "rejected": len(sync.rejected),
             }
             for result, count in counts.items():
                 # touch every label set, so a scrape shows zeros rather than nothing

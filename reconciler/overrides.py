@@ -16,6 +16,9 @@ from typing import Any
 
 import jsonpatch
 
+from reconciler.domain import OverridePolicy, OverrideRule, ResourceKey
+from reconciler.errors import Problem, ValidationFailed
+
 PathToken = str | int
 
 _TOKEN = re.compile(
@@ -99,10 +102,56 @@ def plaintext(manifest: dict[str, Any], op: Mapping[str, Any]) -> None:
     try:
         result = jsonpatch.apply_patch(manifest, [patch], in_place=True)
     except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
-        raise OverrideError(f"plaintext {op['operator']} {op['path']}: {error}") from error
+        why = _patch_failure(manifest, patch, error)
+        raise OverrideError(f"plaintext {op['operator']} {op['path']}: {why}") from None
     if result is not manifest:  # a patch on the root replaces the whole object
         manifest.clear()
         manifest.update(result)
+
+
+def _patch_failure(manifest: Any, patch: Mapping[str, Any], error: Exception) -> str:
+    """Why an RFC 6902 operation failed, naming keys and indices only. The library's own
+    messages quote the object (`member 'x' not found in {...}`) or the tested value, which
+    for a Secret are its data."""
+    operation, path = str(patch["op"]), str(patch["path"])
+    # add and move create their last token; the others need the whole path to exist
+    whole = operation not in ("add", "move", "copy")
+    reason = _unresolved(manifest, path, whole=whole)
+    if reason:
+        return reason
+    if isinstance(error, jsonpatch.JsonPatchTestFailed):
+        return "the value there is not the tested value"
+    if isinstance(error, jsonpatch.JsonPatchConflict | jsonpatch.InvalidJsonPatch):
+        return f"the operation does not apply there ({type(error).__name__})"
+    return "the operation does not apply there"
+
+
+def _unresolved(document: Any, pointer: str, *, whole: bool) -> str:
+    """Where a JSON pointer stops resolving in `document` and why, without any value ("" when
+    it resolves). With `whole` false only its parent must exist."""
+    if pointer and not pointer.startswith("/"):
+        return "a JSON pointer starts with /"
+    tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
+    node, at = document, ""
+    for token in tokens if whole else tokens[:-1]:
+        if isinstance(node, dict):
+            if token not in node:
+                return f"{at or '/'} has no field {token!r}"
+            node = node[token]
+        elif isinstance(node, list):
+            if not token.isdigit() or int(token) >= len(node):
+                return f"{at or '/'} has no item {token!r} (it has {len(node)})"
+            node = node[int(token)]
+        else:
+            return f"{at or '/'} is a {_type_name(node)}, not an object or a list"
+        at += "/" + token.replace("~", "~0").replace("/", "~1")
+    return ""
+
+
+def _type_name(value: Any) -> str:
+    return {str: "string", bool: "boolean", int: "number", float: "number"}.get(
+        type(value), "null" if value is None else type(value).__name__
+    )
 
 
 def split_image(image: str) -> tuple[str, str, str]:
@@ -165,8 +214,9 @@ def image_overrider(manifest: dict[str, Any], op: Mapping[str, Any]) -> None:
         pointer = jsonpatch.JsonPointer(predicate["path"])
         try:
             current = pointer.resolve(manifest)
-        except jsonpatch.JsonPointerException as error:
-            raise OverrideError(f"imageOverrider predicate {predicate['path']}: {error}") from error
+        except jsonpatch.JsonPointerException:
+            why = _unresolved(manifest, str(predicate["path"]), whole=True)
+            raise OverrideError(f"imageOverrider predicate {predicate['path']}: {why}") from None
         plaintext(
             manifest,
             {
@@ -229,3 +279,32 @@ OPERATIONS: Mapping[str, Callable[[dict[str, Any], Mapping[str, Any]], None]] = 
 def apply(manifest: dict[str, Any], operation: str, op: Mapping[str, Any]) -> None:
     """Apply one tagged operation to `manifest` in place; raises `OverrideError`."""
     OPERATIONS[operation](manifest, op)
+
+
+def apply_rule(
+    manifest: dict[str, Any],
+    policy: OverridePolicy,
+    rule: OverrideRule,
+    *,
+    cluster: str,
+    key: ResourceKey,
+) -> None:
+    """Apply one rule's operations in order; a failing one raises `ValidationFailed`, located
+    at that operation's line in its policy file (`failure`)."""
+    for position, (operation, op) in enumerate(rule.operations):
+        try:
+            apply(manifest, operation, op)
+        except OverrideError as error:
+            detail = f"{operation} failed on {key} for cluster {cluster}: {error}"
+            raise ValidationFailed([failure(policy, rule, position, detail)]) from error
+
+
+def failure(policy: OverridePolicy, rule: OverrideRule, position: int, message: str) -> Problem:
+    """A problem at the line of the `position`-th operation of `rule` in its policy file."""
+    pointer = rule.pointers[position] if position < len(rule.pointers) else "/spec"
+    return Problem(
+        path=policy.origin.path,
+        line=policy.origin.line_of(pointer),
+        pointer=pointer,
+        message=f"{policy.ref}: {message}",
+    )

@@ -18,15 +18,17 @@ import structlog
 from reconciler import (
     commit,
     gitrepo,
+    guard,
     live,
     load,
     render,
     schedule,
     status,
     summary,
+    takeover,
     validate,
 )
-from reconciler.apply import ClusterSync
+from reconciler.apply import ClusterSync, Identity
 from reconciler.domain import Decision, Observation, Source, Spec
 from reconciler.settings import Settings
 
@@ -106,16 +108,18 @@ def decide(
     diagnose: bool = True,
     now: float | None = None,
     observations: Mapping[str, Observation] | None = None,
+    ceiling: guard.Guard = guard.BUILTIN,
 ) -> tuple[Spec, tuple[Decision, ...]]:
     """Validate → schedule: the spec and one decision per workload.
 
     `now` stamps moves and measures cooldowns; by default it is the source commit's time, so
     an offline run on the same commit gives the same bytes. `phases` are the clusters' phases
     after the last pass (`load.previous_phases`), which say which clusters are filling.
-    `observations` replace the declared figures of the clusters they name.
+    `observations` replace the declared figures of the clusters they name. `ceiling` is the
+    operator's guard.
     """
     on_stage(Stage.VALIDATE)
-    spec = validate.spec(source)
+    spec = validate.spec(source, ceiling=ceiling)
     placement = _schedule(spec, on_stage, previous, phases, diagnose, now, source, observations)
     return spec, placement.decisions
 
@@ -175,13 +179,14 @@ def plan(
     now: float | None = None,
     observer: Observer | None = None,
     diagnose: bool = True,
+    ceiling: guard.Guard = guard.BUILTIN,
 ) -> tuple[Planned, live.Observed]:
     """Validate → (observe) → schedule → render: the part of a pass every command shares.
     Without an `observer` nothing is observed, and the tree is a pure function of the source
     and the previous state. `diagnose=False` leaves the per-cluster verdicts out of the
-    decisions."""
+    decisions. `ceiling` is the operator's guard."""
     on_stage(Stage.VALIDATE)
-    spec = validate.spec(source)
+    spec = validate.spec(source, ceiling=ceiling)
     observed = live.Observed()
     if observer is not None:
         on_stage(Stage.OBSERVE)
@@ -260,6 +265,7 @@ def _one_pass(settings: Settings, on_stage: StageHook, *, follow_up: bool = Fals
             phases=load.previous_phases(state),
             now=now,
             observer=observer if settings.online else None,
+            ceiling=settings.guard,
         )
         for warning in validate.removed_clusters(planned.spec, previous):
             log.warning("cluster_removed_with_replicas", stage=Stage.VALIDATE, detail=warning)
@@ -315,7 +321,9 @@ def _one_pass(settings: Settings, on_stage: StageHook, *, follow_up: bool = Fals
         on_stage(Stage.APPLY)
         down = ", ".join(sorted(observed.unreachable))
         applied = members.apply(
-            planned.tree, held_back=f"clusters could not be listed ({down})" if down else None
+            planned.tree,
+            held_back=f"clusters could not be listed ({down})" if down else None,
+            provenance=provenance(planned.spec),
         )
         for cluster in applied.clusters:
             log.info("applied", stage=Stage.APPLY, **_fields(cluster))
@@ -342,6 +350,20 @@ def _one_pass(settings: Settings, on_stage: StageHook, *, follow_up: bool = Fals
         structlog.contextvars.unbind_contextvars("source")
         if members is not None:
             members.close()
+
+
+def provenance(spec: Spec) -> dict[Identity, takeover.Provenance]:
+    """Each source object's `FILE:LINE` and takeover rule (from the policy that claims it, or
+    dro.yaml's default placement), for apply's reports and its takeover decisions."""
+    found = {}
+    for workload in spec.workloads:
+        policy = (spec.claims or {}).get(workload.key)
+        placement = policy.placement if policy is not None else spec.config.default_placement
+        key = workload.key
+        found[(key.group, key.kind, key.namespace, key.name)] = takeover.Provenance(
+            where=f"{workload.origin.path}:{workload.origin.line}", takeover=placement.takeover
+        )
+    return found
 
 
 def _access(settings: Settings) -> live.Access:
@@ -384,5 +406,7 @@ def _fields(report: ClusterSync) -> dict[str, object]:
         "pruned": report.pruned,
         "drifted": report.drifted,
         "failed": report.failed,
+        "rejected": report.rejected,
+        "released": report.released,
         "writes": report.writes,
     }

@@ -68,6 +68,8 @@ def _title(diff: plandiff.PlanDiff) -> str:
     ]
     if base.note:
         lines += [f"> {base.note}", ""]
+    if head.note:
+        lines += [f"> {head.note}", ""]
     return "\n".join(lines) + "\n"
 
 
@@ -356,6 +358,8 @@ def terminal(diff: plandiff.PlanDiff) -> list[RenderableType]:
     shown: list[RenderableType] = [title]
     if diff.base.note:
         shown.append(Text(diff.base.note, style="yellow"))
+    if diff.head.note:
+        shown.append(Text(diff.head.note, style="yellow"))
     if not diff.head.valid:
         shown.append(Text(f"The head {diff.head.ref} is invalid; nothing was planned.", "red"))
         shown += [Text(str(p)) for p in diff.head.problems]

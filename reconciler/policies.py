@@ -68,7 +68,8 @@ def dro_placement(spec: Mapping[str, Any]) -> Placement:
     )
     rebalance = placement.get("rebalance") or {}
     moves = rebalance.get("maxMovesPerPass")
-    as_written = {k: v for k, v in placement.items() if k != "rebalance"}
+    # neither the churn budget nor the takeover rule changes where replicas go
+    as_written = {k: v for k, v in placement.items() if k not in ("rebalance", "apply")}
     return Placement(
         digest=digest({"targetClusters": spec.get("targetClusters"), "placement": as_written}),
         max_moves=None if moves is None else MoveBudget.parse(moves),
@@ -95,6 +96,7 @@ def dro_placement(spec: Mapping[str, Any]) -> Placement:
         data=datamodel.accesses(placement.get("data") or (), None, "", []),
         max_data_latency_ms=placement.get("maxDataLatencyMs"),
         allow_split=bool(placement.get("allowSplit", False)),
+        takeover=(placement.get("apply") or {}).get("takeover", "IfNoDiff"),
     )
 
 
@@ -214,6 +216,7 @@ def _karmada_pp(doc: Document) -> PlacementPolicy:
             replicas=karmada_replicas(placement.get("replicaScheduling")),
             spread=tuple(_karmada_spread(s) for s in placement.get("spreadConstraints") or ()),
             failover=spec.get("failover") is not None,
+            takeover="Always" if spec.get("conflictResolution") == "Overwrite" else "Never",
         ),
         dro_extensions=annotations.get(EXTENSIONS_ANNOTATION) == "enabled",
     )
@@ -240,8 +243,11 @@ def _dro_overrides(doc: Document) -> OverridePolicy:
                 else None
             ),
             operations=tuple(("fieldPatch", MappingProxyType(dict(p))) for p in o["fieldPatches"]),
+            pointers=tuple(
+                f"/spec/overrides/{i}/fieldPatches/{j}/path" for j in range(len(o["fieldPatches"]))
+            ),
         )
-        for o in spec["overrides"]
+        for i, o in enumerate(spec["overrides"])
     )
     return OverridePolicy(
         ref=_ref(doc),
@@ -252,13 +258,19 @@ def _dro_overrides(doc: Document) -> OverridePolicy:
     )
 
 
-def _karmada_rule(target: Mapping[str, Any] | None, overriders: Mapping[str, Any]) -> OverrideRule:
+def _karmada_rule(
+    target: Mapping[str, Any] | None, overriders: Mapping[str, Any], pointer: str
+) -> OverrideRule:
     operations: list[tuple[str, Mapping[str, Any]]] = []
+    pointers: list[str] = []
     for name in KARMADA_OPERATION_ORDER:
-        operations.extend((name, MappingProxyType(dict(op))) for op in overriders.get(name) or ())
+        for index, op in enumerate(overriders.get(name) or ()):
+            operations.append((name, MappingProxyType(dict(op))))
+            pointers.append(f"{pointer}/{name}/{index}" + ("/path" if name == "plaintext" else ""))
     return OverrideRule(
         target=selectors.karmada_affinity(target) if target is not None else None,
         operations=tuple(operations),
+        pointers=tuple(pointers),
     )
 
 
@@ -268,10 +280,14 @@ def _karmada_overrides(doc: Document) -> OverridePolicy:
     namespace = doc.body["metadata"].get("namespace", "default") if namespaced else None
     if spec.get("overrideRules"):
         rules = tuple(
-            _karmada_rule(r.get("targetCluster"), r["overriders"]) for r in spec["overrideRules"]
+            _karmada_rule(
+                r.get("targetCluster"), r["overriders"], f"/spec/overrideRules/{i}/overriders"
+            )
+            for i, r in enumerate(spec["overrideRules"])
         )
     else:
-        rules = (_karmada_rule(spec.get("targetCluster"), spec.get("overriders") or {}),)
+        overriders = spec.get("overriders") or {}
+        rules = (_karmada_rule(spec.get("targetCluster"), overriders, "/spec/overriders"),)
     return OverridePolicy(
         ref=PolicyRef(
             kind=doc.body["kind"], namespace=namespace, name=doc.body["metadata"]["name"]

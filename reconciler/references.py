@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from reconciler import claims, demand, durations, schemacheck, selectors, workloads
+from reconciler import claims, demand, durations, schemacheck, secrets, selectors, workloads
 from reconciler.domain import (
     Cluster,
     Document,
@@ -21,8 +21,6 @@ from reconciler.domain import (
     Workload,
 )
 from reconciler.errors import Problem, Severity
-
-SECRET_FIELDS = ("/data", "/stringData")
 
 
 def _problem(
@@ -48,16 +46,34 @@ def _crds(objects: Sequence[Document]) -> dict[tuple[str, str], tuple[str, dict[
     return found
 
 
-def _schema_problems(
-    doc: Document, version: str, crds: Mapping[tuple[str, str], tuple[str, dict[str, Any]]]
-) -> list[Problem]:
-    api_version, kind = str(doc.body["apiVersion"]), str(doc.body["kind"])
+CRDs = Mapping[tuple[str, str], tuple[str, dict[str, Any]]]
+"""(group, kind) → (scope, version → openAPIV3Schema) of the CRDs in the repo."""
+
+
+def crds_of(objects: Sequence[Document]) -> CRDs:
+    """The CustomResourceDefinitions among the objects, by (group, kind)."""
+    return _crds(objects)
+
+
+def schema_errors(
+    body: Mapping[str, Any], version: str, crds: CRDs
+) -> list[schemacheck.SchemaError] | None:
+    """A Kubernetes object checked against its built-in schema or its CRD in the repo; None
+    when there is neither."""
+    api_version, kind = str(body["apiVersion"]), str(body["kind"])
     group, _, crd_version = api_version.rpartition("/")
     if schemacheck.has_kube_schema(version, api_version, kind):
-        errors = schemacheck.check_kube(version, doc.body)
-    elif (group, kind) in crds and crds[(group, kind)][1].get(crd_version):
-        errors = schemacheck.check_openapi_v3(crds[(group, kind)][1][crd_version], doc.body)
-    else:
+        return schemacheck.check_kube(version, body)
+    if (group, kind) in crds and crds[(group, kind)][1].get(crd_version):
+        return schemacheck.check_openapi_v3(crds[(group, kind)][1][crd_version], body)
+    return None
+
+
+def _schema_problems(doc: Document, version: str, crds: CRDs) -> list[Problem]:
+    api_version, kind = str(doc.body["apiVersion"]), str(doc.body["kind"])
+    group = api_version.rpartition("/")[0]
+    errors = schema_errors(doc.body, version, crds)
+    if errors is None:
         return [
             _problem(
                 doc.origin,
@@ -67,13 +83,9 @@ def _schema_problems(
                 Severity.WARNING,
             )
         ]
-    secret = kind == "Secret" and group == ""
-    problems = []
-    for error in errors:
-        message = error.message
-        if secret and error.pointer.startswith(SECRET_FIELDS):
-            message = "invalid Secret value (the value is not shown)"
-        problems.append(_problem(doc.origin, error.pointer, message))
+    problems = [_problem(doc.origin, e.pointer, e.message) for e in errors]
+    if not problems and kind == "Secret" and group == "":
+        problems = [_problem(doc.origin, p, m) for p, m in secrets.encoding_problems(doc.body)]
     return problems
 
 

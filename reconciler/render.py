@@ -22,6 +22,7 @@ from reconciler import (
     overrides,
     selectors,
     services,
+    statefiles,
     summary,
     yamlio,
 )
@@ -34,7 +35,6 @@ from reconciler.domain import (
     Spec,
     Workload,
 )
-from reconciler.errors import Problem, ValidationFailed
 
 MANAGED_BY = inventory.MANAGED_BY
 PLACEMENT_ANNOTATION = inventory.PLACEMENT_ANNOTATION
@@ -60,7 +60,7 @@ def decision_path(key: ResourceKey) -> str:
     return f"decisions/{key.folder}/{key.file_stem}.yaml".lower()
 
 
-def _rules_for(
+def rules_for(
     workload: Workload, policies: Sequence[OverridePolicy]
 ) -> list[tuple[OverridePolicy, int, OverrideRule]]:
     """Override rules that apply to a workload, in stacking order (DESIGN: Overrides stack)."""
@@ -89,7 +89,9 @@ def plain_copy(value: Any) -> Any:
     return value
 
 
-def _base(workload: Workload) -> dict[str, Any]:
+def base_manifest(workload: Workload) -> dict[str, Any]:
+    """The source manifest as every cluster gets it before overrides: server fields dropped,
+    the namespace set, dro's label and placement annotation added."""
     manifest: dict[str, Any] = plain_copy(workload.manifest)
     manifest.pop("status", None)
     metadata = manifest.setdefault("metadata", {})
@@ -131,26 +133,12 @@ def _render_one(
     manifest: dict[str, Any] = plain_copy(base)
     if replicas is not None:
         manifest.setdefault("spec", {})["replicas"] = replicas
-    for policy, index, rule in rules:
-        for operation, op in rule.operations:
-            try:
-                overrides.apply(manifest, operation, op)
-            except overrides.OverrideError as error:
-                raise ValidationFailed(
-                    [
-                        Problem(
-                            path=policy.origin.path,
-                            line=policy.origin.line,
-                            pointer=f"/spec (rule {index})",
-                            message=f"{policy.ref}: {operation} failed on {key} "
-                            f"for cluster {cluster}: {error}",
-                        )
-                    ]
-                ) from error
+    for policy, _, rule in rules:  # `dro validate` has tried them all (`overridecheck`)
+        overrides.apply_rule(manifest, policy, rule, cluster=cluster, key=key)
     return yamlio.dump(manifest).encode("utf-8")
 
 
-class _RuleIndex:
+class RuleIndex:
     """Which clusters each override rule targets, computed once per rule, and its content key.
 
     Two clusters whose rules have equal content render identically, so the content key (not
@@ -164,6 +152,7 @@ class _RuleIndex:
         self._by_cluster: dict[tuple[int, ...], Mapping[str, tuple[Any, ...]]] = {}
 
     def targets(self, rule: OverrideRule) -> frozenset[str]:
+        """The names of the clusters the rule targets."""
         found = self._targets.get(id(rule))
         if found is None:
             found = frozenset(
@@ -190,6 +179,7 @@ class _RuleIndex:
         return found
 
     def key(self, rule: OverrideRule) -> str:
+        """The rule's content as canonical JSON: equal keys, equal renders."""
         found = self._keys.get(id(rule))
         if found is None:
             found = json.dumps(
@@ -216,7 +206,7 @@ def tree(
     """
     part, parts = shard
     workloads = {w.key: w for w in spec.workloads}
-    index = _RuleIndex(spec.clusters)
+    index = RuleIndex(spec.clusters)
     files: dict[str, bytes] = {}
     ordered = sorted(decisions, key=lambda d: d.key.sort_key)
     hooked = movehooks.hook_env(spec.sync_hooks, ordered) if spec.sync_hooks else {}
@@ -232,13 +222,14 @@ def tree(
 
 
 def _render_decision(
-    spec: Spec, workload: Workload, decision: Decision, index: _RuleIndex
+    spec: Spec, workload: Workload, decision: Decision, index: RuleIndex
 ) -> dict[str, bytes]:
-    files = {decision_path(decision.key): yamlio.dump(summary.decision_document(decision)).encode()}
+    document = yamlio.dump(summary.decision_document(decision)).encode()
+    files = {decision_path(decision.key): statefiles.seal(document)}
     if not decision.clusters and not decision.retiring:
         return files
-    base = _base(workload)
-    applicable = index.by_cluster(_rules_for(workload, spec.override_policies))
+    base = base_manifest(workload)
+    applicable = index.by_cluster(rules_for(workload, spec.override_policies))
     rendered: dict[tuple[int | None, tuple[str, ...]], bytes] = {}
     for placed in decision.rendered():
         applied = applicable.get(placed.cluster, ())
@@ -273,11 +264,13 @@ def _shared_files(
             summary.kustomization(sorted(resources))
         ).encode()
     for cluster in spec.clusters:
-        files[f"status/clusters/{cluster.name}.yaml"] = yamlio.dump(
-            summary.observation(
-                cluster, observations.get(cluster.name), filling=cluster.name in filling
-            )
-        ).encode()
+        files[f"status/clusters/{cluster.name}.yaml"] = statefiles.seal(
+            yamlio.dump(
+                summary.observation(
+                    cluster, observations.get(cluster.name), filling=cluster.name in filling
+                )
+            ).encode()
+        )
     files["README.md"] = (summary.readme(spec, decisions) + _crossing_section(crossing)).encode()
     return files
 

@@ -1,7 +1,9 @@
 """Reporting: structlog configuration and the human-facing tables and problem lists.
 
 Events are JSON lines on stderr with stable snake_case names and `stage=` bound. Tables for
-people use rich, which prints plain text when the output is not a terminal.
+people use rich, which prints plain text when the output is not a terminal. A logged
+traceback carries its frames' file, line and function, never their local variables (a frame
+may hold a token or a Secret's data), and every event passes `redact.scrub_event` last.
 """
 
 from __future__ import annotations
@@ -15,23 +17,32 @@ import structlog
 from rich.console import Console
 from rich.table import Table
 
+from reconciler import redact
 from reconciler.apply import ClusterSync
 from reconciler.domain import Decision, Placed
 from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
 from reconciler.errors import Problem
 
+TRACEBACKS = structlog.processors.ExceptionRenderer(
+    structlog.tracebacks.ExceptionDictTransformer(show_locals=False, use_rich=False)
+)
+"""Exceptions as structured frames (file, line, function), without frame locals: structlog's
+own `dict_tracebacks` shows them, and a crashed pass would log `Credentials(...)`, the
+webhook secret or a Secret's data that way."""
+
 
 def configure_logging(*, verbose: bool = False, stream: TextIO | None = None) -> None:
     """JSON events to stderr (or `stream`); info and up when verbose, warnings and up
     otherwise. Values bound with `structlog.contextvars` (a pass's source sha) join every
-    event."""
+    event. Tracebacks carry no locals, and URL credentials are removed from every field."""
     level = logging.INFO if verbose else logging.WARNING
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.dict_tracebacks,
+            TRACEBACKS,
+            redact.scrub_event,
             structlog.processors.JSONRenderer(sort_keys=True),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
@@ -95,7 +106,8 @@ def apply_table(clusters: Sequence[ClusterSync]) -> Table:
         table.add_column(name, justify="left" if name == "cluster" else "right")
     for sync in clusters:
         label = sync.cluster if sync.reachable else f"{sync.cluster} [red](unreachable)[/red]"
-        counts = (sync.applied, sync.unchanged, sync.pruned, len(sync.drifted), len(sync.failed))
+        failed = len(sync.failed) + len(sync.rejected)
+        counts = (sync.applied, sync.unchanged, sync.pruned, len(sync.drifted), failed)
         table.add_row(label, *(str(n) for n in counts), str(sync.writes))
     return table
 
@@ -106,6 +118,8 @@ def apply_details(clusters: Sequence[ClusterSync]) -> list[str]:
     for sync in clusters:
         lines += [f"{sync.cluster}: drift corrected: {line}" for line in sync.drifted]
         lines += [f"{sync.cluster}: failed: {line}" for line in sync.failed]
+        lines += [f"{sync.cluster}: not applied: {line}" for line in sync.rejected]
+        lines += [f"{sync.cluster}: kept (not dro's to delete): {line}" for line in sync.released]
         lines += [f"{sync.cluster}: kept (deletion-protected): {ref}" for ref in sync.protected]
     return lines
 

@@ -13,13 +13,15 @@ manifests and decisions, and the water levels of its status files.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import structlog
 
-from reconciler import live, load, pipeline, plandiff, status
+from reconciler import guard, live, load, pipeline, plandiff, status
 from reconciler.domain import Decision, Source, Spec
 from reconciler.errors import Severity, ValidationFailed
+from reconciler.schedule import standing
 
 log = structlog.get_logger("dro")
 
@@ -33,8 +35,10 @@ def plan_review(
     state_dir: Path,
     credentials: load.Credentials | None = None,
     on_stage: pipeline.StageHook | None = None,
+    ceiling: guard.Guard = guard.BUILTIN,
 ) -> plandiff.PlanDiff:
-    """Plan `base` and `head` of the repository at `location` and compare them."""
+    """Plan `base` and `head` of the repository at `location` and compare them, both under the
+    operator's guard `ceiling`."""
     revisions = load.Revisions(location, state_dir, credentials=credentials)
     state = revisions.state(output_branch)
     sources = revisions.source(base), revisions.source(head)
@@ -50,12 +54,27 @@ def plan_review(
     )
 
     def side(ref: str, source: Source) -> plandiff.Side:
-        return _side(ref, source, state, previous, phases, now, on_stage or _quiet)
+        return _side(ref, source, state, previous, phases, now, on_stage or _quiet, ceiling)
 
     before, after = side(base, sources[0]), side(head, sources[1])
     if not before.valid and after.valid:
         before = _in_force(before, revisions, output_branch)
-    return plandiff.compare(before, after)
+    return plandiff.compare(before, replace(after, note=_set_aside(after.decisions)))
+
+
+def _set_aside(decisions: Sequence[Decision]) -> str:
+    """What the head says about previous decisions it could not start from (`standing`)."""
+    found = [
+        f"{d.key}: {d.diagnosis.trigger}"
+        for d in decisions
+        if d.diagnosis.trigger.startswith(standing.SET_ASIDE)
+    ]
+    if not found:
+        return ""
+    return (
+        f"{len(found)} decision(s) on the output branch were set aside and divided again by "
+        "their policies: " + "; ".join(found)
+    )
 
 
 def _quiet(_stage: str) -> None:
@@ -70,6 +89,7 @@ def _side(
     phases: Mapping[str, str],
     now: float,
     on_stage: pipeline.StageHook,
+    ceiling: guard.Guard,
 ) -> plandiff.Side:
     def committed(spec: Spec) -> live.Observed:
         return live.Observed(observations=status.committed_observations(state, spec.clusters))
@@ -83,6 +103,7 @@ def _side(
             now=now,
             observer=committed,
             diagnose=False,
+            ceiling=ceiling,
         )
     except ValidationFailed as failed:
         return plandiff.Side(ref=ref, commit=source.commit, problems=failed.problems)

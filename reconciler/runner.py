@@ -12,6 +12,15 @@ pass, not many). Only the leader runs passes (`leading`); a follower waits.
   half-written: the commit is one ref update, and once a pass has pushed it finishes applying.
 
 Every pass is counted in the metrics with its result and its stage durations.
+
+Readiness (`ready`, served on `/readyz`) follows Flux's Ready condition: the leader is ready
+only while its last finished pass succeeded, and finished within `ready_intervals` intervals.
+It is not ready before its first pass succeeds, after a pass that failed (git or a cluster
+API unavailable), found the source invalid, or was partial (a cluster unreachable or an object
+rejected, so nothing was pruned), and when passes stop finishing. A permanently invalid commit
+thus leaves the process alive (`/healthz`) but not ready, which is what it is: it serves, and
+the fleet is not at the source's state. An interrupted pass (shutdown, lost leadership) changes
+nothing. A follower is ready: it has nothing to fail at until it leads.
 """
 
 from __future__ import annotations
@@ -58,9 +67,19 @@ class RunOptions:
     jitter: float = 0.1
     """Up to this fraction of `interval` is added at random, so replicas do not align."""
     ready_intervals: float = 3.0
-    """`/readyz` fails when the leader's last pass finished more than this many intervals ago."""
+    """`/readyz` fails when the leader's last pass finished more than this many intervals ago
+    (and whenever it did not succeed)."""
     first_backoff: float = 1.0
     """The first wait after a transient error; it doubles up to the interval."""
+
+
+_OUTCOMES = {
+    metrics.FAILED: "failed: git or a cluster API was unavailable (retried with backoff)",
+    metrics.INVALID: "found the source invalid (see the pass_invalid_source event)",
+    metrics.PARTIAL: "was partial: a cluster was unreachable or an object failed, "
+    "so nothing was pruned",
+}
+"""How `/readyz` says what the last pass did, by its result."""
 
 
 class _StageTimer:
@@ -121,6 +140,8 @@ class Runner:
         self._lock = threading.Lock()
         self._started = clock()
         self._finished: float | None = None
+        self._last_result: str | None = None
+        """The result of the last pass that finished (interrupted ones are not counted)."""
         self.passes = 0
         self._stage_lock = threading.Lock()
         self._abandoning = False
@@ -163,15 +184,22 @@ class Runner:
         return True
 
     def ready(self) -> tuple[bool, str]:
-        """Whether `/readyz` passes, and why."""
+        """Whether `/readyz` passes, and why: the rule is in the module's docstring, and the
+        answer says it."""
         if not self.leading.is_set():
-            return True, "follower: idle until it holds the lease"
+            return True, "ready: a follower, idle until it holds the lease"
         limit = self.options.ready_intervals * self.options.interval
-        if self._finished is None:
-            waited = self.clock() - self._started
-            return waited <= limit, f"first pass running for {waited:.0f}s"
+        rule = f"(the leader is ready when its last pass succeeded within {limit:.0f}s)"
+        if self._last_result is None or self._finished is None:
+            running = self.clock() - self._started
+            return False, f"not ready: no pass has finished yet, after {running:.0f}s {rule}"
         age = self.clock() - self._finished
-        return age <= limit, f"last pass finished {age:.0f}s ago (limit {limit:.0f}s)"
+        if self._last_result != metrics.SUCCESS:
+            outcome = _OUTCOMES.get(self._last_result, self._last_result)
+            return False, f"not ready: the last pass, {age:.0f}s ago, {outcome} {rule}"
+        if age > limit:
+            return False, f"not ready: the last pass finished {age:.0f}s ago {rule}"
+        return True, f"ready: the last pass succeeded {age:.0f}s ago {rule}"
 
     # --- the loop -----------------------------------------------------------------------------
 
@@ -258,7 +286,8 @@ class Runner:
         finally:
             self.stage = None
             self.passes += 1
-            self._finished = self.clock()
+            if result != metrics.INTERRUPTED:
+                self._last_result, self._finished = result, self.clock()
             stages = timer.done()
             self.metrics.record_pass(result, stages)
             log.info("pass_ended", result=result, seconds=round(stages["total"], 3))

@@ -10,6 +10,11 @@ by `jsonschema`, the reference. A document the fast validator accepts is valid; 
 checked again by the reference, whose findings are the errors reported (none, if the two
 disagree). So the verdict and the messages are the reference's, and a repo of valid
 manifests, the common case, costs microseconds per document.
+
+jsonschema's messages quote the offending value (`'hunter2' is not of type 'boolean'`). For
+a Secret (by its kind, whatever its file or apiVersion) every message is rebuilt from the
+schema's rule alone (`must be of type 'boolean' (the value is not shown)`), so no value of a
+Secret reaches an error, wherever in the object it sits.
 """
 
 from __future__ import annotations
@@ -182,9 +187,9 @@ def _pointer(path: Iterator[Any] | Any) -> str:
     return "".join(f"/{escape_pointer_token(str(part))}" for part in path)
 
 
-def _describe(error: jsonschema.exceptions.ValidationError) -> list[SchemaError]:
+def _describe(error: jsonschema.exceptions.ValidationError, blind: bool) -> list[SchemaError]:
     if error.validator in ("oneOf", "anyOf") and error.context:
-        return _describe(jsonschema.exceptions.best_match(error.context))
+        return _describe(jsonschema.exceptions.best_match(error.context), blind)
     base = _pointer(error.absolute_path)
     schema: Mapping[str, Any] = error.schema if isinstance(error.schema, Mapping) else {}
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
@@ -208,10 +213,12 @@ def _describe(error: jsonschema.exceptions.ValidationError) -> list[SchemaError]
                 )
                 for k in extras
             ]
-    if error.validator == "pattern" and "description" in schema:
-        return [SchemaError(pointer=base, message=f"{error.instance!r}: {schema['description']}")]
     if error.validator == "required":
         return [SchemaError(pointer=base, message=error.message.replace("property", "field"))]
+    if blind:
+        return [SchemaError(pointer=base, message=f"{_rule(error, schema)} {NOT_SHOWN}")]
+    if error.validator == "pattern" and "description" in schema:
+        return [SchemaError(pointer=base, message=f"{error.instance!r}: {schema['description']}")]
     if error.validator == "const":
         return [
             SchemaError(
@@ -232,12 +239,41 @@ _LONGEST_SHOWN = 60
 """A longer string value is cut in a message: a 5,000-digit value must not flood the report."""
 
 
+NOT_SHOWN = "(the value is not shown)"
+
+
+def holds_secret_values(body: Mapping[str, Any]) -> bool:
+    """Whether schema messages about `body` must not quote it: a Secret, by its kind alone
+    (any case, any apiVersion), so that no file name or group can lift the mask."""
+    return str(body.get("kind", "")).lower() == "secret"
+
+
+def _rule(error: jsonschema.exceptions.ValidationError, schema: Mapping[str, Any]) -> str:
+    """What the schema asks at this place, from the schema alone: nothing of the instance."""
+    rule, expected = str(error.validator), error.validator_value
+    if rule == "type":
+        names = expected if isinstance(expected, list) else [expected]
+        return "must be of type " + " or ".join(repr(str(name)) for name in names)
+    if rule == "enum":
+        return "must be one of " + ", ".join(repr(v) for v in cast(list[Any], expected))
+    if rule == "const":
+        return f"must be {expected!r}"
+    if rule == "pattern":
+        return str(schema.get("description") or f"must match the pattern {expected!r}")
+    if rule == "format":
+        return f"must be in the format {expected!r}"
+    if isinstance(expected, int | float | str) and not isinstance(expected, bool):
+        return f"breaks {rule} {expected!r}"  # minLength, maximum, multipleOf …
+    return f"does not satisfy the schema's {rule!r} rule"
+
+
 def _errors(checker: _Checker, body: Mapping[str, Any]) -> list[SchemaError]:
     if checker.fast is not None and _fast_accepts(checker.fast, body):
         return []
+    blind = holds_secret_values(body)
     found: list[SchemaError] = []
     for error in checker.reference.iter_errors(body):
-        found.extend(_describe(error))
+        found.extend(_describe(error, blind))
         if len(found) >= MAX_ERRORS_PER_DOCUMENT:
             break
     unique = {(e.pointer, e.message): e for e in found}

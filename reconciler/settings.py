@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from reconciler.guard import BUILTIN, Guard
+
 DEFAULT_OUTPUT_BRANCH = "dro/rendered"
 DEFAULT_STATE_DIR = Path(".dro-state")
 
@@ -44,6 +46,8 @@ class Settings:
     status_interval: float = 600.0
     """A change to `status/` alone is committed at most this often, unless health or
     reachability changed."""
+    guard: Guard = BUILTIN
+    """The operator's ceiling on what the repo may place (`--guard`); dro.yaml may narrow it."""
 
     @property
     def online(self) -> bool:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from reconciler import durations, health, yamlio
+from reconciler import durations, health, statefiles, yamlio
 from reconciler.domain import DRO_API_VERSION, Cluster, Decision, Observation, ResourceKey
 
 CLUSTERS = "status/clusters/"
@@ -106,17 +106,15 @@ def previous_statuses(files: Mapping[str, bytes]) -> dict[str, dict[str, Any]]:
 
 
 def _statuses(files: Mapping[str, bytes], folder: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    """(path, `status`) of every readable YAML file under `folder`, by path."""
+    """(path, `status`) of every file under `folder` that is as dro wrote it, by path; the
+    others are skipped (`statefiles`; `load.previous_phases` warns about them)."""
     for path, data in sorted(files.items()):
         if not path.startswith(folder) or not path.endswith(".yaml"):
             continue
         try:
-            body = yamlio.load_own(path, data)
-        except yamlio.YamlError:
+            yield path, statefiles.status_of(path, data)
+        except (yamlio.YamlError, statefiles.StateError):
             continue
-        status = body.get("status") if isinstance(body, Mapping) else None
-        if isinstance(status, Mapping):
-            yield path, status
 
 
 def committed_observations(
@@ -206,9 +204,9 @@ def workload_files(
             state, message = seen.health.get(decision.key, (health.MISSING, "not found"))
             per_cluster[placed.cluster] = health.Health(state, message)
         if per_cluster:
-            files[workload_path(decision.key)] = yamlio.dump(
-                _workload_document(decision.key, per_cluster)
-            ).encode()
+            files[workload_path(decision.key)] = statefiles.seal(
+                yamlio.dump(_workload_document(decision.key, per_cluster)).encode()
+            )
     return files
 
 
@@ -240,13 +238,12 @@ def due(before: Mapping[str, bytes], now: float, interval: float) -> bool:
 
 
 def _vital(path: str, data: bytes) -> Any:
-    """What of one status file counts as health or reachability."""
+    """What of one status file counts as health or reachability (None for a file that is not
+    as dro wrote it, so that a fresh one replaces it at once)."""
     try:
-        body = yamlio.load_own(path, data)
-    except yamlio.YamlError:
+        status = statefiles.status_of(path, data)
+    except (yamlio.YamlError, statefiles.StateError):
         return None
-    status = body.get("status") if isinstance(body, Mapping) else None
-    status = status if isinstance(status, Mapping) else {}
     if path.startswith(WORKLOADS):
         return [(c.get("name"), c.get("health")) for c in status.get("clusters") or ()]
     return [status.get(key) for key in _URGENT_KEYS]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from reconciler import status as observed
 from reconciler.domain import (
     DRO_API_VERSION,
     Cluster,
@@ -21,7 +22,6 @@ from reconciler.domain import (
     Spec,
     group_of,
 )
-from reconciler.status import water_level
 
 
 def decision_entry(decision: Decision) -> dict[str, Any]:
@@ -175,7 +175,7 @@ def kustomization(resources: Sequence[str]) -> dict[str, Any]:
 
 def water_levels(cluster: Cluster) -> dict[str, float]:
     """RWL = allocated / capacity per declared resource, rounded to 4 places."""
-    return water_level(cluster.capacity, cluster.allocated)
+    return observed.water_level(cluster.capacity, cluster.allocated)
 
 
 FILLING = "Filling"

@@ -19,10 +19,13 @@ from reconciler import (
     datamodel,
     dependencies,
     durations,
+    guard,
+    listkinds,
     movehooks,
+    names,
+    overridecheck,
     policies,
     schemacheck,
-    workloads,
     yamlio,
 )
 from reconciler import references as refs
@@ -65,12 +68,15 @@ class _Collector:
         self.config_docs: list[Document] = []
         self.cluster_list: list[Cluster] = []
         self.placement: list[PlacementPolicy] = []
+        self.placement_docs: list[Document] = []
         self.overrides: list[OverridePolicy] = []
         self.objects: list[Document] = []
         self.datasets: dict[str, Document] = {}
         self.topology: Document | None = None
         self.data_refs: list[tuple[DataAccess, Origin, str]] = []
         """Every data access a policy or an annotation declares, where it is written."""
+        self.list_spans: list[listkinds.Span] = []
+        """Where the items of each expanded `kind: List` sit, for their problems' pointers."""
 
     def problem(
         self, doc: Document, pointer: str, message: str, severity: Severity = Severity.ERROR
@@ -122,12 +128,11 @@ def _shape_ok(doc: Document, into: _Collector) -> bool:
     if not isinstance(meta, Mapping) or "name" not in meta:
         into.problem(doc, "/metadata" if "metadata" in body else "", "missing metadata.name")
         return False
-    for field in ("name", "namespace"):
-        if field in meta:
-            reason = workloads.unsafe_name_reason(meta[field])
-            if reason:
-                into.problem(doc, f"/metadata/{field}", f"metadata.{field} {reason}")
-                ok = False
+    if not ok:
+        return False
+    for pointer, message in names.document_problems(body):
+        into.problem(doc, pointer, message)
+        ok = False
     return ok
 
 
@@ -178,6 +183,7 @@ def _accept(doc: Document, route: str, into: _Collector) -> None:
         _accept_cluster(doc, into)
     elif policies.is_placement_kind(doc.body["apiVersion"], doc.body["kind"]):
         into.placement.append(policies.placement_policy(doc))
+        into.placement_docs.append(doc)
         raw = ((doc.body.get("spec") or {}).get("placement") or {}).get("data") or ()
         pointer = "/spec/placement/data"
         for index, access in enumerate(datamodel.accesses(raw, doc.origin, pointer, into.problems)):
@@ -199,6 +205,15 @@ def _accept_cluster(doc: Document, into: _Collector) -> None:
 
 
 def _parse(source: Source, into: _Collector) -> None:
+    for path, what in source.links:
+        into.problems.append(
+            Problem(
+                path=path,
+                line=1,
+                message=f"{path} is {what}, which dro does not read: the objects it holds "
+                "would silently drop out of the placement; commit the files themselves",
+            )
+        )
     for file in source.files:
         route = _route(file.path)
         if route is None:
@@ -208,6 +223,8 @@ def _parse(source: Source, into: _Collector) -> None:
         except yamlio.YamlError as error:
             into.problems.append(error.problem)
             continue
+        if route == "object":
+            documents = listkinds.expand(documents, into.problems, into.list_spans)
         if route in ("config", "topology", "cluster", "dataset") and len(documents) > 1:
             into.problem(documents[1], "", f"{file.path} must hold exactly one document")
         for doc in documents:
@@ -273,13 +290,15 @@ def _config(into: _Collector) -> SchedulerConfig:
     )
 
 
-def check(source: Source) -> Result:
-    """Validate every file; return the Spec (None on any error) and all problems, sorted."""
+def check(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Result:
+    """Validate every file; return the Spec (None on any error) and all problems, sorted.
+    `ceiling` is the operator's guard (`guard.load_ceiling`), which dro.yaml may narrow."""
     into = _Collector()
     _parse(source, into)
     config = _config(into)
     version = config.kubernetes_version or schemacheck.kubernetes_versions()[-1]
     objects = refs.check_objects(into.objects, version, into.problems)
+    into.problems += names.shared_files(objects)
     cluster_list = refs.unique_clusters(into.cluster_list, into.problems)
     refs.check_cluster_references(
         cluster_list,
@@ -301,7 +320,13 @@ def check(source: Source) -> Result:
     refs.check_karmada_rules(into.placement, into.problems)
     refs.check_requested_times(into.placement, config, into.problems)
     claimed_by = refs.check_claims(into.placement, objects, into.problems)
-    problems = tuple(sorted(into.problems, key=lambda p: p.sort_key))
+    layers = _check_guard(ceiling, into, objects, cluster_list, None in claimed_by.values())
+    crds = refs.crds_of(into.objects)
+    into.problems += overridecheck.problems(
+        objects, into.overrides, cluster_list, version, crds, layers
+    )
+    located = listkinds.relocated(into.problems, into.list_spans)
+    problems = tuple(sorted(located, key=lambda p: p.sort_key))
     if any(p.severity is Severity.ERROR for p in problems):
         return Result(spec=None, problems=problems)
     spec = Spec(
@@ -338,9 +363,29 @@ def _annotated_access(
     return found
 
 
-def spec(source: Source) -> Spec:
+def _check_guard(
+    ceiling: guard.Guard,
+    into: _Collector,
+    objects: list[Workload],
+    cluster_list: list[Cluster],
+    default_used: bool,
+) -> tuple[guard.Guard, ...]:
+    """The guard's layers (the operator's ceiling, then dro.yaml's narrowing) over every
+    object and placement target; returns the layers, for the override check."""
+    config_doc = into.config_docs[0] if into.config_docs else None
+    narrowed, problems = guard.narrowing(config_doc, ceiling)
+    layers = (ceiling,) if narrowed is None else (ceiling, narrowed)
+    into.problems += problems
+    into.problems += guard.check_objects(layers, objects)
+    into.problems += guard.check_placement(
+        layers, cluster_list, into.placement_docs, config_doc, default_used
+    )
+    return layers
+
+
+def spec(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Spec:
     """The validated Spec of a source; raises `ValidationFailed` with every problem found."""
-    result = check(source)
+    result = check(source, ceiling=ceiling)
     if result.spec is None:
         raise ValidationFailed(result.problems)
     return result.spec

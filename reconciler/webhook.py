@@ -5,6 +5,13 @@ the shared secret itself (`X-Gitlab-Token`). Both are compared in constant time 
 secret of `--webhook-secret-file`. A push starts a pass only when it is to the source ref: a
 push to any other branch, dro's own output branch included, is acknowledged and ignored, so
 dro's commits never start a pass. This module is pure; `server` calls it.
+
+`check_headers` runs before the body is read: a request with neither header, or a wrong GitLab
+token, is refused without reading its body. Each event carries its delivery id (GitHub's
+`X-GitHub-Delivery`; GitLab's `Idempotency-Key`, which its retries keep, else
+`X-Gitlab-Webhook-UUID`), so that a replay can be recognised. GitLab's `X-Gitlab-Event-UUID`
+is not one: GitLab gives every webhook that a webhook caused the same value, so a bot's push in
+answer to a push would pass for a replay.
 """
 
 from __future__ import annotations
@@ -20,6 +27,10 @@ GITHUB_EVENT = "x-github-event"
 GITLAB_TOKEN = "x-gitlab-token"
 GITLAB_EVENT = "x-gitlab-event"
 PUSH_EVENTS = {"push", "Push Hook", "Tag Push Hook"}
+DELIVERY_HEADERS = {
+    "github": ("x-github-delivery",),
+    "gitlab": ("idempotency-key", "x-gitlab-webhook-uuid"),
+}
 
 
 class Rejected(Exception):
@@ -42,6 +53,20 @@ class Event:
     pusher: str | None = None
     starts_pass: bool = False
     why: str = ""
+    delivery: str | None = None
+    """The sender's name for this delivery, kept across its retries; None when not sent."""
+
+
+def check_headers(headers: Mapping[str, str], secret: bytes) -> None:
+    """Raise `Rejected` when the headers alone show the request is not genuine, before its
+    body is read: no signature or token at all, or a wrong GitLab token."""
+    if GITHUB_SIGNATURE in headers:
+        return
+    if GITLAB_TOKEN in headers:
+        if not hmac.compare_digest(secret, headers[GITLAB_TOKEN].encode()):
+            raise Rejected(401, "the X-Gitlab-Token does not match")
+        return
+    raise Rejected(401, "neither X-Hub-Signature-256 nor X-Gitlab-Token is present")
 
 
 def verify(headers: Mapping[str, str], body: bytes, secret: bytes, source_ref: str) -> Event:
@@ -51,17 +76,25 @@ def verify(headers: Mapping[str, str], body: bytes, secret: bytes, source_ref: s
         expected = github_signature(secret, body)
         if not hmac.compare_digest(expected.encode(), headers[GITHUB_SIGNATURE].encode()):
             raise Rejected(401, "the X-Hub-Signature-256 signature does not match")
-        return _event("github", headers.get(GITHUB_EVENT, ""), body, source_ref)
-    if GITLAB_TOKEN in headers:
-        if not hmac.compare_digest(secret, headers[GITLAB_TOKEN].encode()):
-            raise Rejected(401, "the X-Gitlab-Token does not match")
-        return _event("gitlab", headers.get(GITLAB_EVENT, ""), body, source_ref)
-    raise Rejected(401, "neither X-Hub-Signature-256 nor X-Gitlab-Token is present")
+        return _event("github", headers, body, source_ref)
+    check_headers(headers, secret)
+    return _event("gitlab", headers, body, source_ref)
 
 
-def _event(provider: str, kind: str, body: bytes, source_ref: str) -> Event:
+def _delivery(provider: str, headers: Mapping[str, str]) -> str | None:
+    for name in DELIVERY_HEADERS[provider]:
+        value = headers.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+def _event(provider: str, headers: Mapping[str, str], body: bytes, source_ref: str) -> Event:
+    kind = headers.get(GITHUB_EVENT if provider == "github" else GITLAB_EVENT, "")
+    delivery = _delivery(provider, headers)
     if kind not in PUSH_EVENTS:
-        return Event(provider=provider, kind=kind, why=f"{kind or 'an unnamed'} event: ignored")
+        why = f"{kind or 'an unnamed'} event: ignored"
+        return Event(provider=provider, kind=kind, delivery=delivery, why=why)
     try:
         payload = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -78,6 +111,7 @@ def _event(provider: str, kind: str, body: bytes, source_ref: str) -> Event:
         after=payload.get("after") if isinstance(payload.get("after"), str) else None,
         pusher=pusher,
         starts_pass=wanted,
+        delivery=delivery,
         why="a push to the source ref" if wanted else f"a push to {ref}: not {source_ref}",
     )
 

@@ -6,7 +6,6 @@ built-in kinds are listed here; a custom resource's scope comes from its CRD in 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -43,19 +42,6 @@ REPLICATED_KINDS = frozenset(
     {("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "ReplicaSet")}
 )
 """Kinds whose `spec.replicas` dro divides; every other kind is placed whole."""
-
-_UNSAFE_NAME = re.compile(r"[/\\\x00]|^\.{1,2}$|^$")
-
-
-def unsafe_name_reason(name: Any) -> str | None:
-    """Why a name cannot become a path segment, or None when it is safe."""
-    if not isinstance(name, str):
-        return f"must be a string, got {type(name).__name__}"
-    if _UNSAFE_NAME.search(name):
-        return f"{name!r} would escape its folder (no '/', '\\', '.', '..' or empty names)"
-    if len(name) > 253:
-        return "is longer than 253 characters"
-    return None
 
 
 def is_cluster_scoped(

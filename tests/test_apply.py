@@ -73,7 +73,12 @@ WIDGET = {
 
 
 def applied_paths(server: KubeAPI) -> list[str]:
-    return [r.path for r in server.writes if r.method == "PATCH"]
+    """The objects applied, in order, without dro's own inventory and its namespace."""
+    return [
+        r.path
+        for r in server.writes
+        if r.method == "PATCH" and "dro-system" not in r.path and "dro-inventory" not in r.path
+    ]
 
 
 def test_crds_and_namespaces_go_first_and_the_crd_is_awaited(tmp_path: Path) -> None:
@@ -131,8 +136,9 @@ def test_prune_takes_only_what_dro_applied_and_spares_protected_objects(
     cluster: tuple[KubeAPI, kube.Connection],
 ) -> None:
     server, connection = cluster
-    guarded = configmap("guarded", **{"multicluster.io/deletion-protected": "Always"})
-    apply.sync(connection, [namespace("shop"), configmap("old"), guarded, shop()], prune=True)
+    guarded = labelled(configmap("guarded", **{"multicluster.io/deletion-protected": "Always"}))
+    first = [namespace("shop"), labelled(configmap("old")), guarded, shop()]
+    apply.sync(connection, first, prune=True)
     server.put(configmap("theirs"))  # never applied by dro
     report = apply.sync(connection, [namespace("shop"), shop()], prune=True)
     assert report.ok, report.failed
@@ -148,7 +154,8 @@ def test_no_prune_when_the_pass_says_so_or_something_failed(
     cluster: tuple[KubeAPI, kube.Connection],
 ) -> None:
     server, connection = cluster
-    apply.sync(connection, [namespace("shop"), configmap("a"), configmap("b")], prune=True)
+    objects = [labelled(o) for o in (namespace("shop"), configmap("a"), configmap("b"))]
+    apply.sync(connection, objects, prune=True)
     gated = apply.sync(connection, [namespace("shop"), configmap("a")], prune=False)
     assert gated.pruned == 0
     assert server.get("", "v1", "configmaps", "shop", "b") is not None
@@ -157,7 +164,9 @@ def test_no_prune_when_the_pass_says_so_or_something_failed(
     )
     failed = apply.sync(connection, [namespace("shop"), configmap("a"), configmap("c")], prune=True)
     assert not failed.ok
-    assert failed.failed == ["cluster eu-1: apply ConfigMap shop/c: HTTP 500 Internal Server Error"]
+    assert failed.failed == [
+        "cluster eu-1: apply ConfigMap shop/c: HTTP 500 Internal Server Error: injected fault"
+    ]
     assert server.get("", "v1", "configmaps", "shop", "b") is not None, "no prune after a failure"
     healed = apply.sync(connection, [namespace("shop"), configmap("a")], prune=True)
     assert healed.ok

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import Daemon, SourceRepo, git, make_source_repo
 
-from reconciler import commit, gitrepo, load
+from reconciler import commit, gitrepo, load, statefiles
 from reconciler.errors import UsageError
 
 
@@ -191,15 +191,15 @@ def test_previous_state_reads_only_decisions_and_status(
         commit_time=1,
         source_sha="x",
         tree={
-            "decisions/shop/d.yaml": b"d\n",
-            "status/clusters/c.yaml": b"s\n",
+            "decisions/shop/d.yaml": statefiles.seal(b"d\n"),
+            "status/clusters/c.yaml": statefiles.seal(b"s\n"),
             "clusters/c/shop/d.yaml": b"m\n",
             "README.md": b"r\n",
         },
     )
     assert load.previous_state(url, "dro/rendered", state) == {
-        "decisions/shop/d.yaml": b"d\n",
-        "status/clusters/c.yaml": b"s\n",
+        "decisions/shop/d.yaml": statefiles.seal(b"d\n"),
+        "status/clusters/c.yaml": statefiles.seal(b"s\n"),
     }
 
 

@@ -76,8 +76,15 @@ refs = st.builds(
 )
 
 
-@given(st.dictionaries(refs, st.sampled_from(["", "0123456789abcdef"]), max_size=20))
-def test_the_configmap_round_trips(held: dict[Ref, str]) -> None:
+records = st.builds(
+    inventory.Record,
+    digest=st.sampled_from(["", "0123456789abcdef"]),
+    state=st.sampled_from([inventory.CREATED, inventory.ADOPTED, inventory.INTENDED]),
+)
+
+
+@given(st.dictionaries(refs, records, max_size=20))
+def test_the_configmap_round_trips(held: dict[Ref, inventory.Record]) -> None:
     configmap = inventory.encode(held)
     assert configmap["metadata"]["namespace"] == "dro-system"
     assert inventory.decode(configmap) == held
@@ -88,3 +95,17 @@ def test_the_digest_follows_the_manifest_not_its_key_order() -> None:
     reordered = {"metadata": WEB["metadata"], "kind": "Deployment", "apiVersion": "apps/v1"}
     assert inventory.digest(reordered) == inventory.digest(WEB)
     assert inventory.digest(WEB) != inventory.digest(SHOP)
+
+
+def test_an_inventory_written_by_an_earlier_version_reads_as_created() -> None:
+    web, shop = (
+        Ref("apps", "v1", "Deployment", "shop", "web"),
+        Ref("", "v1", "Namespace", "", "shop"),
+    )
+    configmap = {"data": {"entries": f"{web.entry()} 0123456789abcdef\n{shop.entry()}\n"}}
+    assert inventory.decode(configmap) == {
+        shop: inventory.Record("", inventory.CREATED),
+        web: inventory.Record("0123456789abcdef", inventory.CREATED),
+    }
+    future = {"data": {"entries": f"{web.entry()} - someday\n"}}
+    assert inventory.decode(future) == {web: inventory.Record("", inventory.INTENDED)}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler import cli, pipeline, settings
+from reconciler import cli, pipeline, settings, statefiles
 from tests.conftest import ROOT, SourceRepo, git, make_source_repo
 
 GOLDEN = ROOT / "tests" / "golden" / "plan"
@@ -203,13 +203,14 @@ def test_plan_uses_the_last_committed_observations(
     pipeline.reconcile_once(settings.Settings(repo=str(repo.bare), state_dir=tmp_path / "state"))
     rendered = tmp_path / "rendered"
     git(tmp_path, "clone", "--quiet", "--branch", "dro/rendered", str(repo.bare), str(rendered))
-    (rendered / "status/clusters/eu-west-1.yaml").write_text(
+    observed = (  # as dro writes it, seal included (`statefiles`)
         "apiVersion: multicluster.io/v1alpha1\nkind: ClusterObservation\n"
         "metadata: {name: eu-west-1}\n"
         "status:\n  source: observed\n  observedAt: '2026-01-01T00:00:00Z'\n"
         "  capacity: {cpu: 100, memory: 1000000000000, pods: 1000}\n"
         "  used: {cpu: 95, memory: 500000000000, pods: 500}\n"
     )
+    (rendered / "status/clusters/eu-west-1.yaml").write_bytes(statefiles.seal(observed.encode()))
     git(rendered, "commit", "--quiet", "-am", "observed")
     git(rendered, "push", "--quiet", "origin", "dro/rendered")
     git(repo.work, "fetch", "--quiet", "origin")

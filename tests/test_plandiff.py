@@ -7,11 +7,12 @@ from dataclasses import replace
 
 import pytest
 
-from reconciler import plandiff, planreport, secrets, status, yamlio
+from reconciler import plandiff, planreport, secrets, statefiles, status, yamlio
 from reconciler.domain import Cluster, Decision, Origin, Placed, ResourceKey
 from reconciler.errors import Problem
 
 WEB = ResourceKey(group="apps", kind="Deployment", namespace="shop", name="web")
+SINCE = "2026-01-01T00:00:00Z"
 
 
 def decision(**clusters: int | None) -> Decision:
@@ -160,34 +161,40 @@ def test_committed_observations_come_back_from_status_files() -> None:
         allocated={"cpu": 1.0},
     )
     files = {
-        "status/clusters/eu.yaml": yamlio.dump(
-            {
-                "status": {
-                    "source": "observed",
-                    "capacity": {"cpu": 10},
-                    "used": {"cpu": 9},
-                    "unreachableSince": "2026-01-01T00:00:00Z",
-                    "pending": [{"workload": "apps/Deployment/shop/web", "pods": 2, "since": "t"}],
+        "status/clusters/eu.yaml": statefiles.seal(
+            yamlio.dump(
+                {
+                    "status": {
+                        "source": "observed",
+                        "capacity": {"cpu": 10},
+                        "used": {"cpu": 9},
+                        "unreachableSince": "2026-01-01T00:00:00Z",
+                        "pending": [
+                            {"workload": "apps/Deployment/shop/web", "pods": 2, "since": SINCE}
+                        ],
+                    }
                 }
-            }
-        ).encode(),
-        "status/workloads/shop/deployment.apps-web.yaml": yamlio.dump(
-            {
-                "status": {
-                    "resource": "apps/Deployment/shop/web",
-                    "clusters": [{"name": "eu", "health": "Healthy", "message": ""}],
+            ).encode()
+        ),
+        "status/workloads/shop/deployment.apps-web.yaml": statefiles.seal(
+            yamlio.dump(
+                {
+                    "status": {
+                        "resource": "apps/Deployment/shop/web",
+                        "clusters": [{"name": "eu", "health": "Healthy", "message": ""}],
+                    }
                 }
-            }
-        ).encode(),
-        "status/clusters/gone.yaml": b"status: {source: observed}\n",
+            ).encode()
+        ),
+        "status/clusters/gone.yaml": statefiles.seal(b"status: {source: observed}\n"),
     }
     (observed,) = status.committed_observations(files, [cluster]).values()
     assert observed.capacity == {"cpu": 10.0}
     assert observed.used == {"cpu": 9.0}
     assert observed.unreachable_since == "2026-01-01T00:00:00Z"
-    assert observed.pending == {WEB: (2, "t")}
+    assert observed.pending == {WEB: (2, SINCE)}
     assert observed.health == {WEB: ("Healthy", "")}
-    declared = {"status/clusters/eu.yaml": b"status: {source: declared}\n"}
+    declared = {"status/clusters/eu.yaml": statefiles.seal(b"status: {source: declared}\n")}
     assert status.committed_observations(declared, [cluster]) == {}
 
 

@@ -229,7 +229,8 @@ def test_the_cli_prints_a_summary_per_cluster(
     assert "drifted" in out
     rows = [line.split("│") for line in out.splitlines() if line.startswith("│ ")]
     counts = {cells[1].strip(): [c.strip() for c in cells[2:-1]] for cells in rows}
-    assert counts["a"] == counts["b"] == counts["c"] == ["3", "0", "0", "0", "0", "5"]
+    # writes: dro-system, the inventory's intent, the three objects, its confirmation
+    assert counts["a"] == counts["b"] == counts["c"] == ["3", "0", "0", "0", "0", "6"]
     fleet.apis["b"].refuse()
     assert cli.main(args) == 1
     out = capsys.readouterr().out

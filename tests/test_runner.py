@@ -11,10 +11,11 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
-from reconciler import cli_run, metrics, pipeline, runner, server, webhook
+from reconciler import cli_run, deliveries, live, metrics, pipeline, runner, server, webhook
 from reconciler.errors import GitError, Problem, ValidationFailed
 from reconciler.settings import Settings
 
@@ -67,19 +68,34 @@ def test_gitlab_pushes_to_other_branches_and_pings_are_ignored() -> None:
 # --- the loop ---------------------------------------------------------------------------------
 
 
-class Passes:
-    """A stand-in pass: raises the queued errors in turn, then succeeds."""
+SUCCEEDS = pipeline.PassResult(
+    planned=pipeline.Planned(spec=cast(Any, None), decisions=(), tree={}),
+    commit=None,
+    pushed=False,
+)
+"""What a stand-in pass returns when it succeeds (offline: nothing applied)."""
 
-    def __init__(self, *errors: Exception) -> None:
+
+class Passes:
+    """A stand-in pass: raises the queued errors (or returns the queued results) in turn;
+    then crashes, or succeeds when `succeed` is set."""
+
+    def __init__(self, *errors: Exception | pipeline.PassResult, succeed: bool = False) -> None:
         self.errors = list(errors)
+        self.succeed = succeed
         self.calls = 0
 
     def __call__(self, _settings: Settings, hook: pipeline.StageHook) -> pipeline.PassResult:
         self.calls += 1
         hook(pipeline.Stage.LOAD)
         if self.errors:
-            raise self.errors.pop(0)
+            queued = self.errors.pop(0)
+            if isinstance(queued, pipeline.PassResult):
+                return queued
+            raise queued
         hook(pipeline.Stage.VALIDATE)
+        if self.succeed:
+            return SUCCEEDS
         raise AssertionError("the test ends the pass through an error or a result")
 
 
@@ -127,7 +143,7 @@ def test_a_follower_is_ready_and_idle() -> None:
     passes = Passes()
     loop = make_runner(passes)
     loop.leading.clear()
-    assert loop.ready() == (True, "follower: idle until it holds the lease")
+    assert loop.ready() == (True, "ready: a follower, idle until it holds the lease")
     thread = threading.Thread(target=loop.loop)
     thread.start()
     loop.trigger("test")
@@ -195,7 +211,7 @@ def request(
 def test_probes_and_metrics(served: tuple[server.Server, runner.Runner]) -> None:
     http, loop = served
     assert request(http, "/healthz") == (200, "ok\n")
-    assert request(http, "/readyz")[0] == 200, "within the first intervals"
+    assert request(http, "/readyz")[0] == 503, "no pass has succeeded yet"
     loop.attempt()
     status, text = request(http, "/metrics")
     assert status == 200
@@ -209,12 +225,80 @@ def test_readyz_fails_when_passes_stop(served: tuple[server.Server, runner.Runne
     http, loop = served
     now = [1000.0]
     loop.clock = lambda: now[0]
+    loop.run_pass = Passes(succeed=True)
     loop.attempt()
     assert request(http, "/readyz")[0] == 200
     now[0] += 10 * loop.options.interval
     status, why = request(http, "/readyz")
     assert status == 503
     assert "last pass finished" in why
+
+
+def test_readyz_follows_the_result_of_the_last_pass(
+    served: tuple[server.Server, runner.Runner],
+) -> None:
+    http, loop = served
+    unreachable = pipeline.PassResult(
+        planned=SUCCEEDS.planned,
+        commit=None,
+        pushed=False,
+        applied=live.Applied(),
+        unreachable={"eu": "timed out"},
+    )
+    loop.run_pass = Passes(
+        ValidationFailed([Problem(path="a.yaml", line=1, message="bad")]),
+        GitError("fetch failed"),
+        unreachable,
+        succeed=True,
+    )
+    said = []
+    for expected in (metrics.INVALID, metrics.FAILED, metrics.PARTIAL, metrics.SUCCESS):
+        if expected == metrics.FAILED:
+            with pytest.raises(GitError):  # raised for the retry
+                loop.attempt()
+        else:
+            assert loop.attempt() == expected
+        said.append(request(http, "/readyz"))
+    assert [status for status, _ in said] == [503, 503, 503, 200]
+    assert "invalid" in said[0][1]
+    assert "unavailable" in said[1][1]
+    assert "unreachable" in said[2][1]
+    assert all("ready when its last pass succeeded within" in why for _, why in said)
+    loop.shutdown()
+    assert loop.attempt() == metrics.INTERRUPTED
+    assert request(http, "/readyz")[0] == 200, "an interrupted pass changes nothing"
+
+
+def test_a_delivery_whose_pass_could_not_start_is_served_on_retry(
+    served: tuple[server.Server, runner.Runner],
+) -> None:
+    http, loop = served
+    leader_reachable = [False]
+    loop.leading.clear()
+    loop.forward = lambda: leader_reachable[0]
+    headers = {
+        "X-Hub-Signature-256": webhook.github_signature(SECRET, PUSH),
+        "X-GitHub-Event": "push",
+        "X-GitHub-Delivery": "d-1",
+    }
+    assert request(http, "/webhook", PUSH, **headers)[0] == 503
+    leader_reachable[0] = True
+    assert request(http, "/webhook", PUSH, **headers)[0] == 202, "the retry is served"
+    status, text = request(http, "/webhook", PUSH, **headers)
+    assert (status, "duplicate delivery d-1" in text) == (200, True)
+
+
+def test_recent_deliveries_are_bounded_and_expire() -> None:
+    now = [0.0]
+    recent = deliveries.RecentDeliveries(capacity=3, ttl=60, clock=lambda: now[0])
+    assert all(recent.claim(f"d-{i}") for i in range(5))
+    assert len(recent) == 3
+    assert recent.claim("d-0"), "the oldest was dropped"
+    assert not recent.claim("d-4")
+    now[0] += 61
+    assert recent.claim("d-4"), "expired"
+    assert recent.claim("x" * 10_000)
+    assert not recent.claim("x" * 10_000), "long ids are kept as their digest"
 
 
 def test_the_webhook_triggers_and_rejects(served: tuple[server.Server, runner.Runner]) -> None:

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from reconciler.domain import paths
+
 Manifest = Mapping[str, Any]
 """A Kubernetes object (or a dro kind) as parsed from YAML: plain dicts, lists and scalars."""
 
@@ -45,12 +47,13 @@ class ResourceKey:
 
     @property
     def file_stem(self) -> str:
-        """`<kind>-<name>`, with `.<group>` after the kind outside core and apps; lowercase.
+        """`<kind>-<name>`, with `.<group>` after the kind outside core and apps; lowercase;
+        shortened with a hash when `<stem>.yaml` would pass 255 bytes (`paths.stem`).
 
         The one naming rule for rendered manifests, decision files and decision names.
         """
         kind = self.kind if self.group in ("", "apps") else f"{self.kind}.{self.group}"
-        return f"{kind}-{self.name}".lower()
+        return paths.stem(f"{kind}-{self.name}".lower())
 
     @property
     def folder(self) -> str:
@@ -109,3 +112,6 @@ class Source:
     """The committer time of the source commit (Unix seconds), the pass's "now" offline."""
     author: str | None = None
     """`Name <email>` of the source commit's author, for the audit log."""
+    links: tuple[tuple[str, str], ...] = ()
+    """Symbolic links and submodules among the source paths (path, which), which dro does not
+    read: `validate` reports each at its path."""

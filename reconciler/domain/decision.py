@@ -106,6 +106,9 @@ class Decision:
     """Moves made by this pass, or by an earlier one still within the cooldown."""
     rebalance_served: str | None = None
     """The policy's `rebalance.requestedAt` that this decision has served."""
+    distrusted: str | None = None
+    """Set only on a decision read back from the output branch that is not as dro wrote it
+    (`statefiles`): why. It then holds no clusters, and its workload is divided again."""
 
     def rendered(self) -> tuple[Placed, ...]:
         """The replicas to render per cluster: the target plus what is still retiring."""

@@ -162,6 +162,10 @@ class Placement:
     rebalance_requested_at: str | None = None
     """`rebalance.requestedAt` (RFC 3339): newer than a decision last served, it re-divides
     the workload in Fresh mode, moving replicas under the churn budget."""
+    takeover: Literal["IfNoDiff", "Always", "Never"] = "IfNoDiff"
+    """`apply.takeover`: whether apply adopts an object that exists on a cluster and that dro
+    did not create (`apply.py`). Karmada's `conflictResolution: Overwrite` is Always, its
+    default Abort is Never."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -228,6 +232,8 @@ class OverrideRule:
 
     target: ClusterAffinity | None
     operations: tuple[tuple[str, Manifest], ...]
+    pointers: tuple[str, ...] = ()
+    """The JSON pointer of each operation in its policy document (for its line in errors)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

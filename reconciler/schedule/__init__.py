@@ -31,6 +31,7 @@ from reconciler.schedule import (
     plugins,
     rebalance,
     spread,
+    standing,
     stci,
 )
 from reconciler.schedule.fleet import Fleet
@@ -164,10 +165,11 @@ def _place(
     scales = batch.inverse(matrix)
     accesses = [data_access(spec, c) for c in order]
     data = stci.data_costs(fleet, spec.links, spec.data_sets, accesses) if any(accesses) else None
+    standing_previous, set_aside = standing.vet(spec.clusters, order, previous or {})
     run = engine.Pass(
         fleet,
         spec.config,
-        previous or {},
+        standing_previous,
         diagnose=diagnose,
         now=now,
         filling=filling,
@@ -179,6 +181,7 @@ def _place(
     decisions = rebalance.run(run, order, decisions, matrix, scales, fits)
     decisions = moving.place_hooks(spec.sync_hooks, decisions)
     decisions = bundle.follow(spec.dependents, order, decisions)
+    decisions = standing.explain(decisions, set_aside)
     return Placement(
         decisions=tuple(sorted(decisions, key=lambda d: d.key.sort_key)),
         water_levels=_levels(fleet, run.usage),

@@ -74,10 +74,11 @@ class Fleet:
         ordered = tuple(sorted(self.clusters, key=lambda c: c.name))
         object.__setattr__(self, "clusters", ordered)
         object.__setattr__(self, "names", frozen(np.array([c.name for c in ordered], dtype=str)))
-        # every resource any map names: largestNodeFree may name one the others do not
         declared = {r for c in ordered for r in (*c.capacity, *c.allocated, *c.largest_node_free)}
-        observed = {r for o in self.observations.values() for r in (*o.capacity, *o.used)} | {
-            r for o in self.observations.values() for r in o.largest_node_free
+        observed = {
+            r
+            for o in self.observations.values()
+            for r in (*o.capacity, *o.used, *o.largest_node_free)
         }
         resources = sorted(declared | observed | set(self.extra_resources))
         object.__setattr__(self, "resources", tuple(resources))

@@ -13,7 +13,7 @@ from urllib.parse import parse_qsl, urlsplit
 import yaml
 
 from .errors import ApiError
-from .faults import Faults
+from .faults import Faults, Hold
 from .objects import ObjectsView
 from .resources import ResourceRegistry
 from .routes import MUTATING_METHODS, ApiRequest, Router
@@ -66,8 +66,9 @@ class KubeAPI:
         return self
 
     def stop(self) -> None:
-        """Stop serving and free the port (pending delays are cut short)."""
+        """Stop serving and free the port (pending delays and holds are cut short)."""
         self._stopping.set()
+        self.faults.clear()
         self._listener.close()
         self.store.stop_timers()
 
@@ -170,6 +171,10 @@ class KubeAPI:
         """Hold every matching request for `seconds` before answering (0 turns it off)."""
         self.faults.delay(seconds, method, path_prefix)
 
+    def hold(self, method: str, path_prefix: str) -> Hold:
+        """Hold the next matching write until the test releases it (see `Faults.hold`)."""
+        return self.faults.hold(method, path_prefix)
+
     def get(
         self, group: str, version: str, plural: str, namespace: str, name: str
     ) -> dict[str, Any] | None:
@@ -227,7 +232,21 @@ class KubeAPI:
         pause = self.faults.delay_for(method, split.path)
         if pause and self._stopping.wait(pause):
             return HttpResponse(503, ApiError(503, "server is shutting down").status_body())
-        failure = self.faults.injected_failure(method, split.path)
+        held = self.faults.hold_for(method, split.path, query.get("dryRun") == "All")
+        if held is not None:
+            held.arrived.set()
+            held.released.wait()
+        try:
+            return self._handle(method, split.path, record, request)
+        finally:
+            if held is not None:
+                held.answered.set()
+
+    def _handle(
+        self, method: str, path: str, record: RequestRecord, request: ApiRequest
+    ) -> HttpResponse:
+        """Fail as injected, or route one request."""
+        failure = self.faults.injected_failure(method, path)
         if failure is not None:
             return HttpResponse(failure.code, failure.status_body())
         try:

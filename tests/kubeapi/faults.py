@@ -1,9 +1,10 @@
-"""Fault injection: failing the next N matching requests and delaying every request."""
+"""Fault injection: failing the next N matching requests, delaying every request, and holding
+one request until the test releases it."""
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .errors import ApiError
 
@@ -34,6 +35,22 @@ class DelayRule:
     path_prefix: str
 
 
+@dataclass
+class Hold:
+    """Hold the next matching write (not a dry run) until `release()`: `arrived` is set when it
+    is being held, `answered` once the server has handled it after the release."""
+
+    method: str
+    path_prefix: str
+    arrived: threading.Event = field(default_factory=threading.Event)
+    released: threading.Event = field(default_factory=threading.Event)
+    answered: threading.Event = field(default_factory=threading.Event)
+
+    def release(self) -> None:
+        """Let the held request through."""
+        self.released.set()
+
+
 class Faults:
     """The active fault rules of one emulator; thread-safe."""
 
@@ -41,6 +58,7 @@ class Faults:
         self._lock = threading.Lock()
         self._failures: list[FailureRule] = []
         self._delay: DelayRule | None = None
+        self._holds: list[Hold] = []
 
     def fail_next(
         self,
@@ -59,11 +77,32 @@ class Faults:
         with self._lock:
             self._delay = DelayRule(seconds, method, path_prefix) if seconds > 0 else None
 
+    def hold(self, method: str, path_prefix: str) -> Hold:
+        """Hold the next write matching method and path prefix (see `Hold`)."""
+        rule = Hold(method.upper(), path_prefix)
+        with self._lock:
+            self._holds.append(rule)
+        return rule
+
+    def hold_for(self, method: str, path: str, dry_run: bool) -> Hold | None:
+        """Take the hold rule a request matches, if any (each rule holds one request)."""
+        if dry_run:
+            return None
+        with self._lock:
+            for rule in self._holds:
+                if rule.method == method and path.startswith(rule.path_prefix):
+                    self._holds.remove(rule)
+                    return rule
+        return None
+
     def clear(self) -> None:
-        """Drop every fault rule."""
+        """Drop every fault rule, and let every held request through."""
         with self._lock:
             self._failures.clear()
             self._delay = None
+            for rule in self._holds:
+                rule.release()
+            self._holds.clear()
 
     def delay_for(self, method: str, path: str) -> float:
         """Return how long to hold a request before handling it."""
