@@ -42,7 +42,7 @@ from reconciler import cli, pipeline
 from reconciler.settings import Settings
 from tests.conftest import EXAMPLE, SourceRepo, git, make_source_repo
 
-EXAMPLES = int(os.environ.get("DRO_FUZZ_EXAMPLES", "45"))
+EXAMPLES = int(os.environ.get("DRO_FUZZ_EXAMPLES", "60"))
 SEED = int(os.environ.get("DRO_FUZZ_SEED", "0"))
 FILES = {
     str(path.relative_to(EXAMPLE)): path.read_text()
