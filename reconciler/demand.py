@@ -27,8 +27,39 @@ def pod_template(manifest: Mapping[str, Any]) -> Mapping[str, Any] | None:
     template = spec.get("template") if isinstance(spec, Mapping) else None
     if isinstance(template, Mapping):
         pod = template.get("spec")
-        return pod if isinstance(pod, Mapping) else None
+        return pod if isinstance(pod, Mapping) and _pod_shaped(pod) else None
     return None
+
+
+_POD_LISTS = ("containers", "initContainers", "ephemeralContainers", "volumes")
+_CONTAINER_LISTS = ("env", "envFrom", "volumeMounts", "ports")
+_CONTAINER_STRINGS = ("command", "args")
+
+
+def _pod_shaped(pod: Mapping[str, Any]) -> bool:
+    """Whether the lists every reader of a pod walks are lists of the right items. A kind
+    with a schema always is; a custom resource without a CRD (only warned about) that is not
+    is not workload-like, so no reader meets an odd shape."""
+    for field in _POD_LISTS:
+        items = pod.get(field)
+        if items is None:
+            continue
+        if not isinstance(items, list) or not all(isinstance(i, Mapping) for i in items):
+            return False
+        if field == "volumes":
+            continue
+        for container in items:
+            for name in _CONTAINER_LISTS:
+                value = container.get(name)
+                if value is not None and not (
+                    isinstance(value, list) and all(isinstance(v, Mapping) for v in value)
+                ):
+                    return False
+            for name in _CONTAINER_STRINGS:
+                value = container.get(name)
+                if value is not None and not isinstance(value, list):
+                    return False
+    return True
 
 
 def _requests(container: Any) -> dict[str, float]:
