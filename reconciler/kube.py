@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 import tempfile
 from collections.abc import Callable, Mapping
 from decimal import Decimal
@@ -50,9 +51,20 @@ def parse_quantity(quantity: str | int | float) -> Decimal:
 @lru_cache(maxsize=4096)
 def _parse_cached(_kind: str, quantity: str | int | float) -> Decimal:
     try:
-        return Decimal(_quantity_parser()(quantity))
+        value = Decimal(_quantity_parser()(quantity))
     except (ValueError, TypeError, ArithmeticError) as exc:
         raise ValueError(f"invalid quantity {quantity!r}") from exc
+    if not value.is_finite() or abs(value) > _LARGEST:
+        raise QuantityOutOfRange(f"quantity {quantity!r} is out of range (above {_LARGEST:.3g})")
+    return value
+
+
+class QuantityOutOfRange(ValueError):
+    """A well-formed quantity too large for the float64 that dro computes with."""
+
+
+_LARGEST = Decimal(sys.float_info.max)
+"""dro computes with float64: a larger quantity (`1e309`) would become infinity."""
 
 
 # --- cluster access -------------------------------------------------------------------------
