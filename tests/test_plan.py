@@ -42,6 +42,15 @@ def _add_cluster(work: Path) -> None:
     )
 
 
+def _policy_and_replicas(work: Path) -> None:
+    _edit(
+        "policies/shop.yaml",
+        "{labels: {region: ap-south}, weight: 1}",
+        "{labels: {region: ap-south}, weight: 3}",
+    )(work)
+    _edit("workloads/shop/frontend.yaml", "replicas: 6", "replicas: 9")(work)
+
+
 def _readme(work: Path) -> None:
     (work / "README.md").write_text("# Fleet\n\nHow we run our clusters.\n")
 
@@ -53,6 +62,7 @@ CASES: dict[str, Callable[[Path], None]] = {
         "{labels: {region: ap-south}, weight: 1}",
         "{labels: {region: ap-south}, weight: 3}",
     ),
+    "policy-and-replicas": _policy_and_replicas,
     "cluster-added": _add_cluster,
     "cluster-tainted": _edit(
         "clusters/eu-west-2.yaml",
