@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from reconciler import durations, health, statefiles, yamlio
+from reconciler import durations, health, inventory, statefiles, yamlio
 from reconciler.domain import DRO_API_VERSION, Cluster, Decision, Observation, ResourceKey
 
 CLUSTERS = "status/clusters/"
@@ -174,11 +174,10 @@ def _committed_health(files: Mapping[str, bytes]) -> dict[str, dict[ResourceKey,
 
 
 def _key(name: Any) -> ResourceKey | None:
-    """The `ResourceKey` of a `group/kind/namespace/name` string (`_name`), or None."""
-    parts = name.split("/") if isinstance(name, str) else []
-    if len(parts) != 4 or not parts[1] or not parts[3]:
-        return None
-    return ResourceKey(group=parts[0], kind=parts[1], namespace=parts[2], name=parts[3])
+    """The `ResourceKey` of a placement name (`_name`), or None; earlier versions' names,
+    with empty segments, read too."""
+    parts = inventory.parse_placement_name(name)
+    return None if parts is None else ResourceKey(*parts)
 
 
 def workload_files(
@@ -268,7 +267,7 @@ def _workload_document(key: ResourceKey, per_cluster: Mapping[str, health.Health
 
 
 def _name(key: ResourceKey) -> str:
-    return f"{key.group}/{key.kind}/{key.namespace}/{key.name}"
+    return inventory.placement_name(key.group, key.kind, key.namespace, key.name)
 
 
 def _amounts(values: Mapping[str, float]) -> dict[str, float | int]:
