@@ -86,9 +86,10 @@ class WorkloadChange:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FileChange:
-    """One rendered manifest that differs: its path under the cluster and its unified diff."""
+    """One rendered manifest that differs: its path on the output branch and its unified diff."""
 
     path: str
+    """`clusters/<cluster>/<namespace>/<kind>-<name>.yaml`, as on the output branch."""
     status: str
     """`added`, `removed` or `modified`."""
     diff: str
@@ -301,8 +302,8 @@ def _manifests(base: Mapping[str, bytes], head: Mapping[str, bytes]) -> tuple[Cl
 
 def _file(cluster: str, path: str, old: bytes | None, new: bytes | None) -> FileChange:
     status = "added" if old is None else "removed" if new is None else "modified"
-    shown = secrets.redact_pair(path, old, new)
-    label = f"{cluster}/{path}"
+    label = f"{CLUSTER_TREE}{cluster}/{path}"
+    shown = secrets.redact_pair(label, old, new)
     lines = difflib.unified_diff(
         shown.before.splitlines(keepends=True),
         shown.after.splitlines(keepends=True),
@@ -310,7 +311,7 @@ def _file(cluster: str, path: str, old: bytes | None, new: bytes | None) -> File
         tofile=f"b/{label}" if new is not None else "/dev/null",
     )
     text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-    return FileChange(path=path, status=status, diff=text, secret_keys=shown.changed_keys)
+    return FileChange(path=label, status=status, diff=text, secret_keys=shown.changed_keys)
 
 
 # --- water levels -----------------------------------------------------------------------------

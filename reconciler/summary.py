@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from reconciler import quantities
 from reconciler import status as observed
 from reconciler.domain import (
     DRO_API_VERSION,
@@ -195,8 +196,8 @@ def observation(
     else:
         status = {
             "source": "declared",
-            "capacity": dict(sorted(cluster.capacity.items())),
-            "allocated": dict(sorted(cluster.allocated.items())),
+            "capacity": quantities.texts(cluster.capacity),
+            "allocated": quantities.texts(cluster.allocated),
             "waterLevel": water_levels(cluster),
         }
     if filling:
