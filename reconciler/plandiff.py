@@ -55,8 +55,12 @@ class WorkloadChange:
 
     workload: str
     before: Mapping[str, int | None]
-    """Cluster → target replicas on the base side (None: a kind without replicas)."""
+    """Cluster → target replicas that run on the base side (None: a kind without replicas):
+    the division's count, or what an override of `spec.replicas` makes run instead."""
     after: Mapping[str, int | None]
+    divided_before: Mapping[str, int] = field(default_factory=dict)
+    """Cluster → the division's count, where an override makes another count run."""
+    divided_after: Mapping[str, int] = field(default_factory=dict)
     retiring_before: Mapping[str, int] = field(default_factory=dict)
     retiring_after: Mapping[str, int] = field(default_factory=dict)
     move_before: str | None = None
@@ -187,12 +191,14 @@ def _workload(before: Decision | None, after: Decision | None) -> WorkloadChange
     shown = after or before
     assert shown is not None
     placed_before, placed_after = _targets(before), _targets(after)
+    divided = (_divided(before), _divided(after))
     retiring_before, retiring_after = _retiring(before), _retiring(after)
     unschedulable = (_unschedulable(before), _unschedulable(after))
     policies = (_policy(before), _policy(after))
     moves = (_move(before), _move(after))
     if (
         placed_before == placed_after
+        and divided[0] == divided[1]
         and retiring_before == retiring_after
         and moves[0] == moves[1]
         and bool(unschedulable[0]) == bool(unschedulable[1])  # a reworded reason is no change
@@ -203,6 +209,8 @@ def _workload(before: Decision | None, after: Decision | None) -> WorkloadChange
         workload=str(shown.key),
         before=placed_before,
         after=placed_after,
+        divided_before=divided[0],
+        divided_after=divided[1],
         retiring_before=retiring_before,
         retiring_after=retiring_after,
         move_before=moves[0],
@@ -218,7 +226,25 @@ def _workload(before: Decision | None, after: Decision | None) -> WorkloadChange
 
 
 def _targets(decision: Decision | None) -> dict[str, int | None]:
-    return {} if decision is None else {p.cluster: p.replicas for p in decision.clusters}
+    """Cluster → the target replicas that run there (an override's count where one applies)."""
+    if decision is None:
+        return {}
+    runs = decision.effective
+    return {
+        p.cluster: p.replicas if p.replicas is None else runs.get(p.cluster, p.replicas)
+        for p in decision.clusters
+    }
+
+
+def _divided(decision: Decision | None) -> dict[str, int]:
+    """Cluster → the division's count, where an override makes another count run."""
+    if decision is None:
+        return {}
+    return {
+        p.cluster: p.replicas
+        for p in decision.clusters
+        if p.replicas is not None and p.cluster in decision.effective
+    }
 
 
 def _retiring(decision: Decision | None) -> dict[str, int]:

@@ -135,11 +135,15 @@ def checked_decision(document: Any) -> Decision:
         _text(item, "name", where)
         if item.get("replicas") is not None:
             _count(item, "replicas", where)
+        if item.get("effectiveReplicas") is not None:
+            _count(item, "effectiveReplicas", where, minimum=0)
     for index, entry in enumerate(_list(status, "retiring")):
         where = f"/status/retiring/{index}"
         item = _mapping(entry, where)
         _text(item, "name", where)
         _count(item, "replicas", where)
+        if item.get("effectiveReplicas") is not None:
+            _count(item, "effectiveReplicas", where, minimum=0)
         if item.get("phase") is not None and item["phase"] not in MOVE_PHASES:
             raise StateError(f"{where}/phase: {item['phase']!r} is not a move phase")
         if item.get("phase") is not None or item.get("since") is not None:

@@ -109,6 +109,11 @@ class Decision:
     distrusted: str | None = None
     """Set only on a decision read back from the output branch that is not as dro wrote it
     (`statefiles`): why. It then holds no clusters, and its workload is divided again."""
+    effective: Mapping[str, int] = field(default_factory=empty)
+    """Cluster → the `spec.replicas` its rendered manifest holds, where an override of
+    `spec.replicas` makes that differ from the count rendered there (`rendered`): the
+    replicas that run, and that the water level is charged for (`reconciler.overridden`).
+    The counts in `clusters` stay the division's."""
 
     def rendered(self) -> tuple[Placed, ...]:
         """The replicas to render per cluster: the target plus what is still retiring."""
@@ -120,6 +125,17 @@ class Decision:
             if count is not None:
                 merged[placed.cluster] = (merged.get(placed.cluster) or 0) + count
         return tuple(Placed(c, merged[c]) for c in sorted(merged))
+
+    def running(self) -> tuple[Placed, ...]:
+        """`rendered`, with the count an override makes run where one does."""
+        if not self.effective:
+            return self.rendered()
+        return tuple(
+            p
+            if p.replicas is None
+            else p._replace(replicas=self.effective.get(p.cluster, p.replicas))
+            for p in self.rendered()
+        )
 
     @property
     def moving(self) -> Placed | None:
