@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from conftest import git
 
-from reconciler import cli, load, schedule, validate, yamlio
+from reconciler import cli, load, render, schedule, statefiles, validate, yamlio
 from reconciler.domain import Observation
 
 DRO = """\
@@ -200,8 +200,6 @@ def test_water_levels_charge_the_count_that_runs(tmp_path: Path) -> None:
 
 def test_a_steady_pass_writes_the_same_decision_back(tmp_path: Path) -> None:
     """The decision file holds `effectiveReplicas`; read back, it is the same decision."""
-    from reconciler import render, statefiles
-
     spec = validate.spec(load.from_directory(write_repo(tmp_path, "fieldPatches")))
     first = schedule.place(spec)
     tree = render.tree(spec, first)

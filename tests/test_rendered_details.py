@@ -38,7 +38,8 @@ def test_the_placement_annotation_names_the_core_group_and_cluster_scope(
         for line in path.read_text().splitlines():
             if PLACEMENT in line:
                 value = line.split(": ", 1)[1]
-                assert "//" not in value and not value.startswith("/"), (path, line)
+                assert "//" not in value, (path, line)
+                assert not value.startswith("/"), (path, line)
 
 
 @pytest.mark.parametrize(
@@ -84,7 +85,8 @@ def test_placement_names_round_trip() -> None:
         ResourceKey("rbac.authorization.k8s.io", "ClusterRole", "", "reader"),
     ):
         name = inventory.placement_name(key.group, key.kind, key.namespace, key.name)
-        assert "//" not in name and not name.startswith("/")
+        assert "//" not in name
+        assert not name.startswith("/")
         assert status._key(name) == key
 
 
