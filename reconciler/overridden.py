@@ -49,6 +49,9 @@ class Replicas:
     def __init__(self, spec: Spec) -> None:
         self._workloads = {w.key: w for w in spec.workloads}
         self._policies = spec.override_policies
+        self._reaching = tuple(p for p in self._policies if any(_reaches(r) for r in p.rules))
+        """The policies with a rule that can reach `spec.replicas`: most specs have none,
+        and then no workload's rules need to be worked out here."""
         self._index = render.RuleIndex(spec.clusters)
         self._rules: dict[ResourceKey, Mapping[str, Rules]] = {}
         self._bases: dict[ResourceKey, dict[str, Any]] = {}
@@ -59,26 +62,25 @@ class Replicas:
         one of them can reach `spec.replicas`; empty when none can anywhere."""
         found = self._rules.get(key)
         if found is None:
-            workload = self._workloads.get(key)
             found = {}
-            if workload is not None and workload.replicas is not None and self._policies:
-                rules = render.rules_for(workload, self._policies)
-                if any(_reaches(rule) for _, _, rule in rules):
-                    found = {
-                        cluster: applied
-                        for cluster, applied in self._index.by_cluster(rules).items()
-                        if any(_reaches(rule) for _, _, rule in applied)
-                    }
+            workload = self._workloads.get(key)
+            if workload is not None and workload.replicas is not None and self._reaching:
+                reaching = render.rules_for(workload, self._reaching)
+                clusters = {
+                    cluster
+                    for _, _, rule in reaching
+                    if _reaches(rule)
+                    for cluster in self._index.targets(rule)
+                }
+                if clusters:
+                    applied = self._index.by_cluster(render.rules_for(workload, self._policies))
+                    found = {c: applied[c] for c in sorted(clusters) if c in applied}
             self._rules[key] = found
         return found
 
     def touched(self, key: ResourceKey) -> bool:
         """Whether an override can set this workload's `spec.replicas` on some cluster."""
         return bool(self._by_cluster(key))
-
-    def clusters(self, key: ResourceKey) -> frozenset[str]:
-        """The clusters where an override can set this workload's `spec.replicas`."""
-        return frozenset(self._by_cluster(key))
 
     def count(self, key: ResourceKey, cluster: str, divided: int) -> int:
         """The `spec.replicas` that the cluster's rendered manifest holds when the division

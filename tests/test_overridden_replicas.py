@@ -11,6 +11,7 @@ README) and `dro plan` (Markdown, JSON and its water levels).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -233,3 +234,11 @@ def test_plan_shows_the_override_and_the_water_level_it_makes(
     assert levels["a"]["after"]["cpu"] == 0.7  # 5 web + 2 worker
     markdown = _run(capsys, *base, "-o", "markdown")
     assert f"| `a` | 2 | {SHOWN} |" in markdown
+
+
+def test_a_removed_cluster_is_said_to_hold_the_count_that_runs(tmp_path: Path) -> None:
+    spec = validate.spec(load.from_directory(write_repo(tmp_path, "fieldPatches")))
+    gone = dataclasses.replace(spec, clusters=tuple(c for c in spec.clusters if c.name != "a"))
+    (warning,) = validate.removed_clusters(gone, schedule.place(spec))
+    assert "5× shop/Deployment.apps/web" in warning
+    assert "2× shop/Deployment.apps/worker" in warning

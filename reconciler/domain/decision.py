@@ -126,17 +126,6 @@ class Decision:
                 merged[placed.cluster] = (merged.get(placed.cluster) or 0) + count
         return tuple(Placed(c, merged[c]) for c in sorted(merged))
 
-    def running(self) -> tuple[Placed, ...]:
-        """`rendered`, with the count an override makes run where one does."""
-        if not self.effective:
-            return self.rendered()
-        return tuple(
-            p
-            if p.replicas is None
-            else p._replace(replicas=self.effective.get(p.cluster, p.replicas))
-            for p in self.rendered()
-        )
-
     @property
     def moving(self) -> Placed | None:
         """The retiring entry of a stateful move in flight (it has a phase), or None."""
