@@ -192,8 +192,11 @@ def test_plan_reads_a_remote_by_url(
     assert code == 0
     (change,) = document["workloads"]
     assert change["workload"] == "shop/Deployment.apps/frontend"
-    assert sum(change["after"].values()) == 9
-    assert sum(change["before"].values()) == 6
+    # `after`/`before` are what runs (us-east-1 runs the example's override, 5); the division's
+    # counts, where an override differs, are in `dividedAfter`/`dividedBefore`
+    assert change["after"]["us-east-1"] == 5
+    assert sum({**change["after"], **change["dividedAfter"]}.values()) == 9
+    assert sum({**change["before"], **change["dividedBefore"]}.values()) == 6
 
 
 def test_plan_uses_the_last_committed_observations(
