@@ -64,8 +64,12 @@ class WorkloadChange:
 
     workload: str
     before: Mapping[str, int | None]
-    """Cluster → target replicas on the base side (None: a kind without replicas)."""
+    """Cluster → target replicas that run on the base side (None: a kind without replicas):
+    the division's count, or what an override of `spec.replicas` makes run instead."""
     after: Mapping[str, int | None]
+    divided_before: Mapping[str, int] = field(default_factory=dict)
+    """Cluster → the division's count, where an override makes another count run."""
+    divided_after: Mapping[str, int] = field(default_factory=dict)
     retiring_before: Mapping[str, int] = field(default_factory=dict)
     retiring_after: Mapping[str, int] = field(default_factory=dict)
     move_before: str | None = None
@@ -128,9 +132,10 @@ class WorkloadChange:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FileChange:
-    """One rendered manifest that differs: its path under the cluster and its unified diff."""
+    """One rendered manifest that differs: its path on the output branch and its unified diff."""
 
     path: str
+    """`clusters/<cluster>/<namespace>/<kind>-<name>.yaml`, as on the output branch."""
     status: str
     """`added`, `removed` or `modified`."""
     diff: str
@@ -240,12 +245,14 @@ def _workload(
     shown = after or before
     assert shown is not None
     placed_before, placed_after = _targets(before), _targets(after)
+    divided = (_divided(before), _divided(after))
     retiring_before, retiring_after = _retiring(before), _retiring(after)
     unschedulable = (_unschedulable(before), _unschedulable(after))
     policies = (_policy(before), _policy(after))
     moves = (_move(before), _move(after))
     if (
         placed_before == placed_after
+        and divided[0] == divided[1]
         and retiring_before == retiring_after
         and moves[0] == moves[1]
         and bool(unschedulable[0]) == bool(unschedulable[1])  # a reworded reason is no change
@@ -256,6 +263,8 @@ def _workload(
         workload=str(shown.key),
         before=placed_before,
         after=placed_after,
+        divided_before=divided[0],
+        divided_after=divided[1],
         retiring_before=retiring_before,
         retiring_after=retiring_after,
         move_before=moves[0],
@@ -272,7 +281,25 @@ def _workload(
 
 
 def _targets(decision: Decision | None) -> dict[str, int | None]:
-    return {} if decision is None else {p.cluster: p.replicas for p in decision.clusters}
+    """Cluster → the target replicas that run there (an override's count where one applies)."""
+    if decision is None:
+        return {}
+    runs = decision.effective
+    return {
+        p.cluster: p.replicas if p.replicas is None else runs.get(p.cluster, p.replicas)
+        for p in decision.clusters
+    }
+
+
+def _divided(decision: Decision | None) -> dict[str, int]:
+    """Cluster → the division's count, where an override makes another count run."""
+    if decision is None:
+        return {}
+    return {
+        p.cluster: p.replicas
+        for p in decision.clusters
+        if p.replicas is not None and p.cluster in decision.effective
+    }
 
 
 def _retiring(decision: Decision | None) -> dict[str, int]:
@@ -407,8 +434,8 @@ def _manifests(base: Mapping[str, bytes], head: Mapping[str, bytes]) -> tuple[Cl
 
 def _file(cluster: str, path: str, old: bytes | None, new: bytes | None) -> FileChange:
     status = "added" if old is None else "removed" if new is None else "modified"
-    shown = secrets.redact_pair(path, old, new)
-    label = f"{cluster}/{path}"
+    label = f"{CLUSTER_TREE}{cluster}/{path}"
+    shown = secrets.redact_pair(label, old, new)
     lines = difflib.unified_diff(
         shown.before.splitlines(keepends=True),
         shown.after.splitlines(keepends=True),
@@ -416,7 +443,7 @@ def _file(cluster: str, path: str, old: bytes | None, new: bytes | None) -> File
         tofile=f"b/{label}" if new is not None else "/dev/null",
     )
     text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-    return FileChange(path=path, status=status, diff=text, secret_keys=shown.changed_keys)
+    return FileChange(path=label, status=status, diff=text, secret_keys=shown.changed_keys)
 
 
 # --- water levels -----------------------------------------------------------------------------

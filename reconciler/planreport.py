@@ -162,8 +162,8 @@ def bar(level: float) -> str:
 def _workload_block(change: plandiff.WorkloadChange) -> str:
     clusters = sorted({*change.before, *change.after, *change.retiring_after})
     rows = [
-        f"| `{c}` | {_count(change.before, change.retiring_before, c)} | "
-        f"{_count(change.after, change.retiring_after, c)} |"
+        f"| `{c}` | {_count(change.before, change.retiring_before, c, change.divided_before)} | "
+        f"{_count(change.after, change.retiring_after, c, change.divided_after)} |"
         for c in clusters
     ]
     lines = [
@@ -207,11 +207,18 @@ def _headline(change: plandiff.WorkloadChange) -> str:
     return "; ".join(parts) or "replicas or policy changed"
 
 
-def _count(placed: Mapping[str, int | None], retiring: Mapping[str, int], cluster: str) -> str:
+def _count(
+    placed: Mapping[str, int | None],
+    retiring: Mapping[str, int],
+    cluster: str,
+    divided: Mapping[str, int],
+) -> str:
     if cluster not in placed and cluster not in retiring:
         return "—"
     count = placed.get(cluster)
     shown = "—" if cluster not in placed else "✓" if count is None else str(count)
+    if cluster in divided:
+        shown += f" (override; divided {divided[cluster]})"
     extra = retiring.get(cluster)
     return f"{shown} (+{extra} retiring)" if extra else shown
 
@@ -335,6 +342,8 @@ def _workload(change: plandiff.WorkloadChange) -> dict[str, Any]:
         "status": change.status,
         "before": dict(change.before),
         "after": dict(change.after),
+        "dividedBefore": dict(change.divided_before),
+        "dividedAfter": dict(change.divided_after),
         "retiringBefore": dict(change.retiring_before),
         "retiringAfter": dict(change.retiring_after),
         "moveBefore": change.move_before,
@@ -381,8 +390,8 @@ def terminal(diff: plandiff.PlanDiff) -> list[RenderableType]:
         for change in diff.workloads:
             placements.add_row(
                 change.workload,
-                _spread(change.before),
-                _spread(change.after),
+                _spread(change.before, change.divided_before),
+                _spread(change.after, change.divided_after),
                 str(change.moved),
                 "\n".join(change.triggers),
             )
@@ -402,5 +411,12 @@ def terminal(diff: plandiff.PlanDiff) -> list[RenderableType]:
     return shown
 
 
-def _spread(placed: Mapping[str, int | None]) -> str:
-    return ", ".join(f"{c} {'✓' if n is None else n}" for c, n in sorted(placed.items())) or "—"
+def _spread(placed: Mapping[str, int | None], divided: Mapping[str, int]) -> str:
+    return (
+        ", ".join(
+            f"{c} {'✓' if n is None else n}"
+            + (f" (override; divided {divided[c]})" if c in divided else "")
+            for c, n in sorted(placed.items())
+        )
+        or "—"
+    )
