@@ -325,3 +325,15 @@ def is_override_kind(api_version: str, kind: str) -> bool:
         ("policy.karmada.io/v1alpha1", "OverridePolicy"),
         ("policy.karmada.io/v1alpha1", "ClusterOverridePolicy"),
     }
+
+
+KARMADA_POLICY_GROUP = "policy.karmada.io"
+
+
+def is_policy_document(api_version: str, kind: str) -> bool:
+    """True for a document that is a policy wherever it sits (`workloads/` too): dro's own
+    placement and override kinds, and every kind of Karmada's policy group (a kind dro does not
+    support is then reported as one, never rendered into member clusters)."""
+    if api_version.split("/", 1)[0] == KARMADA_POLICY_GROUP:
+        return True
+    return is_placement_kind(api_version, kind) or is_override_kind(api_version, kind)

@@ -168,6 +168,8 @@ def _check_dro_doc(doc: Document, route: str, into: _Collector) -> bool:
 
 
 def _accept(doc: Document, route: str, into: _Collector) -> None:
+    if route == "object" and policies.is_policy_document(doc.body["apiVersion"], doc.body["kind"]):
+        route = "policy"  # Karmada's tutorials keep a policy beside its workload
     if route == "object":
         into.objects.append(doc)
         return

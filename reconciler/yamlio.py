@@ -27,6 +27,8 @@ MAX_NODES_PER_FILE = 400_000
 """Nodes built from one file, aliases expanded; a billion-laughs file hits this early."""
 
 _STR = "tag:yaml.org,2002:str"
+_VALUE = "tag:yaml.org,2002:value"
+"""YAML 1.1's `=` "value" type: Kubernetes' YAML reader (YAML 1.2 rules) reads it as the string."""
 _SCALAR_TAGS = {
     "tag:yaml.org,2002:null",
     "tag:yaml.org,2002:bool",
@@ -105,7 +107,7 @@ class _Builder:
         return result
 
     def build_scalar(self, node: yaml.Node) -> Any:
-        if node.tag == "tag:yaml.org,2002:timestamp":
+        if node.tag in ("tag:yaml.org,2002:timestamp", _VALUE):
             return node.value
         if node.tag not in _SCALAR_TAGS:
             raise self.fail(node, f"unsupported YAML tag {node.tag}")
