@@ -9,6 +9,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import karmadarepo
 import pytest
 from karmadarepo import placed, render, schedule, write
 
@@ -213,3 +214,88 @@ def test_image_command_and_args_overriders_rewrite_a_pod(
     )
     assert container["command"] == ["/bin/myapp"]
     assert container["args"] == ["--port=80", "--verbose"]
+
+
+def _deployment(replicas: int) -> str:
+    return NGINX_SAMPLE.split("---", maxsplit=1)[0].replace("replicas: 2", f"replicas: {replicas}")
+
+
+def test_karmada_sample_no_schedule_toleration_tolerates_empty_valued_taints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Karmada's artifacts/example/propagationpolicy_taintToleration.yaml tolerates
+    `{effect: NoSchedule}`: no key and the default operator Equal, so by core/v1's
+    ToleratesTaint every NoSchedule taint with an empty value, whatever its key, and no
+    taint with a value."""
+    policy = textwrap.dedent("""\
+        apiVersion: policy.karmada.io/v1alpha1
+        kind: PropagationPolicy
+        metadata:
+          name: nginx-propagation
+        spec:
+          resourceSelectors:
+            - apiVersion: apps/v1
+              kind: Deployment
+              name: nginx
+          placement:
+            clusterAffinity:
+              clusterNames:
+                - member1
+                - member2
+            clusterTolerations:
+              - effect: "NoSchedule"
+        """)
+    root = write(
+        tmp_path / "repo",
+        {
+            "clusters/member1.yaml": cluster_with_taint("member1", "{key: maintenance}"),
+            "clusters/member2.yaml": cluster_with_taint("member2", "{key: dedicated, value: gpu}"),
+            "workloads/nginx.yaml": _deployment(2),
+            "policies/nginx.yaml": policy,
+        },
+    )
+    decision = schedule(root, capsys)["Deployment/nginx"]
+    assert placed(decision) == {"member1": 2}
+
+
+def cluster_with_taint(name: str, taint: str, effect: str = "NoSchedule") -> str:
+    """A member carrying one taint (`taint` is the flow mapping without its effect)."""
+    return karmadarepo.cluster(name, f"  taints: [{taint[:-1]}, effect: {effect}}}]\n")
+
+
+def test_toleration_seconds_zero_on_a_no_execute_taint_evicts_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """https://karmada.io/docs/userguide/scheduling/workload-rebalancer: member1 gets a
+    NoExecute taint, the policy tolerates it for `tolerationSeconds: 0`, so the replicas
+    leave member1 at once and all run on member2."""
+    policy = textwrap.dedent("""\
+        apiVersion: policy.karmada.io/v1alpha1
+        kind: PropagationPolicy
+        metadata:
+          name: demo-deploy
+        spec:
+          resourceSelectors:
+            - {apiVersion: apps/v1, kind: Deployment, name: nginx}
+          placement:
+            clusterAffinity:
+              clusterNames: [member1, member2]
+            clusterTolerations:
+              - {effect: NoExecute, key: workload-rebalancer-test, operator: Exists,
+                 tolerationSeconds: 0}
+            replicaScheduling:
+              replicaDivisionPreference: Weighted
+              replicaSchedulingType: Divided
+          failover:
+            application:
+              decisionConditions: {tolerationSeconds: 30}
+        """)
+    files = {"workloads/nginx.yaml": _deployment(3), "policies/nginx.yaml": policy}
+    root = write(tmp_path / "repo", files)
+    assert sum(placed(schedule(root, capsys)["Deployment/nginx"]).values()) == 3
+    taint = cluster_with_taint("member1", "{key: workload-rebalancer-test}", "NoExecute")
+    write(root, {"clusters/member1.yaml": taint})
+    assert placed(schedule(root, capsys)["Deployment/nginx"]) == {"member2": 3}
+    untimed = policy.replace("tolerationSeconds: 0}", "}")
+    write(root, {"policies/nginx.yaml": untimed})
+    assert "member1" in placed(schedule(root, capsys)["Deployment/nginx"])
