@@ -299,3 +299,30 @@ def test_toleration_seconds_zero_on_a_no_execute_taint_evicts_at_once(
     untimed = policy.replace("tolerationSeconds: 0}", "}")
     write(root, {"policies/nginx.yaml": untimed})
     assert "member1" in placed(schedule(root, capsys)["Deployment/nginx"])
+
+
+@pytest.mark.parametrize(
+    ("spread", "reason"),
+    [
+        ("[{spreadByLabel: topology.example/rack, minGroups: 2, maxGroups: 2}]", "just support"),
+        ("[{spreadByField: cluster, minGroups: 1}]", "no clusters available to schedule"),
+    ],
+)
+def test_a_spread_karmada_cannot_select_by_is_unschedulable_with_its_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], spread: str, reason: str
+) -> None:
+    """Karmada's scheduler selects by region or cluster only (select_clusters.go: "just
+    support cluster and region spread constraint"; `spreadByLabel` is issue #5355), and a
+    cluster constraint without maxGroups selects min(#clusters, 0) = no cluster, which
+    assignment rejects ("no clusters available to schedule"). Neither is a placement on no
+    cluster that reports nothing."""
+    policy = (
+        "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\n"
+        "metadata: {name: nginx}\nspec:\n"
+        "  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: nginx}]\n"
+        f"  placement:\n    spreadConstraints: {spread}\n"
+    )
+    files = {"workloads/nginx.yaml": _deployment(2), "policies/nginx.yaml": policy}
+    decision = schedule(write(tmp_path / "repo", files), capsys)["Deployment/nginx"]
+    assert decision["clusters"] == []
+    assert reason in str(decision["unschedulable"])
