@@ -326,3 +326,33 @@ def test_a_spread_karmada_cannot_select_by_is_unschedulable_with_its_reason(
     decision = schedule(write(tmp_path / "repo", files), capsys)["Deployment/nginx"]
     assert decision["clusters"] == []
     assert reason in str(decision["unschedulable"])
+
+
+def test_an_api_removed_in_the_repos_kubernetes_version_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Kubernetes' deprecated API migration guide: batch/v1beta1 CronJob is gone since 1.25,
+    so on kubernetesVersion 1.34 the API server refuses it; validate says what to use."""
+    cronjob = textwrap.dedent("""\
+        apiVersion: batch/v1beta1
+        kind: CronJob
+        metadata: {name: hello}
+        spec:
+          schedule: "* * * * *"
+          jobTemplate:
+            spec:
+              template:
+                spec:
+                  restartPolicy: OnFailure
+                  containers: [{name: hello, image: busybox:1.28}]
+        """)
+    root = write(tmp_path / "repo", {"workloads/cronjob.yaml": cronjob})
+    capsys.readouterr()
+    assert cli.main(["validate", str(root)]) == 1
+    err = capsys.readouterr()
+    said = err.out + err.err
+    assert (
+        "workloads/cronjob.yaml:1: /apiVersion: batch/v1beta1 CronJob was removed in "
+        "Kubernetes 1.25 and this repo's kubernetesVersion is 1.34; use apiVersion: batch/v1"
+    ) in said
+    assert "warning" not in said
