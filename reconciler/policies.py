@@ -337,3 +337,15 @@ def is_policy_document(api_version: str, kind: str) -> bool:
     if api_version.split("/", 1)[0] == KARMADA_POLICY_GROUP:
         return True
     return is_placement_kind(api_version, kind) or is_override_kind(api_version, kind)
+
+
+def without_nulls(value: Any) -> Any:
+    """`value` with every map entry whose value is null removed, at any depth: how the API
+    server reads a custom resource (apiextensions.k8s.io/v1 prunes nulls of non-nullable
+    fields before defaulting), so `overrideRules:` with no value is as if absent. Nulls
+    inside lists stay, and are reported as the API server reports them."""
+    if isinstance(value, Mapping):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(item) for item in value]
+    return value

@@ -34,6 +34,7 @@ import jsonschema.exceptions
 import jsonschema_rs
 from referencing import Registry, Resource
 
+from reconciler.errors import show
 from reconciler.yamlio import escape_pointer_token
 
 MAX_ERRORS_PER_DOCUMENT = 20
@@ -216,17 +217,31 @@ def _describe(error: jsonschema.exceptions.ValidationError, blind: bool) -> list
     if blind:
         return [SchemaError(pointer=base, message=f"{_rule(error, schema)} {NOT_SHOWN}")]
     if error.validator == "pattern" and "description" in schema:
-        return [SchemaError(pointer=base, message=f"{error.instance!r}: {schema['description']}")]
+        return [
+            SchemaError(pointer=base, message=f"{show(error.instance)}: {schema['description']}")
+        ]
     if error.validator == "const":
         return [
             SchemaError(
-                pointer=base, message=f"must be {error.validator_value!r}, got {error.instance!r}"
+                pointer=base,
+                message=f"must be {show(error.validator_value)}, got {show(error.instance)}",
             )
         ]
     if error.validator == "enum":
-        allowed = ", ".join(repr(v) for v in cast(list[Any], error.validator_value))
-        return [SchemaError(pointer=base, message=f"{error.instance!r} is not one of {allowed}")]
-    return [SchemaError(pointer=base, message=error.message)]
+        allowed = ", ".join(show(v) for v in cast(list[Any], error.validator_value))
+        return [
+            SchemaError(pointer=base, message=f"{show(error.instance)} is not one of {allowed}")
+        ]
+    return [SchemaError(pointer=base, message=_yaml_words(error))]
+
+
+def _yaml_words(error: jsonschema.exceptions.ValidationError) -> str:
+    """jsonschema's message with the value it starts with (`None is not of type 'array'`)
+    written as YAML writes it (`null is not of type 'array'`)."""
+    message, written = error.message, repr(error.instance)
+    if message.startswith(written):
+        return show(error.instance) + message[len(written) :]
+    return message
 
 
 NOT_SHOWN = "(the value is not shown)"
@@ -245,9 +260,9 @@ def _rule(error: jsonschema.exceptions.ValidationError, schema: Mapping[str, Any
         names = expected if isinstance(expected, list) else [expected]
         return "must be of type " + " or ".join(repr(str(name)) for name in names)
     if rule == "enum":
-        return "must be one of " + ", ".join(repr(v) for v in cast(list[Any], expected))
+        return "must be one of " + ", ".join(show(v) for v in cast(list[Any], expected))
     if rule == "const":
-        return f"must be {expected!r}"
+        return f"must be {show(expected)}"
     if rule == "pattern":
         return str(schema.get("description") or f"must match the pattern {expected!r}")
     if rule == "format":

@@ -356,3 +356,51 @@ def test_an_api_removed_in_the_repos_kubernetes_version_is_an_error(
         "Kubernetes 1.25 and this repo's kubernetesVersion is 1.34; use apiVersion: batch/v1"
     ) in said
     assert "warning" not in said
+
+
+def test_optional_karmada_fields_set_to_null_are_absent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The API server prunes nulls of non-nullable custom-resource fields before defaulting
+    (apiextensions.k8s.io/v1): an OverridePolicy written with `overrideRules:` and no value,
+    as Karmada's override-policy page starts one, is accepted and overrides nothing."""
+    override = textwrap.dedent("""\
+        apiVersion: policy.karmada.io/v1alpha1
+        kind: OverridePolicy
+        metadata:
+          name: nginx-override
+        spec:
+          resourceSelectors:
+            - apiVersion: apps/v1
+              kind: Deployment
+              name: nginx
+              labelSelector:
+          overrideRules:
+        """)
+    propagation = NGINX_SAMPLE.split("---")[1].replace(
+        "  placement:\n", "  failover:\n  suspension:\n  placement:\n    clusterTolerations:\n"
+    )
+    files = {
+        "workloads/nginx.yaml": _deployment(2),
+        "policies/nginx.yaml": propagation + "---\n" + override,
+    }
+    root = write(tmp_path / "repo", files)
+    capsys.readouterr()
+    assert cli.main(["validate", str(root)]) == 0, capsys.readouterr()
+    assert placed(schedule(root, capsys)["Deployment/nginx"]) == {"member1": 1, "member2": 1}
+
+
+def test_messages_speak_yaml_not_python(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A null or a boolean where a string belongs is quoted as YAML writes it."""
+    policy = NGINX_SAMPLE.split("---")[1].replace(
+        "        - member2\n", "        - null\n        - true\n", 1
+    )
+    root = write(tmp_path / "repo", {"workloads/nginx.yaml": _deployment(2) + "---" + policy})
+    capsys.readouterr()
+    assert cli.main(["validate", str(root)]) == 1
+    err = capsys.readouterr()
+    said = err.out + err.err
+    assert "null is not of type 'string'" in said
+    assert "true is not of type 'string'" in said
+    assert "None" not in said
+    assert "True" not in said
