@@ -16,7 +16,7 @@ from typing import Any
 
 import jsonpatch
 
-from reconciler import imageref
+from reconciler import fieldoverride, imageref
 from reconciler.domain import OverridePolicy, OverrideRule, ResourceKey
 from reconciler.errors import Problem, ValidationFailed
 
@@ -238,6 +238,14 @@ def _map_overrider(field: str) -> Callable[[dict[str, Any], Mapping[str, Any]], 
     return apply
 
 
+def field_overrider(manifest: dict[str, Any], op: Mapping[str, Any]) -> None:
+    """Karmada's fieldOverrider: JSON patches inside a field holding JSON or YAML text."""
+    try:
+        fieldoverride.apply(manifest, op)
+    except fieldoverride.FieldOverrideError as error:
+        raise OverrideError(str(error)) from None
+
+
 OPERATIONS: Mapping[str, Callable[[dict[str, Any], Mapping[str, Any]], None]] = {
     "fieldPatch": field_patch,
     "plaintext": plaintext,
@@ -246,6 +254,7 @@ OPERATIONS: Mapping[str, Callable[[dict[str, Any], Mapping[str, Any]], None]] = 
     "argsOverrider": _list_overrider("args"),
     "labelsOverrider": _map_overrider("labels"),
     "annotationsOverrider": _map_overrider("annotations"),
+    "fieldOverrider": field_overrider,
 }
 
 

@@ -39,6 +39,7 @@ KARMADA_OPERATION_ORDER = (
     "argsOverrider",
     "labelsOverrider",
     "annotationsOverrider",
+    "fieldOverrider",
     "plaintext",
 )
 
@@ -258,6 +259,10 @@ def _dro_overrides(doc: Document) -> OverridePolicy:
     )
 
 
+_LOCATED_AT = {"plaintext": "/path", "fieldOverrider": "/fieldPath"}
+"""The line an operation's failure points at, inside the operation."""
+
+
 def _karmada_rule(
     target: Mapping[str, Any] | None, overriders: Mapping[str, Any], pointer: str
 ) -> OverrideRule:
@@ -266,7 +271,7 @@ def _karmada_rule(
     for name in KARMADA_OPERATION_ORDER:
         for index, op in enumerate(overriders.get(name) or ()):
             operations.append((name, MappingProxyType(dict(op))))
-            pointers.append(f"{pointer}/{name}/{index}" + ("/path" if name == "plaintext" else ""))
+            pointers.append(f"{pointer}/{name}/{index}" + _LOCATED_AT.get(name, ""))
     return OverrideRule(
         target=selectors.karmada_affinity(target) if target is not None else None,
         operations=tuple(operations),
@@ -349,3 +354,25 @@ def without_nulls(value: Any) -> Any:
     if isinstance(value, list):
         return [without_nulls(item) for item in value]
     return value
+
+
+UNSUPPORTED_KARMADA_FIELDS = (
+    ("/spec/schedulePriority", "schedulePriority"),
+    ("/spec/placement/workloadAffinity", "workloadAffinity"),
+)
+"""Karmada fields dro reads but does not implement: an error, since ignoring them would
+place differently than Karmada does."""
+
+
+def unsupported_fields(body: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(pointer, message) for each Karmada field in `body` that dro does not implement."""
+    if not str(body.get("apiVersion", "")).startswith(KARMADA_POLICY_GROUP + "/"):
+        return []
+    spec = body.get("spec") or {}
+    placement = spec.get("placement") or {}
+    found = []
+    for pointer, name in UNSUPPORTED_KARMADA_FIELDS:
+        holder = placement if pointer.startswith("/spec/placement/") else spec
+        if isinstance(holder, Mapping) and holder.get(name) is not None:
+            found.append((pointer, f"Karmada field {name} is not supported by dro"))
+    return found

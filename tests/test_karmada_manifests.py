@@ -404,3 +404,135 @@ def test_messages_speak_yaml_not_python(tmp_path: Path, capsys: pytest.CaptureFi
     assert "true is not of type 'string'" in said
     assert "None" not in said
     assert "True" not in said
+
+
+FIELD_OVERRIDE = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: test1
+data:
+  test.yaml: |
+    key:
+      key1: value
+  settings.json: '{"log":{"level":"info"},"replicas":1}'
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: test1
+spec:
+  resourceSelectors:
+    - {apiVersion: v1, kind: ConfigMap, name: test1}
+  placement:
+    clusterAffinity: {clusterNames: [member1, member2]}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata:
+  name: test1
+spec:
+  resourceSelectors:
+    - {apiVersion: v1, kind: ConfigMap, namespace: default, name: test1}
+  overrideRules:
+    - targetCluster: {clusterNames: [member1]}
+      overriders:
+        fieldOverrider:
+          - fieldPath: /data/test.yaml
+            yaml:
+              - {subPath: /key/key1, operator: replace, value: updated_value}
+              - {subPath: /key/key2, operator: add, value: [a, b]}
+          - fieldPath: /data/settings.json
+            json:
+              - {subPath: /log/level, operator: replace, value: debug}
+              - {subPath: /replicas, operator: remove}
+"""
+
+
+def test_field_overrider_patches_yaml_and_json_inside_a_configmap_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """https://karmada.io/docs/userguide/scheduling/override-policy (FieldOverrider, v1.12)
+    and Karmada's overridemanager_test.go `ApplyFieldOverriderPolicies_YAML`: replacing
+    /key/key1 in the ConfigMap key test.yaml gives "key:\\n  key1: updated_value\\n"; JSON text
+    is patched the same way; member2, not targeted, keeps the text as written."""
+    root = write(tmp_path / "repo", {"workloads/config.yaml": FIELD_OVERRIDE})
+    out = render(root, tmp_path / "out", capsys)
+
+    def data(member: str) -> dict[str, str]:
+        path = out / "clusters" / member / "default" / "configmap-test1.yaml"
+        (doc,) = yamlio.parse_documents("cm", path.read_bytes())
+        return dict(doc.body["data"])
+
+    assert data("member1") == {
+        "test.yaml": "key:\n  key1: updated_value\n  key2:\n    - a\n    - b\n",
+        "settings.json": '{"log":{"level":"debug"}}',
+    }
+    assert data("member2") == {
+        "test.yaml": "key:\n  key1: value\n",
+        "settings.json": '{"log":{"level":"info"},"replicas":1}',
+    }
+
+
+@pytest.mark.parametrize(
+    ("overrider", "fragment"),
+    [
+        ("{fieldPath: /data/missing, yaml: [{subPath: /a, operator: remove}]}", "no such field"),
+        ("{fieldPath: /metadata, yaml: [{subPath: /a, operator: remove}]}", "not a string"),
+        ("{fieldPath: /data/test.yaml}", "must have either json or yaml"),
+        (
+            "{fieldPath: /data/test.yaml, yaml: [{subPath: /key/key1, operator: replace}]}",
+            "a value is required for replace",
+        ),
+        (
+            "{fieldPath: /data/settings.json, json: [{subPath: /nope/x, operator: replace,"
+            " value: 1}]}",
+            "do not apply",
+        ),
+    ],
+)
+def test_a_field_overrider_that_cannot_apply_fails_validate_at_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], overrider: str, fragment: str
+) -> None:
+    start = FIELD_OVERRIDE.index("        fieldOverrider:")
+    text = FIELD_OVERRIDE[:start] + f"        fieldOverrider:\n          - {overrider}\n"
+    root = write(tmp_path / "repo", {"workloads/config.yaml": text})
+    capsys.readouterr()
+    assert cli.main(["validate", str(root)]) == 1
+    err = capsys.readouterr()
+    said = err.out + err.err
+    line = text[: text.index("          - {fieldPath")].count("\n") + 1
+    assert f"workloads/config.yaml:{line}: " in said, said
+    assert fragment in said, said
+
+
+@pytest.mark.parametrize(
+    ("where", "field", "value"),
+    [
+        (
+            "spec",
+            "schedulePriority",
+            "{priorityClassSource: KubePriorityClass, priorityClassName: x}",
+        ),
+        ("placement", "workloadAffinity", "{affinity: {groupByLabelKey: app}}"),
+    ],
+)
+def test_karmada_fields_dro_does_not_implement_say_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str, field: str, value: str
+) -> None:
+    """schedulePriority (Karmada v1.15+) and placement.workloadAffinity (v1.17+) are
+    Karmada's API: dro names them as not supported, not as unknown fields."""
+    policy = NGINX_SAMPLE.split("---")[1]
+    anchor = "  placement:\n" if where == "spec" else "    clusterAffinity:\n"
+    indent = "  " if where == "spec" else "    "
+    policy = policy.replace(anchor, f"{indent}{field}: {value}\n{anchor}", 1)
+    text = _deployment(2) + "---" + policy
+    root = write(tmp_path / "repo", {"workloads/nginx.yaml": text})
+    capsys.readouterr()
+    assert cli.main(["validate", str(root)]) == 1
+    err = capsys.readouterr()
+    said = err.out + err.err
+    line = text[: text.index(f"{field}:")].count("\n") + 1
+    assert f"nginx.yaml:{line}: " in said, said
+    assert f"Karmada field {field} is not supported by dro" in said, said
+    assert "unknown field" not in said
