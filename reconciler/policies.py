@@ -198,6 +198,7 @@ def _karmada_pp(doc: Document) -> PlacementPolicy:
     )
     affinity = placement.get("clusterAffinity")
     annotations = doc.body["metadata"].get("annotations") or {}
+    suspension = spec.get("suspension") or {}
     return PlacementPolicy(
         ref=PolicyRef(
             kind=doc.body["kind"], namespace=namespace, name=doc.body["metadata"]["name"]
@@ -218,6 +219,10 @@ def _karmada_pp(doc: Document) -> PlacementPolicy:
             spread=tuple(_karmada_spread(s) for s in placement.get("spreadConstraints") or ()),
             failover=spec.get("failover") is not None,
             takeover="Always" if spec.get("conflictResolution") == "Overwrite" else "Never",
+            suspended_dispatching=bool(suspension.get("dispatching")),
+            suspended_on=tuple(
+                (suspension.get("dispatchingOnClusters") or {}).get("clusterNames") or ()
+            ),
         ),
         dro_extensions=annotations.get(EXTENSIONS_ANNOTATION) == "enabled",
     )
@@ -364,8 +369,9 @@ UNSUPPORTED_KARMADA_FIELDS = (
 place differently than Karmada does."""
 
 
-def unsupported_fields(body: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(pointer, message) for each Karmada field in `body` that dro does not implement."""
+def karmada_problems(body: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(pointer, message) for each Karmada field in `body` that dro does not implement, and
+    for what Karmada's webhook rejects beyond the schema (suspension's two fields together)."""
     if not str(body.get("apiVersion", "")).startswith(KARMADA_POLICY_GROUP + "/"):
         return []
     spec = body.get("spec") or {}
@@ -375,4 +381,9 @@ def unsupported_fields(body: Mapping[str, Any]) -> list[tuple[str, str]]:
         holder = placement if pointer.startswith("/spec/placement/") else spec
         if isinstance(holder, Mapping) and holder.get(name) is not None:
             found.append((pointer, f"Karmada field {name} is not supported by dro"))
+    suspension = spec.get("suspension") or {}
+    on_clusters = suspension.get("dispatchingOnClusters") or {}
+    if suspension.get("dispatching") and on_clusters.get("clusterNames"):
+        message = "suspension dispatching cannot co-exist with dispatchingOnClusters.clusterNames"
+        found.append(("/spec/suspension", message))
     return found

@@ -165,7 +165,7 @@ def _check_dro_doc(doc: Document, route: str, into: _Collector) -> bool:
     errors = schemacheck.check_dro(api_version, kind, doc.body)
     for error in errors:
         into.problem(doc, error.pointer, error.message)
-    unsupported = policies.unsupported_fields(doc.body) if route == "policy" else []
+    unsupported = policies.karmada_problems(doc.body) if route == "policy" else []
     for pointer, message in unsupported:
         into.problem(doc, pointer, message)
     return not errors and not unsupported
