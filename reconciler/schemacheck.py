@@ -34,6 +34,7 @@ import jsonschema.exceptions
 import jsonschema_rs
 from referencing import Registry, Resource
 
+from reconciler import kuberanges
 from reconciler.errors import show
 from reconciler.yamlio import escape_pointer_token
 
@@ -131,6 +132,7 @@ def _kube_folder(version: str) -> Traversable:
 @cache
 def _kube_definitions(version: str) -> Mapping[str, Any]:
     definitions = json.loads(_kube_folder(version).joinpath("_definitions.json").read_text())
+    kuberanges.bounded(definitions.get("$defs") or definitions.get("definitions") or {})
     return {"https://kubernetes.io/api/_definitions.json": definitions}
 
 
@@ -230,17 +232,30 @@ def _describe(error: jsonschema.exceptions.ValidationError, blind: bool) -> list
     if error.validator == "enum":
         allowed = ", ".join(show(v) for v in cast(list[Any], error.validator_value))
         return [
-            SchemaError(pointer=base, message=f"{show(error.instance)} is not one of {allowed}")
+            SchemaError(pointer=base, message=f"{_shown(error.instance)} is not one of {allowed}")
         ]
     return [SchemaError(pointer=base, message=_yaml_words(error))]
 
 
+_LONGEST_SHOWN = 60
+"""A longer string value is cut in a message: a 5,000-digit value must not flood the report."""
+
+
+def _shown(value: Any) -> str:
+    """A value as a message quotes it: YAML's words (`errors.show`), long strings cut."""
+    if isinstance(value, str) and len(value) > _LONGEST_SHOWN:
+        return f"{value[:_LONGEST_SHOWN]!r}…({len(value)} characters)"
+    return show(value)
+
+
 def _yaml_words(error: jsonschema.exceptions.ValidationError) -> str:
-    """jsonschema's message with the value it starts with (`None is not of type 'array'`)
-    written as YAML writes it (`null is not of type 'array'`)."""
+    """jsonschema's message with the value it quotes (`None is not of type 'array'`) written
+    as YAML writes it (`null is not of type 'array'`), and a long string cut."""
     message, written = error.message, repr(error.instance)
     if message.startswith(written):
-        return show(error.instance) + message[len(written) :]
+        return _shown(error.instance) + message[len(written) :]
+    if isinstance(error.instance, str) and len(error.instance) > _LONGEST_SHOWN:
+        return message.replace(written, _shown(error.instance))
     return message
 
 

@@ -326,6 +326,7 @@ def check(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Result:
     into.problems += hooks.problems
     into.problems += datamodel.unknown_data_sets(into.data_refs, data_sets)
     refs.check_karmada_rules(into.placement, into.problems)
+    refs.check_requested_times(into.placement, config, into.problems)
     claimed_by = refs.check_claims(into.placement, objects, into.problems)
     layers = _check_guard(ceiling, into, objects, cluster_list, None in claimed_by.values())
     crds = refs.crds_of(into.objects)
