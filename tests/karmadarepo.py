@@ -23,6 +23,61 @@ spec:
     replicaScheduling: {type: Duplicated}
 """
 MEMBERS = ("member1", "member2", "member3")
+# Karmada's samples/nginx: deployment.yaml, then propagationpolicy.yaml
+NGINX_SAMPLE = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: nginx
+  labels:
+    app: nginx
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: nginx
+  template:
+    metadata:
+      labels:
+        app: nginx
+    spec:
+      containers:
+      - image: nginx
+        name: nginx
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: nginx-propagation
+spec:
+  resourceSelectors:
+    - apiVersion: apps/v1
+      kind: Deployment
+      name: nginx
+  placement:
+    clusterAffinity:
+      clusterNames:
+        - member1
+        - member2
+    replicaScheduling:
+      replicaDivisionPreference: Weighted
+      replicaSchedulingType: Divided
+      weightPreference:
+        staticWeightList:
+          - targetCluster:
+              clusterNames:
+                - member1
+            weight: 1
+          - targetCluster:
+              clusterNames:
+                - member2
+            weight: 1
+"""
+
+
+def deployment(replicas: int) -> str:
+    """The sample's Deployment with `replicas`."""
+    return NGINX_SAMPLE.split("---", maxsplit=1)[0].replace("replicas: 2", f"replicas: {replicas}")
 
 
 def cluster(name: str, extra: str = "") -> str:
