@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from reconciler import kube
+from reconciler import durations, kube
 from reconciler.domain import Cluster, Document, Taint
 from reconciler.errors import Problem
 from reconciler.yamlio import escape_pointer_token
@@ -70,8 +70,13 @@ def cluster(doc: Document, problems: list[Problem]) -> Cluster:
         allocated=allocated,
         largest_node_free=amounts["largestNodeFree"],
         taints=tuple(
-            Taint(key=t["key"], value=str(t.get("value", "")), effect=t["effect"])
-            for t in spec.get("taints") or ()
+            Taint(
+                key=t["key"],
+                value=str(t.get("value", "")),
+                effect=t["effect"],
+                time_added=_time_added(doc, i, t.get("timeAdded"), problems),
+            )
+            for i, t in enumerate(spec.get("taints") or ())
         ),
         cost=MappingProxyType({k: float(v) for k, v in (spec.get("cost") or {}).items()}),
         kubeconfig_context=(spec.get("kubeconfig") or {}).get("context"),
@@ -81,3 +86,14 @@ def cluster(doc: Document, problems: list[Problem]) -> Cluster:
         drain=bool(spec.get("drain", False)),
         zones=tuple(str(z) for z in spec.get("zones") or ()),
     )
+
+
+def _time_added(doc: Document, index: int, raw: Any, problems: list[Problem]) -> float | None:
+    """A taint's `timeAdded` as epoch seconds; a time that does not parse is a problem."""
+    if raw is None:
+        return None
+    try:
+        return durations.epoch(str(raw))
+    except ValueError as error:
+        problems.append(_problem(doc, f"/spec/taints/{index}/timeAdded", f"timeAdded: {error}"))
+        return None

@@ -9,7 +9,7 @@ only when the base side of a review is invalid (`Revisions`).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import structlog
@@ -169,6 +169,22 @@ def previous_state(url: str, branch: str, state_dir: Path) -> dict[str, bytes]:
     except KeyError as error:
         raise GitError(f"output branch {branch} is unreadable: {error}") from error
     return statefiles.adopt_unsealed(files)
+
+
+def previous_rendered(url: str, branch: str, state_dir: Path) -> Callable[[str], bytes | None]:
+    """A reader of single files the last pass rendered on the output branch, for what a
+    suspended dispatch keeps (`render.tree`'s `kept`); it reads only the paths asked for,
+    and None when the branch or the file does not exist. Nothing else reads the rendered
+    manifests back: they are never input to scheduling."""
+    repo = gitrepo.open_cache(url, state_dir)
+    tip = gitrepo.remote_tip(repo, branch) or gitrepo.branch_tip(repo, branch)
+
+    def read(path: str) -> bytes | None:
+        if tip is None:
+            return None
+        return gitrepo.read_files(repo, tip, (path,)).get(path)
+
+    return read
 
 
 def previous_decisions(files: Mapping[str, bytes]) -> dict[ResourceKey, Decision]:

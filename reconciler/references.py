@@ -9,7 +9,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from reconciler import claims, demand, durations, schemacheck, secrets, selectors, workloads
+from reconciler import (
+    claims,
+    demand,
+    durations,
+    removedapis,
+    schemacheck,
+    secrets,
+    selectors,
+    workloads,
+)
 from reconciler.domain import (
     Cluster,
     Document,
@@ -73,6 +82,9 @@ def _schema_problems(doc: Document, version: str, crds: CRDs) -> list[Problem]:
     api_version, kind = str(doc.body["apiVersion"]), str(doc.body["kind"])
     group = api_version.rpartition("/")[0]
     errors = schema_errors(doc.body, version, crds)
+    removed = removedapis.removal(api_version, kind, version) if errors is None else ""
+    if removed:
+        return [_problem(doc.origin, "/apiVersion", removed)]
     if errors is None:
         return [
             _problem(

@@ -83,7 +83,8 @@ class Fleet:
         resources = sorted(declared | observed | set(self.extra_resources))
         object.__setattr__(self, "resources", tuple(resources))
         taints = sorted(
-            {t for c in ordered for t in c.taints}, key=lambda t: (t.key, t.value, t.effect)
+            {t for c in ordered for t in c.taints},
+            key=lambda t: (t.key, t.value, t.effect, t.time_added or 0.0),
         )
         object.__setattr__(self, "taints", tuple(taints))
 
