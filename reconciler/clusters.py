@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from reconciler import kube
+from reconciler import kube, quantity
 from reconciler.domain import Cluster, Document, Taint
 from reconciler.errors import Problem
 from reconciler.yamlio import escape_pointer_token
@@ -29,12 +29,11 @@ def quantities(doc: Document, field: str, problems: list[Problem]) -> Mapping[st
     parsed: dict[str, float] = {}
     for resource, value in (doc.body.get("spec", {}).get(field) or {}).items():
         pointer = f"/spec/{field}/{escape_pointer_token(resource)}"
-        try:
-            amount = float(kube.parse_quantity(value))
-        except ValueError:
-            message = f"{value!r} is not a Kubernetes quantity (examples: 500m, 4Gi, 1e3)"
+        message = quantity.problem(value)
+        if message is not None:
             problems.append(_problem(doc, pointer, message))
             continue
+        amount = float(kube.parse_quantity(value))
         if amount < 0:
             problems.append(_problem(doc, pointer, f"{value!r} is negative"))
             continue

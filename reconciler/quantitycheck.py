@@ -1,0 +1,144 @@
+"""Every resource quantity in the Kubernetes objects under `workloads/`, checked as the API
+server checks it, at its own line.
+
+The fields come from the Kubernetes OpenAPI schema of the repo's `kubernetesVersion`: every
+place whose type is `resource.Quantity` (containers', init and ephemeral containers' requests
+and limits, pod overhead and pod-level resources, PVC and volumeClaimTemplate storage,
+ephemeral volumes, emptyDir sizeLimit, ResourceQuota, LimitRange, HPA targets …), found once
+per kind by walking the schema. The schema alone types a quantity as "string or number", so
+`cpu: 2cores` passed it; here each value must match Kubernetes' grammar (`quantity`), a value
+in a resource list must not be negative, and a container's request must not exceed its limit
+(the API server's "must be less than or equal to cpu limit"). Custom resources carry no
+Quantity type in their CRDs and are left to their controllers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from functools import cache
+from typing import Any
+
+from reconciler import kube, quantity, schemacheck
+from reconciler.domain import Workload
+from reconciler.errors import Problem
+from reconciler.yamlio import escape_pointer_token
+
+_QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+_ITEM, _VALUE = "*", "{}"
+"""Path tokens: any item of a list, any value of a map (a resource list)."""
+_CONTAINER_LISTS = frozenset({"containers", "initContainers", "ephemeralContainers"})
+
+Pattern = tuple[str, ...]
+
+
+@cache
+def quantity_fields(version: str, api_version: str, kind: str) -> tuple[Pattern, ...]:
+    """The paths of every Quantity field of a built-in kind, as property names with `*` for a
+    list item and `{}` for a map value; empty for kinds without a bundled schema."""
+    schema = schemacheck.kube_schema(version, api_version, kind)
+    if schema is None:
+        return ()
+    definitions = schemacheck.kube_definitions(version)
+    return tuple(sorted(set(_walk(schema, definitions, frozenset()))))
+
+
+def _walk(node: Any, definitions: Mapping[str, Any], seen: frozenset[str]) -> Iterator[Pattern]:
+    if not isinstance(node, Mapping):
+        return
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        name = ref.rsplit("/", 1)[-1]
+        if name == _QUANTITY:
+            yield ()
+        elif name not in seen and name in definitions:
+            yield from _walk(definitions[name], definitions, seen | {name})
+        return
+    for combined in ("oneOf", "anyOf", "allOf"):
+        for branch in node.get(combined) or ():
+            yield from _walk(branch, definitions, seen)
+    for field, sub in (node.get("properties") or {}).items():
+        yield from ((field, *rest) for rest in _walk(sub, definitions, seen))
+    yield from ((_ITEM, *rest) for rest in _walk(node.get("items"), definitions, seen))
+    extra = node.get("additionalProperties")
+    yield from ((_VALUE, *rest) for rest in _walk(extra, definitions, seen))
+
+
+def _values(node: Any, pattern: Pattern, at: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
+    """(path tokens, value) for each place of `node` that `pattern` names."""
+    if not pattern:
+        yield at, node
+        return
+    head, rest = pattern[0], pattern[1:]
+    if head == _ITEM:
+        if isinstance(node, list):
+            for index, item in enumerate(node):
+                yield from _values(item, rest, (*at, str(index)))
+    elif head == _VALUE:
+        if isinstance(node, Mapping):
+            for key, item in node.items():
+                yield from _values(item, rest, (*at, str(key)))
+    elif isinstance(node, Mapping) and head in node:
+        yield from _values(node[head], rest, (*at, head))
+
+
+@cache
+def _template_fields(version: str) -> tuple[Pattern, ...]:
+    """The Quantity fields of a pod template (`spec.template.spec…`), for custom resources
+    that embed one: dro reads their requests (`demand`) although their CRD types none."""
+    pod = quantity_fields(version, "v1", "Pod")
+    return tuple(("spec", "template", *p) for p in pod if p[0] == "spec")
+
+
+def problems(objects: Iterable[Workload], version: str) -> list[Problem]:
+    """Every bad quantity of the objects among `objects`, at its file and line: built-in
+    kinds by their schema, any other kind in the pod template dro would read."""
+    found: list[Problem] = []
+    for workload in objects:
+        patterns = quantity_fields(version, workload.api_version, workload.key.kind)
+        if not patterns and not schemacheck.has_kube_schema(
+            version, workload.api_version, workload.key.kind
+        ):
+            patterns = _template_fields(version)
+        for pattern in patterns:
+            for tokens, value in _values(workload.manifest, pattern, ()):
+                message = _problem(workload.manifest, pattern, tokens, value)
+                if message is not None:
+                    pointer = "".join(f"/{escape_pointer_token(t)}" for t in tokens)
+                    line = workload.origin.line_of(pointer)
+                    found.append(
+                        Problem(
+                            path=workload.origin.path, line=line, pointer=pointer, message=message
+                        )
+                    )
+    return found
+
+
+def _problem(
+    manifest: Mapping[str, Any], pattern: Pattern, tokens: tuple[str, ...], value: Any
+) -> str | None:
+    said = quantity.problem(value)
+    if said is not None or isinstance(value, bool) or not isinstance(value, str | int | float):
+        return said
+    amount = kube.parse_quantity(value)
+    if pattern[-1] == _VALUE and amount < 0:
+        return f"{value!r}: must be greater than or equal to 0"
+    if tokens[-2] == "requests" and _CONTAINER_LISTS.intersection(tokens):
+        limit = _limit(manifest, tokens)
+        if limit is not None and amount > kube.parse_quantity(limit):
+            return f"{value!r}: must be less than or equal to {tokens[-1]} limit of {limit}"
+    return None
+
+
+def _limit(manifest: Mapping[str, Any], tokens: tuple[str, ...]) -> Any:
+    """The limit beside a container's request, when it is a valid quantity."""
+    node: Any = manifest
+    for token in (*tokens[:-2], "limits", tokens[-1]):
+        if isinstance(node, list):
+            node = node[int(token)]
+        elif isinstance(node, Mapping) and token in node:
+            node = node[token]
+        else:
+            return None
+    if quantity.problem(node) is not None or isinstance(node, bool):
+        return None
+    return node if isinstance(node, str | int | float) else None
