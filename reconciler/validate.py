@@ -17,6 +17,7 @@ from typing import Any
 from reconciler import (
     clusters,
     datamodel,
+    defaulted,
     dependencies,
     durations,
     guard,
@@ -321,6 +322,9 @@ def check(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Result:
     into.problems += datamodel.unknown_data_sets(into.data_refs, data_sets)
     refs.check_karmada_rules(into.placement, into.problems)
     claimed_by = refs.check_claims(into.placement, objects, into.problems)
+    into.problems += defaulted.warnings(
+        objects, into.placement, claimed_by, bundled.by_dependency, config, cluster_list
+    )
     layers = _check_guard(ceiling, into, objects, cluster_list, None in claimed_by.values())
     crds = refs.crds_of(into.objects)
     into.problems += overridecheck.problems(
