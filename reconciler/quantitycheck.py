@@ -89,28 +89,34 @@ def _template_fields(version: str) -> tuple[Pattern, ...]:
     return tuple(("spec", "template", *p) for p in pod if p[0] == "spec")
 
 
-def problems(objects: Iterable[Workload], version: str) -> list[Problem]:
-    """Every bad quantity of the objects among `objects`, at its file and line: built-in
-    kinds by their schema, any other kind in the pod template dro would read."""
-    found: list[Problem] = []
-    for workload in objects:
-        patterns = quantity_fields(version, workload.api_version, workload.key.kind)
-        if not patterns and not schemacheck.has_kube_schema(
-            version, workload.api_version, workload.key.kind
-        ):
-            patterns = _template_fields(version)
-        for pattern in patterns:
-            for tokens, value in _values(workload.manifest, pattern, ()):
-                message = _problem(workload.manifest, pattern, tokens, value)
-                if message is not None:
-                    pointer = "".join(f"/{escape_pointer_token(t)}" for t in tokens)
-                    line = workload.origin.line_of(pointer)
-                    found.append(
-                        Problem(
-                            path=workload.origin.path, line=line, pointer=pointer, message=message
-                        )
-                    )
+def findings(manifest: Mapping[str, Any], version: str) -> list[tuple[str, str]]:
+    """(JSON pointer, message) of every bad quantity of one object: a built-in kind by its
+    schema, any other kind in the pod template dro would read (`demand`)."""
+    api_version, kind = str(manifest.get("apiVersion")), str(manifest.get("kind"))
+    patterns = quantity_fields(version, api_version, kind)
+    if not patterns and not schemacheck.has_kube_schema(version, api_version, kind):
+        patterns = _template_fields(version)
+    found = []
+    for pattern in patterns:
+        for tokens, value in _values(manifest, pattern, ()):
+            message = _problem(manifest, pattern, tokens, value)
+            if message is not None:
+                found.append(("".join(f"/{escape_pointer_token(t)}" for t in tokens), message))
     return found
+
+
+def problems(objects: Iterable[Workload], version: str) -> list[Problem]:
+    """Every bad quantity of the objects among `objects`, at its file and line."""
+    return [
+        Problem(
+            path=workload.origin.path,
+            line=workload.origin.line_of(pointer),
+            pointer=pointer,
+            message=message,
+        )
+        for workload in objects
+        for pointer, message in findings(workload.manifest, version)
+    ]
 
 
 def _problem(
