@@ -2,10 +2,11 @@
 
 A source is a dro repository when it holds `dro.yaml` or at least one file under `clusters/`:
 without either there is nothing to place on, and a wrong folder or ref would otherwise pass
-`validate` as "0 files" and give an empty placement. A `--repo` that is a local path must
-exist, and a repository must have a commit. Each failure is a `UsageError` (exit 1) that names
-what is missing. A cache that `load` created for a fetch that then failed is removed again, so a
-typo in `--repo` leaves nothing in the state directory.
+`validate` as "0 files" and give an empty placement; that is a `UsageError`, as a bad commit
+is. A `--repo` that is a local path must exist, and a repository must have a commit: those are
+`GitError`s, which a service retries (the path may be mounted, the first commit pushed,
+later). Each one exits 1 and names what is missing. A cache that `load` created for a fetch
+that then failed is removed again, so a typo in `--repo` leaves nothing in the state directory.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from reconciler import gitrepo, redact
 from reconciler.domain import Source
-from reconciler.errors import UsageError
+from reconciler.errors import GitError, UsageError
 
 _SCP_LIKE = re.compile(r"[^/]+:")
 """git's `host:path` form: a colon before the first slash (as `git clone` tells them apart)."""
@@ -34,7 +35,7 @@ def require_local_repo(location: str) -> None:
     """A local `--repo` path (plain or `file://`) must exist."""
     path = location.removeprefix("file://") if location.startswith("file://") else location
     if (is_local_path(location) or location.startswith("file://")) and not Path(path).exists():
-        raise UsageError(f"--repo {redact.urls(location)}: no such directory")
+        raise GitError(f"--repo {redact.urls(location)}: no such directory")
 
 
 def is_dro_source(source: Source) -> bool:
@@ -71,7 +72,7 @@ def require_commits(repo: gitrepo.Repository, location: str) -> None:
     """A repository without any commit (just `git init`) has no source to read. (libgit2's
     `is_empty` misses one whose HEAD names another branch than its default.)"""
     if repo.head_is_unborn and not any(True for _ in repo.references):
-        raise UsageError(f"--repo {redact.urls(location)}: the repository has no commits yet")
+        raise GitError(f"--repo {redact.urls(location)}: the repository has no commits yet")
 
 
 @contextmanager
