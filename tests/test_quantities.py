@@ -103,8 +103,8 @@ BAD = [
     (
         "empty-dir-size-limit",
         _deployment(
-            POD
-            + "      volumes:\n        - name: tmp\n          emptyDir:\n            sizeLimit: 1,5Gi\n"
+            POD + "      volumes:\n        - name: tmp\n          emptyDir:\n"
+            "            sizeLimit: 1,5Gi\n"
         ),
         16,
         "emptyDir/sizeLimit: '1,5Gi' is not a Kubernetes quantity (did you mean '1.5Gi'?)",
