@@ -127,6 +127,8 @@ def _warning(
     else:
         what = f"{workload.replicas} replicas divided ({how.strategy})"
     where = ", ".join(targets) if targets else "no cluster"
+    if workload.replicas is not None and how.type == "Duplicated" and len(targets) > 1:
+        where += f" ({workload.replicas * len(targets)} in all)"
     said = f"namespace {key.namespace!r}" if written else "no namespace (so 'default')"
     message = (
         f"{key.kind} {key.namespace}/{key.name} has {said}, which no placement policy "
