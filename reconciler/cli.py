@@ -417,7 +417,7 @@ def _cmd_reconcile(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
         remote = redact.urls(args.repo)
         print(f"output branch {args.output_branch}: {result.commit[:12]} {where} {remote}")
     if result.applied is None:
-        print("apply skipped: offline pass (give --kubeconfig to observe and apply)")
+        print(f"apply skipped: {result.skipped or OFFLINE}")
         return 0
     report.console(sys.stdout).print(report.apply_table(result.applied.clusters))
     for line in report.apply_details(result.applied.clusters):
@@ -434,6 +434,7 @@ def _cmd_reconcile(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     return 0 if result.applied.ok and not result.unreachable else 1
 
 
+OFFLINE = "offline pass (give --kubeconfig to observe and apply)"
 _COMMANDS = {
     "validate": _cmd_validate,
     "schedule": _cmd_schedule,

@@ -35,7 +35,7 @@ def quantities(doc: Document, field: str, problems: list[Problem]) -> Mapping[st
             continue
         amount = float(kube.parse_quantity(value))
         if amount < 0:
-            problems.append(_problem(doc, pointer, f"{value!r} is negative"))
+            problems.append(_problem(doc, pointer, f"{quantity.shown(value)} is negative"))
             continue
         parsed[resource] = amount
     return MappingProxyType(parsed)

@@ -3,6 +3,12 @@
 One commit per pass whose tree differs from the branch tip, built straight from memory, with
 the trailers `Dro-Source-Commit` and `Dro-Observations`. No commit when nothing changed. When
 the remote branch moved meanwhile, fetch, rebuild on the new tip and push again.
+
+The tip compared against is always the remote's branch as fetched at the start of the pass,
+never the cache's own branch: a commit whose push was lost (the push failed, the process died,
+or it was a `--no-push` trial) is not on the remote, so the next pass commits it again (the
+same tree, parent, message and time give the same commit) and pushes it. A fence (`fence`),
+checked just before the push, stops a replica that lost its Lease from pushing.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from reconciler import gitrepo
+from reconciler import fence, gitrepo
 from reconciler.errors import GitError
 
 MAX_PUSH_ATTEMPTS = 5
@@ -25,6 +31,9 @@ class PublishResult:
     commit: str | None
     pushed: bool
     attempts: int
+    on_remote: bool = True
+    """Whether the remote branch now holds the tree (pushed, or unchanged there); False after
+    a `--no-push` commit, whose tree must then not be applied."""
 
 
 def message(source_sha: str | None, observations: str, files: int) -> str:
@@ -60,8 +69,10 @@ def publish(
     hold: Mapping[str, bytes] | None = None,
     author: tuple[str, str] = ("dro", "dro@localhost"),
     credentials: gitrepo.Credentials | None = None,
+    fenced: fence.Fence = fence.UNFENCED,
 ) -> PublishResult:
-    """Commit `tree` on `branch` in the cache of `url` unless unchanged, then push it.
+    """Commit `tree` on `branch` in the cache of `url` unless the remote branch holds it
+    already, then push it (`fenced.check` first).
 
     `hold` holds back a change to `status/` alone: when `tree` with its `status/` files
     replaced by `hold` equals the tip, nothing is committed (the status interval applies)."""
@@ -75,9 +86,7 @@ def publish(
         held = writer.write({**kept, **hold})
     text = message(source_sha, observations, len(tree))
     for attempt in range(1, MAX_PUSH_ATTEMPTS + 1):
-        tip = (gitrepo.remote_tip(repo, branch) if push else None) or gitrepo.branch_tip(
-            repo, branch
-        )
+        tip = gitrepo.remote_tip(repo, branch)
         if tip is not None and gitrepo.tree_of(tip) in (root, held):
             return PublishResult(commit=None, pushed=False, attempts=attempt)
         when = (
@@ -89,7 +98,9 @@ def publish(
             repo, branch=branch, tree=root, parent=tip, message=text, author=author, time=when
         )
         if not push:
-            return PublishResult(commit=gitrepo.sha(oid), pushed=False, attempts=attempt)
+            sha = gitrepo.sha(oid)
+            return PublishResult(commit=sha, pushed=False, attempts=attempt, on_remote=False)
+        fenced.check(f"push {branch}")
         try:
             gitrepo.push(repo, branch, credentials)
         except gitrepo.NonFastForward:

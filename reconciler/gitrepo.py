@@ -126,10 +126,13 @@ def open_local(path: Path) -> pygit2.Repository:
 
 
 def fetch(repo: pygit2.Repository, credentials: Credentials | None = None) -> None:
-    """Fetch every branch and tag of `origin` into the cache."""
+    """Fetch every branch and tag of `origin` into the cache, pruning the ones the remote no
+    longer has (`git fetch --prune`): a deleted branch must not live on in the cache."""
     remote = repo.remotes["origin"]
     try:
-        remote.fetch(FETCH_REFSPECS, callbacks=_callbacks(credentials))
+        remote.fetch(
+            FETCH_REFSPECS, callbacks=_callbacks(credentials), prune=pygit2.enums.FetchPrune.PRUNE
+        )
     except (pygit2.GitError, OSError) as error:
         raise GitError(
             f"fetch from {redact(remote.url or '')} failed: {redact(str(error))}"
@@ -152,7 +155,16 @@ def resolve(repo: pygit2.Repository, ref: str, *, local: bool = False) -> pygit2
         commit = found.peel(pygit2.Commit)
         if isinstance(commit, pygit2.Commit):
             return commit
-    raise UsageError(f"ref {ref!r} is not a branch, tag or commit of the source repository")
+    raise UsageError(
+        f"ref {ref!r} not found in {_where(repo, local)}: no such branch, tag or commit"
+    )
+
+
+def _where(repo: pygit2.Repository, local: bool) -> str:
+    """How an error names a repository: the remote's URL for a cache, else its path."""
+    if not local and "origin" in [remote.name for remote in repo.remotes]:
+        return redact(repo.remotes["origin"].url or "the source repository")
+    return str(Path(repo.workdir or repo.path))
 
 
 def branch_tip(repo: pygit2.Repository, branch: str) -> pygit2.Commit | None:

@@ -37,14 +37,22 @@ def problem(value: object) -> str | None:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         return None
     if isinstance(value, float) and not math.isfinite(value):
-        return f"{value!r} is not a Kubernetes quantity ({EXAMPLES})"
+        return f"{shown(value)} is not a Kubernetes quantity ({EXAMPLES})"
     if isinstance(value, str) and not is_quantity(value):
         guess = suggestion(value)
         said = f"did you mean {guess}?" if guess else EXAMPLES
-        return f"{value!r} is not a Kubernetes quantity ({said})"
-    if not math.isfinite(float(kube.parse_quantity(value))):
-        return f"{value!r} is too large a quantity"
+        return f"{shown(value)} is not a Kubernetes quantity ({said})"
+    try:
+        kube.parse_quantity(value)
+    except kube.QuantityOutOfRange:
+        return f"{shown(value)} is out of range"
     return None
+
+
+def shown(value: object) -> str:
+    """A value for a message, cut to 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:30]}…({len(text)} characters)"
 
 
 def suggestion(text: str) -> str | None:

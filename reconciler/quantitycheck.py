@@ -127,11 +127,12 @@ def _problem(
         return said
     amount = kube.parse_quantity(value)
     if pattern[-1] == _VALUE and amount < 0:
-        return f"{value!r}: must be greater than or equal to 0"
+        return f"{quantity.shown(value)}: must be greater than or equal to 0"
     if tokens[-2] == "requests" and _CONTAINER_LISTS.intersection(tokens):
         limit = _limit(manifest, tokens)
         if limit is not None and amount > kube.parse_quantity(limit):
-            return f"{value!r}: must be less than or equal to {tokens[-1]} limit of {limit}"
+            said = f"{tokens[-1]} limit of {str(limit)[:40]}"
+            return f"{quantity.shown(value)}: must be less than or equal to {said}"
     return None
 
 
