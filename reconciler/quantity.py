@@ -32,10 +32,9 @@ def is_quantity(text: str) -> bool:
 
 
 def problem(value: object) -> str | None:
-    """Why `value` (a YAML scalar) is no Kubernetes quantity, or None when it is one.
-    Booleans and other types are the schema's to report, and pass here."""
+    """Why `value` (a YAML value) is no Kubernetes quantity, or None when it is one."""
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        return None
+        return f"{shown(value)} is not a Kubernetes quantity ({EXAMPLES})"
     if isinstance(value, float) and not math.isfinite(value):
         return f"{shown(value)} is not a Kubernetes quantity ({EXAMPLES})"
     if isinstance(value, str) and not is_quantity(value):

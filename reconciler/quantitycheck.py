@@ -8,19 +8,19 @@ ephemeral volumes, emptyDir sizeLimit, ResourceQuota, LimitRange, HPA targets â€
 per kind by walking the schema. The schema alone types a quantity as "string or number", so
 `cpu: 2cores` passed it; here each value must match Kubernetes' grammar (`quantity`), a value
 in a resource list must not be negative, and a container's request must not exceed its limit
-(the API server's "must be less than or equal to cpu limit"). Custom resources carry no
-Quantity type in their CRDs and are left to their controllers.
+(the API server's "must be less than or equal to cpu limit"). A custom resource's CRD types
+no quantity: only the pod template that `demand` reads in it is checked, so no later stage
+meets a value it cannot parse. `references.check_objects` calls `findings` once an object's
+schema passes; an object with a bad quantity drops out of the pass like any invalid one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any
 
-from reconciler import kube, quantity, schemacheck
-from reconciler.domain import Workload
-from reconciler.errors import Problem
+from reconciler import demand, kube, quantity, schemacheck
 from reconciler.yamlio import escape_pointer_token
 
 _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
@@ -81,12 +81,17 @@ def _values(node: Any, pattern: Pattern, at: tuple[str, ...]) -> Iterator[tuple[
         yield from _values(node[head], rest, (*at, head))
 
 
+_POD_AT = {"Pod": ("spec",), "CronJob": ("spec", "jobTemplate", "spec", "template", "spec")}
+"""Where `demand.pod_template` finds the pod spec, by kind (else `spec.template.spec`)."""
+
+
 @cache
-def _template_fields(version: str) -> tuple[Pattern, ...]:
-    """The Quantity fields of a pod template (`spec.template.specâ€¦`), for custom resources
-    that embed one: dro reads their requests (`demand`) although their CRD types none."""
+def _template_fields(version: str, kind: str) -> tuple[Pattern, ...]:
+    """The Quantity fields of the pod spec that `demand` reads in a custom resource, whose
+    CRD (if any) types no quantity."""
+    prefix = _POD_AT.get(kind, ("spec", "template", "spec"))
     pod = quantity_fields(version, "v1", "Pod")
-    return tuple(("spec", "template", *p) for p in pod if p[0] == "spec")
+    return tuple((*prefix, *p[1:]) for p in pod if p[0] == "spec")
 
 
 def findings(manifest: Mapping[str, Any], version: str) -> list[tuple[str, str]]:
@@ -95,7 +100,7 @@ def findings(manifest: Mapping[str, Any], version: str) -> list[tuple[str, str]]
     api_version, kind = str(manifest.get("apiVersion")), str(manifest.get("kind"))
     patterns = quantity_fields(version, api_version, kind)
     if not patterns and not schemacheck.has_kube_schema(version, api_version, kind):
-        patterns = _template_fields(version)
+        patterns = _template_fields(version, kind) if demand.pod_template(manifest) else ()
     found = []
     for pattern in patterns:
         for tokens, value in _values(manifest, pattern, ()):
@@ -105,25 +110,11 @@ def findings(manifest: Mapping[str, Any], version: str) -> list[tuple[str, str]]
     return found
 
 
-def problems(objects: Iterable[Workload], version: str) -> list[Problem]:
-    """Every bad quantity of the objects among `objects`, at its file and line."""
-    return [
-        Problem(
-            path=workload.origin.path,
-            line=workload.origin.line_of(pointer),
-            pointer=pointer,
-            message=message,
-        )
-        for workload in objects
-        for pointer, message in findings(workload.manifest, version)
-    ]
-
-
 def _problem(
     manifest: Mapping[str, Any], pattern: Pattern, tokens: tuple[str, ...], value: Any
 ) -> str | None:
     said = quantity.problem(value)
-    if said is not None or isinstance(value, bool) or not isinstance(value, str | int | float):
+    if said is not None:
         return said
     amount = kube.parse_quantity(value)
     if pattern[-1] == _VALUE and amount < 0:
@@ -146,6 +137,4 @@ def _limit(manifest: Mapping[str, Any], tokens: tuple[str, ...]) -> Any:
             node = node[token]
         else:
             return None
-    if quantity.problem(node) is not None or isinstance(node, bool):
-        return None
-    return node if isinstance(node, str | int | float) else None
+    return None if quantity.problem(node) is not None else node

@@ -9,7 +9,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from reconciler import claims, demand, durations, schemacheck, secrets, selectors, workloads
+from reconciler import (
+    claims,
+    durations,
+    quantitycheck,
+    schemacheck,
+    secrets,
+    selectors,
+    workloads,
+)
 from reconciler.domain import (
     Cluster,
     Document,
@@ -100,7 +108,9 @@ def check_objects(
     for doc in objects:
         found = _schema_problems(doc, version, crds)
         if not any(p.severity is Severity.ERROR for p in found):
-            found += [_problem(doc.origin, p, m) for p, m in demand.quantity_problems(doc.body)]
+            found += [
+                _problem(doc.origin, p, m) for p, m in quantitycheck.findings(doc.body, version)
+            ]
         problems.extend(found)
         if any(p.severity is Severity.ERROR for p in found):
             continue

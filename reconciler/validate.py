@@ -26,7 +26,6 @@ from reconciler import (
     names,
     overridecheck,
     policies,
-    quantitycheck,
     schemacheck,
     yamlio,
 )
@@ -300,7 +299,6 @@ def check(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Result:
     config = _config(into)
     version = config.kubernetes_version or schemacheck.kubernetes_versions()[-1]
     objects = refs.check_objects(into.objects, version, into.problems)
-    into.problems += quantitycheck.problems(objects, version)
     into.problems += names.shared_files(objects)
     cluster_list = refs.unique_clusters(into.cluster_list, into.problems)
     refs.check_cluster_references(
