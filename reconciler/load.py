@@ -52,7 +52,8 @@ def from_directory(root: Path) -> Source:
     if not root.is_dir():
         raise UsageError(f"{root}: not a directory")
     source = _directory_source(root)
-    sourcecheck.require_dro_files(source, str(root), nested=sourcecheck.nested_repos(root))
+    where = f"the current directory ({Path.cwd()})" if str(root) == "." else str(root)
+    sourcecheck.require_dro_files(source, where, nested=sourcecheck.nested_repos(root))
     return source
 
 

@@ -158,3 +158,14 @@ def test_a_failed_first_fetch_removes_the_cache_it_created(
     assert code == 1
     assert "fetch from" in err
     assert sorted(p.name for p in (state / "repos").iterdir()) == ["keep.txt"]
+
+
+def test_the_wrong_working_directory_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`dro validate` with no PATH in a folder that is no repo, next to one that is."""
+    shutil.copytree(EXAMPLE, tmp_path / "example-repo")
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _run(["validate"], capsys)
+    assert code == 1
+    assert f"the current directory ({tmp_path}) {NOT_A_REPO}; did you mean example-repo?" in err
