@@ -48,10 +48,19 @@ def problem(value: object) -> str | None:
     return None
 
 
+LONGEST_SHOWN = 60
+"""A longer value is cut in a message, as `schemacheck` cuts one."""
+
+
 def shown(value: object) -> str:
-    """A value for a message, cut to 40 characters."""
+    """A value for a message, as YAML says null and booleans, a string cut to
+    `LONGEST_SHOWN` characters."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, str) and len(value) > LONGEST_SHOWN:
+        return f"{value[:LONGEST_SHOWN]!r}…({len(value)} characters)"
     text = repr(value)
-    return text if len(text) <= 40 else f"{text[:30]}…({len(text)} characters)"
+    return text if len(text) <= LONGEST_SHOWN else f"{text[:LONGEST_SHOWN]}…"
 
 
 def suggestion(text: str) -> str | None:

@@ -298,3 +298,20 @@ def test_an_override_that_writes_a_bad_quantity_fails_validate_at_its_operation(
 )
 def test_hints_for_common_mistakes(text: str, meant: str | None) -> None:
     assert quantity.suggestion(text) == meant
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        (None, "null is not a Kubernetes quantity"),
+        (True, "true is not a Kubernetes quantity"),
+        ("9" * 5000, "'" + "9" * 60 + "'…(5000 characters) is out of range"),
+        ("x" * 5000, "'" + "x" * 60 + "'…(5000 characters) is not a Kubernetes quantity"),
+        ("1e400", "'1e400' is out of range"),
+        ("1E", None),
+        (0.5, None),
+    ],
+)
+def test_messages_speak_yaml_and_cut_long_values(value: object, said: str | None) -> None:
+    found = quantity.problem(value)
+    assert found == said if said is None else (found or "").startswith(said)
