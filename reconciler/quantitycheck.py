@@ -8,7 +8,9 @@ ephemeral volumes, emptyDir sizeLimit, ResourceQuota, LimitRange, HPA targets â€
 per kind by walking the schema. The schema alone types a quantity as "string or number", so
 `cpu: 2cores` passed it; here each value must match Kubernetes' grammar (`quantity`), a value
 in a resource list must not be negative, and a container's request must not exceed its limit
-(the API server's "must be less than or equal to cpu limit"). A custom resource's CRD types
+(the API server's "must be less than or equal to cpu limit"). Extended resources
+(`nvidia.com/gpu`) and hugepages are not overcommitable: whole units for the former, and a
+request needs a limit equal to it. A custom resource's CRD types
 no quantity: only the pod template that `demand` reads in it is checked, so no later stage
 meets a value it cannot parse. `references.check_objects` calls `findings` once an object's
 schema passes; an object with a bad quantity drops out of the pass like any invalid one.
@@ -119,12 +121,40 @@ def _problem(
     amount = kube.parse_quantity(value)
     if pattern[-1] == _VALUE and amount < 0:
         return f"{quantity.shown(value)}: must be greater than or equal to 0"
-    if tokens[-2] == "requests" and _CONTAINER_LISTS.intersection(tokens):
-        limit = _limit(manifest, tokens)
-        if limit is not None and amount > kube.parse_quantity(limit):
-            said = f"{tokens[-1]} limit of {str(limit)[:40]}"
-            return f"{quantity.shown(value)}: must be less than or equal to {said}"
+    if tokens[-2] not in ("requests", "limits") or not _CONTAINER_LISTS.intersection(tokens):
+        return None
+    name = tokens[-1]
+    if _is_extended(name) and amount % 1 != 0:
+        return f"{quantity.shown(value)}: must be an integer"
+    if tokens[-2] == "limits":
+        return None
+    limit = _limit(manifest, tokens)
+    if limit is None:
+        if _overcommit_allowed(name):
+            return None
+        return f"{name} needs a limit equal to its request (not overcommitable)"
+    said = f"{name} limit of {str(limit)[:40]}"
+    if not _overcommit_allowed(name) and amount != kube.parse_quantity(limit):
+        return f"{quantity.shown(value)}: must be equal to {said}"
+    if amount > kube.parse_quantity(limit):
+        return f"{quantity.shown(value)}: must be less than or equal to {said}"
     return None
+
+
+def _is_native(name: str) -> bool:
+    """Kubernetes' own resource names: no domain, or one in kubernetes.io."""
+    domain = name.split("/", 1)[0] if "/" in name else ""
+    return not domain or domain == "kubernetes.io" or domain.endswith(".kubernetes.io")
+
+
+def _is_extended(name: str) -> bool:
+    """An extended resource (`nvidia.com/gpu`): counted in whole units, never overcommitted."""
+    return not _is_native(name) and not name.startswith("requests.")
+
+
+def _overcommit_allowed(name: str) -> bool:
+    """Whether a request may sit below its limit: native resources except hugepages."""
+    return _is_native(name) and not name.startswith("hugepages-")
 
 
 def _limit(manifest: Mapping[str, Any], tokens: tuple[str, ...]) -> Any:

@@ -125,6 +125,36 @@ BAD = [
         "requests/memory: '2Gi': must be less than or equal to memory limit of 1Gi",
     ),
     (
+        "gpu-fraction",
+        _deployment(
+            POD + "          resources:\n            requests: {nvidia.com/gpu: '0.5'}\n"
+            "            limits: {nvidia.com/gpu: '0.5'}\n"
+        ),
+        14,
+        "requests/nvidia.com~1gpu: '0.5': must be an integer",
+    ),
+    (
+        "gpu-request-without-limit",
+        _deployment(POD + "          resources: {requests: {nvidia.com/gpu: 1}}\n"),
+        13,
+        "nvidia.com/gpu needs a limit equal to its request",
+    ),
+    (
+        "gpu-request-below-limit",
+        _deployment(
+            POD + "          resources:\n            requests: {example.com/fpga: 1}\n"
+            "            limits: {example.com/fpga: 2}\n"
+        ),
+        14,
+        "requests/example.com~1fpga: 1: must be equal to example.com/fpga limit of 2",
+    ),
+    (
+        "hugepages-request-without-limit",
+        _deployment(POD + "          resources: {requests: {hugepages-2Mi: 100Mi}}\n"),
+        13,
+        "hugepages-2Mi needs a limit equal to its request",
+    ),
+    (
         "leading-space",
         _deployment(POD + "          resources: {requests: {cpu: ' 1'}}\n"),
         13,
