@@ -1,9 +1,10 @@
 """Git through libgit2 (pygit2): bare caches, fetch, reading trees, writing commits, push.
 
 The only module that imports pygit2. Nothing here checks out a work tree or runs the git
-command: blobs are read from trees and trees are written from memory. A `TreeWriter` remembers
-the blobs and subtrees it wrote, so a commit that changes one file rehashes only that file, and
-refuses any path that `git fsck` would reject (`domain.paths`).
+command (`worktree_changes` only reads a work tree's status, for `dro plan`): blobs are read
+from trees and trees are written from memory. A `TreeWriter` remembers the blobs and subtrees
+it wrote, so a commit that changes one file rehashes only that file, and refuses any path that
+`git fsck` would reject (`domain.paths`).
 """
 
 from __future__ import annotations
@@ -380,3 +381,27 @@ def remote_tip(repo: pygit2.Repository, branch: str) -> pygit2.Commit | None:
     found = repo[reference.target]
     assert isinstance(found, pygit2.Commit)
     return found
+
+
+def worktree_changes(path: Path) -> dict[str, str]:
+    """The uncommitted changes of the work tree holding `path`, staged or not: repo-relative
+    path → `new`, `modified`, `deleted`, `renamed` or `untracked` (ignored files left out).
+    Empty for a bare repository, which has no work tree."""
+    repo = open_local(path)
+    if repo.is_bare or repo.workdir is None:
+        return {}
+    flags = pygit2.enums.FileStatus
+    kinds = (
+        (flags.WT_NEW, "untracked"),
+        (flags.INDEX_NEW, "new"),
+        (flags.INDEX_DELETED | flags.WT_DELETED, "deleted"),
+        (flags.INDEX_RENAMED | flags.WT_RENAMED, "renamed"),
+        (flags.INDEX_MODIFIED | flags.WT_MODIFIED | flags.INDEX_TYPECHANGE, "modified"),
+        (flags.WT_TYPECHANGE | flags.CONFLICTED, "modified"),
+    )
+    changes = {}
+    for name, status in repo.status(untracked_files="all", ignored=False).items():
+        said = next((word for flag, word in kinds if status & flag), None)
+        if said is not None:
+            changes[name] = said
+    return dict(sorted(changes.items()))

@@ -17,6 +17,7 @@ import structlog
 
 from reconciler import (
     commit,
+    commitmessage,
     fence,
     gitrepo,
     guard,
@@ -304,6 +305,13 @@ def _one_pass(
             hold=_held_status(state, planned.tree, now, settings.status_interval),
             author=(settings.author_name, settings.author_email),
             credentials=load.credentials_from(settings.credentials_file),
+            summary=lambda: commitmessage.compose(
+                before=previous,
+                after=planned.decisions,
+                state=state,
+                tree=planned.tree,
+                source=source.commit,
+            ),
             fenced=fenced,
         )
         log.info(

@@ -17,7 +17,7 @@ import structlog
 from rich.console import Console
 from rich.table import Table
 
-from reconciler import redact
+from reconciler import redact, summary
 from reconciler.apply import ClusterSync
 from reconciler.domain import Decision, Placed
 from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
@@ -79,10 +79,12 @@ def placement_table(decisions: Sequence[Decision], clusters: Sequence[str]) -> T
         if decision.unschedulable:
             label += " [red](unschedulable)[/red]"
         if not matrix:
-            counts = [p.replicas for p in decision.clusters]
+            counts = [decision.effective.get(p.cluster, p.replicas) for p in decision.clusters]
             total = "-" if None in counts else str(sum(c or 0 for c in counts))
             listed = " ".join(
-                p.cluster if p.replicas is None else f"{p.cluster}={p.replicas}"
+                p.cluster
+                if p.replicas is None
+                else f"{p.cluster}={summary.replicas_label(decision, p.cluster, p.replicas)}"
                 for p in decision.clusters
             )
             table.add_row(label, total, listed or "·")
@@ -93,8 +95,7 @@ def placement_table(decisions: Sequence[Decision], clusters: Sequence[str]) -> T
             if name not in by_cluster:
                 cells.append("·")
             else:
-                replicas = by_cluster[name]
-                cells.append("✓" if replicas is None else str(replicas))
+                cells.append(summary.replicas_label(decision, name, by_cluster[name]))
         table.add_row(label, *cells)
     return table
 
@@ -189,8 +190,11 @@ def explanation(decision: Decision) -> list[object]:
     for column in ("cluster", "verdict", *scorers, "total", "replicas"):
         table.add_column(column, justify="left" if column in ("cluster", "verdict") else "right")
     for verdict in diagnosis.verdicts:
-        placed = replicas.get(verdict.cluster, "—")
-        shown = "✓" if placed is None else str(placed)
+        shown = (
+            summary.replicas_label(decision, verdict.cluster, replicas[verdict.cluster])
+            if verdict.cluster in replicas
+            else "—"
+        )
         if verdict.rejected_by is not None:
             cells = ["" for _ in scorers]
             table.add_row(

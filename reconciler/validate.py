@@ -404,7 +404,8 @@ def removed_clusters(spec: Spec, previous: Iterable[Decision]) -> list[str]:
     for decision in sorted(previous, key=lambda d: d.key.sort_key):
         for placed in (*decision.clusters, *decision.retiring):
             if placed.cluster not in known:
-                count = "" if placed.replicas is None else f"{placed.replicas}× "
+                runs = decision.effective.get(placed.cluster, placed.replicas)  # an override's
+                count = "" if runs is None or placed.replicas is None else f"{runs}× "
                 held.setdefault(placed.cluster, []).append(f"{count}{decision.key}")
     return [
         f"cluster {name} was removed while it still holds {', '.join(objects)}: they are "
