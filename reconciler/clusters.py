@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from reconciler import durations, kube
+from reconciler import durations, kube, quantity
 from reconciler.domain import Cluster, Document, Taint
 from reconciler.errors import Problem
 from reconciler.yamlio import escape_pointer_token
@@ -24,28 +24,18 @@ def _problem(doc: Document, pointer: str, message: str) -> Problem:
     )
 
 
-def _shown(value: Any) -> str:
-    """A value for a message, cut to 40 characters."""
-    text = repr(value)
-    return text if len(text) <= 40 else f"{text[:30]}…({len(text)} characters)"
-
-
 def quantities(doc: Document, field: str, problems: list[Problem]) -> Mapping[str, float]:
     """Parse one resource map of a Cluster spec, reporting each bad value with its line."""
     parsed: dict[str, float] = {}
     for resource, value in (doc.body.get("spec", {}).get(field) or {}).items():
         pointer = f"/spec/{field}/{escape_pointer_token(resource)}"
-        try:
-            amount = float(kube.parse_quantity(value))
-        except kube.QuantityOutOfRange:
-            problems.append(_problem(doc, pointer, f"{_shown(value)} is out of range"))
-            continue
-        except ValueError:
-            message = f"{_shown(value)} is not a Kubernetes quantity (examples: 500m, 4Gi, 1e3)"
+        message = quantity.problem(value)
+        if message is not None:
             problems.append(_problem(doc, pointer, message))
             continue
+        amount = float(kube.parse_quantity(value))
         if amount < 0:
-            problems.append(_problem(doc, pointer, f"{value!r} is negative"))
+            problems.append(_problem(doc, pointer, f"{quantity.shown(value)} is negative"))
             continue
         parsed[resource] = amount
     return MappingProxyType(parsed)

@@ -11,8 +11,8 @@ from typing import Any
 
 from reconciler import (
     claims,
-    demand,
     durations,
+    quantitycheck,
     removedapis,
     schemacheck,
     secrets,
@@ -112,7 +112,9 @@ def check_objects(
     for doc in objects:
         found = _schema_problems(doc, version, crds)
         if not any(p.severity is Severity.ERROR for p in found):
-            found += [_problem(doc.origin, p, m) for p, m in demand.quantity_problems(doc.body)]
+            found += [
+                _problem(doc.origin, p, m) for p, m in quantitycheck.findings(doc.body, version)
+            ]
         problems.extend(found)
         if any(p.severity is Severity.ERROR for p in found):
             continue

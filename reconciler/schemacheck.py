@@ -144,16 +144,32 @@ def _kube_schema_name(api_version: str, kind: str) -> str:
 
 
 @cache
-def _kube_validator(version: str, api_version: str, kind: str) -> _Checker | None:
+def kube_schema(version: str, api_version: str, kind: str) -> Mapping[str, Any] | None:
+    """The strict schema of a built-in kind in Kubernetes `version`, or None. Its `$ref`s
+    point into `kube_definitions(version)`."""
     schema_file = _kube_folder(version).joinpath(_kube_schema_name(api_version, kind))
     if not schema_file.is_file():
         return None
-    schema = json.loads(schema_file.read_text())
+    schema: Mapping[str, Any] = json.loads(schema_file.read_text())
     # The schema's x-kubernetes-group-version-kind names the real group; reject near misses
     # such as apps.example.com/v1 Deployment matching apps/v1.
     gvks = schema.get("x-kubernetes-group-version-kind", [])
     group = api_version.rpartition("/")[0]
     if gvks and not any(g.get("group", "") == group and g.get("kind") == kind for g in gvks):
+        return None
+    return schema
+
+
+def kube_definitions(version: str) -> Mapping[str, Any]:
+    """The shared definitions (`$defs`) of Kubernetes `version`'s schemas, by name."""
+    definitions: Mapping[str, Any] = next(iter(_kube_definitions(version).values()))["$defs"]
+    return definitions
+
+
+@cache
+def _kube_validator(version: str, api_version: str, kind: str) -> _Checker | None:
+    schema = kube_schema(version, api_version, kind)
+    if schema is None:
         return None
     return _compiled(schema, _kube_definitions(version))
 

@@ -18,6 +18,7 @@ from typing import Any
 from reconciler import (
     clusters,
     datamodel,
+    defaulted,
     dependencies,
     durations,
     guard,
@@ -328,6 +329,9 @@ def check(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Result:
     refs.check_karmada_rules(into.placement, into.problems)
     refs.check_requested_times(into.placement, config, into.problems)
     claimed_by = refs.check_claims(into.placement, objects, into.problems)
+    into.problems += defaulted.warnings(
+        objects, into.placement, claimed_by, bundled.by_dependency, config, cluster_list
+    )
     layers = _check_guard(ceiling, into, objects, cluster_list, None in claimed_by.values())
     crds = refs.crds_of(into.objects)
     into.problems += overridecheck.problems(

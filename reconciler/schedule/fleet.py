@@ -152,7 +152,7 @@ class Fleet:
     def capacity(self) -> FloatArray:
         """(clusters × resources) total allocatable; inf where nothing limits it."""
         matrix = self._matrix("capacity", "capacity")
-        unbounded = np.array([r in UNBOUNDED_WHEN_UNDECLARED for r in self.resources])
+        unbounded = np.array([r in UNBOUNDED_WHEN_UNDECLARED for r in self.resources], dtype=bool)
         missing = np.isnan(matrix)
         matrix[missing & unbounded[np.newaxis, :]] = np.inf
         matrix[np.isnan(matrix)] = 0.0
