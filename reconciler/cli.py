@@ -1,9 +1,8 @@
 """The `dro` command line: validate, schedule, explain, render, plan and reconcile.
 
 Exit codes: 0 ok, 1 failed (bad input, or the world was unavailable), 2 differences found
-(`plan --exit-code`, in `cli_plan`). Data goes to stdout in
-the format `-o` names; problems go to stdout one per line as `FILE:LINE: POINTER: MESSAGE`;
-events and progress go to stderr.
+(`plan --exit-code`, in `cli_plan`). Data goes to stdout in the format `-o` names; problems
+go to stderr one per line as `FILE:LINE: POINTER: MESSAGE`, with errors, events and progress.
 """
 
 from __future__ import annotations
@@ -288,12 +287,12 @@ def _cmd_validate(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     source = pipeline.read_source(config)
     hook(pipeline.Stage.VALIDATE)
     result = validate.check(source, ceiling=config.guard)
-    report.print_problems(result.problems, sys.stdout)
+    report.print_problems(result.problems, sys.stderr)
     if result.spec is None:
         return 1
     spec = result.spec
     for warning in validate.removed_clusters(spec, pipeline.previous_decisions(_settings(args))):
-        sys.stdout.write(f"warning: {warning}\n")
+        sys.stderr.write(f"warning: {warning}\n")
     sys.stderr.write(
         f"ok: {len(source.files)} files, {len(spec.clusters)} clusters, "
         f"{len(spec.workloads)} objects, {len(spec.placement_policies)} placement "
@@ -456,7 +455,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with _progress(sys.stderr.isatty() and args.command != "run") as hook:
             return _COMMANDS[args.command](args, hook)
     except ValidationFailed as failed:
-        report.print_problems(failed.problems, sys.stdout)
+        report.print_problems(failed.problems, sys.stderr)
         return 1
     except DroError as error:
         sys.stderr.write(f"dro {args.command}: {redact.urls(str(error))}\n")
