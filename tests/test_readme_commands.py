@@ -192,3 +192,16 @@ def test_the_readme_shows_commands_and_the_demo_comes_first() -> None:
     assert len(run) >= 20
     assert any("-o json" in command.text for command in run)
     assert any(re.search(r"\| *jq\b", command.text) for command in run)
+
+
+def test_make_demo_prints_and_creates_what_the_readme_says(
+    session: tuple[str, Path, dict[str, Outcome]],
+) -> None:
+    way, repo, outcomes = session
+    demo = outcomes[key(COMMANDS[0])]
+    for promised in ("ok: ", "dro/rendered", "build/demo/source.git", "apply skipped: offline"):
+        assert promised in demo.stdout + demo.stderr, f"{way}: {promised!r} not printed"
+    for path in ("build/demo/work/.git", "build/demo/source.git", "build/demo/state"):
+        assert (repo / path).is_dir(), path
+    for path in re.findall(r"`(build/demo/[\w./-]+)`", README):
+        assert (repo / path).exists(), f"the README names {path}, which make demo does not create"
