@@ -434,12 +434,21 @@ def _kept_by_render(args: argparse.Namespace) -> list[Path]:
     return kept
 
 
+REPORTED_EVENTS = frozenset({"cluster_unreachable"})
+"""Log events `reconcile`'s own report states: a person reads each failure once."""
+
+
 def _cmd_reconcile(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     if not args.repo:
         raise UsageError("reconcile needs --repo (a local path or URL of the source repo)")
+    if args.log_format != "json":
+        # the report below says each of these once; the log line would say it again
+        report.configure_logging(
+            verbose=args.verbose, quiet=args.quiet, log_format="console", omit=REPORTED_EVENTS
+        )
     result = pipeline.reconcile_once(_settings(args), on_stage=hook)
     names = [c.name for c in result.planned.spec.clusters]
-    report.console(sys.stdout).print(report.placement_table(result.planned.decisions, names))
+    tables.render(report.placement_table(result.planned.decisions, names), sys.stdout)
     if result.commit is None:
         print(f"output branch {args.output_branch}: unchanged (no commit)")
     else:
@@ -449,16 +458,19 @@ def _cmd_reconcile(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     if result.applied is None:
         print("apply skipped: offline pass (give --kubeconfig to observe and apply)")
         return 0
-    report.console(sys.stdout).print(report.apply_table(result.applied.clusters))
-    for line in report.apply_details(result.applied.clusters):
+    tables.render(report.apply_table(result.applied.clusters), sys.stdout)
+    done, wrong = report.apply_details(result.applied.clusters, result.unreachable)
+    for line in done:
         print(line)
-    for why in sorted(result.unreachable.values()):
-        print(f"unreachable: {why}")
+    for line in wrong:
+        sys.stderr.write(line + "\n")
     if result.applied.prune_blocked:
-        print(f"prune held back: {result.applied.prune_blocked}")
+        sys.stderr.write(f"prune held back: {result.applied.prune_blocked}\n")
     elif result.applied.prune_held:
         held = ", ".join(result.applied.prune_held)
-        print(f"prune held back for {held}: an object of that kind and namespace was not applied")
+        sys.stderr.write(
+            f"prune held back for {held}: an object of that kind and namespace was not applied\n"
+        )
     if result.passes == 2:
         print("moves completed: the new copies are Healthy and the old ones were retired")
     return 0 if result.applied.ok and not result.unreachable else 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Iterable, MutableMapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from typing import Any, TextIO
 
 import structlog
@@ -38,12 +38,14 @@ def configure_logging(
     stream: TextIO | None = None,
     log_format: str = "json",
     quiet: bool = False,
+    omit: frozenset[str] = frozenset(),
 ) -> None:
     """Events to stderr (or `stream`): info and up when verbose, errors only when quiet,
     warnings and up otherwise. `log_format` "json" writes one object a line (for collectors,
     `dro run`'s default); "console" one line a person reads, `warning: event key=value`.
     Values bound with `structlog.contextvars` (a pass's source sha) join every event.
-    Tracebacks carry no locals, and URL credentials are removed from every field."""
+    Tracebacks carry no locals, and URL credentials are removed from every field. Events
+    named in `omit` are dropped: the command reports them itself."""
     level = logging.ERROR if quiet else logging.INFO if verbose else logging.WARNING
     renderer: Any = (
         _console_line
@@ -52,6 +54,7 @@ def configure_logging(
     )
     structlog.configure(
         processors=[
+            _Omit(omit),
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
@@ -65,6 +68,18 @@ def configure_logging(
         logger_factory=lambda *_: structlog.PrintLogger(stream or sys.stderr),
         cache_logger_on_first_use=False,
     )
+
+
+class _Omit:
+    """A structlog processor that drops the events a command reports itself."""
+
+    def __init__(self, names: frozenset[str]) -> None:
+        self.names = names
+
+    def __call__(self, _logger: Any, _method: str, event: MutableMapping[str, Any]) -> Any:
+        if event.get("event") in self.names:
+            raise structlog.DropEvent
+        return event
 
 
 def _console_line(_logger: Any, _method: str, event: MutableMapping[str, Any]) -> str:
@@ -203,16 +218,32 @@ def apply_table(clusters: Sequence[ClusterSync]) -> tables.Grid:
     )
 
 
-def apply_details(clusters: Sequence[ClusterSync]) -> list[str]:
-    """One line per drift corrected, failure and protected object, naming the cluster."""
-    lines = []
+def apply_details(
+    clusters: Sequence[ClusterSync], unreachable: Mapping[str, str]
+) -> tuple[list[str], list[str]]:
+    """(what went as asked, what went wrong): one line per drift corrected and protected
+    object, and one per failure, naming the cluster. Each failure is said once: a cluster that
+    could not be reached is one `unreachable` line, not also one per stage it then skipped."""
+    done: list[str] = []
+    wrong: list[str] = [
+        f"{name}: unreachable: {_unprefixed(name, why)}"
+        for name, why in sorted(unreachable.items())
+    ]
     for sync in clusters:
-        lines += [f"{sync.cluster}: drift corrected: {line}" for line in sync.drifted]
-        lines += [f"{sync.cluster}: failed: {line}" for line in sync.failed]
-        lines += [f"{sync.cluster}: not applied: {line}" for line in sync.rejected]
-        lines += [f"{sync.cluster}: kept (not dro's to delete): {line}" for line in sync.released]
-        lines += [f"{sync.cluster}: kept (deletion-protected): {ref}" for ref in sync.protected]
-    return lines
+        done += [f"{sync.cluster}: drift corrected: {line}" for line in sync.drifted]
+        if sync.cluster not in unreachable:
+            wrong += [
+                f"{sync.cluster}: failed: {_unprefixed(sync.cluster, line)}" for line in sync.failed
+            ]
+        wrong += [f"{sync.cluster}: not applied: {line}" for line in sync.rejected]
+        done += [f"{sync.cluster}: kept (not dro's to delete): {line}" for line in sync.released]
+        done += [f"{sync.cluster}: kept (deletion-protected): {ref}" for ref in sync.protected]
+    return done, wrong
+
+
+def _unprefixed(cluster: str, line: str) -> str:
+    """`cluster b: why` → `why`, where the line is already under the cluster's name."""
+    return line.removeprefix(f"cluster {cluster}: ")
 
 
 def find_decision(decisions: Iterable[Decision], wanted: str) -> Decision | None:
