@@ -355,7 +355,9 @@ def _cmd_explain(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     _, decisions = pipeline.decide(source, on_stage=hook, previous=previous, ceiling=config.guard)
     decision = report.find_decision(decisions, args.workload)
     if decision is None:
-        raise UsageError(f"no workload {args.workload} in the source (NAMESPACE/KIND/NAME)")
+        close = report.suggestions(decisions, args.workload)
+        hint = f"; did you mean {' or '.join(close)}?" if close else " (NAMESPACE/KIND/NAME)"
+        raise UsageError(f"no workload {args.workload} in the source{hint}")
     if args.output == "table":
         report.show(report.explanation(decision), sys.stdout)
         return 0

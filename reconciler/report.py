@@ -18,7 +18,7 @@ from typing import Any, TextIO
 import structlog
 from rich.console import Console
 
-from reconciler import redact, tables
+from reconciler import redact, shortnames, tables
 from reconciler.apply import ClusterSync
 from reconciler.domain import Decision, Placed
 from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
@@ -247,8 +247,9 @@ def _unprefixed(cluster: str, line: str) -> str:
 
 
 def find_decision(decisions: Iterable[Decision], wanted: str) -> Decision | None:
-    """The decision for `NAMESPACE/KIND/NAME` (KIND with or without its group; a
-    cluster-scoped object as `_cluster/KIND/NAME` or `KIND/NAME`)."""
+    """The decision for `NAMESPACE/KIND/NAME` (KIND with or without its group, or kubectl's
+    short name or plural: `deploy`, `deployments`; a cluster-scoped object as
+    `_cluster/KIND/NAME` or `KIND/NAME`)."""
     parts = wanted.split("/")
     if len(parts) == 2:
         parts = ["", *parts]
@@ -261,9 +262,34 @@ def find_decision(decisions: Iterable[Decision], wanted: str) -> Decision | None
         key = decision.key
         if (key.namespace, key.name) != (namespace, name):
             continue
-        if key.kind.lower() == kind_name.lower() and (not group or group == key.group):
+        if shortnames.matches(key.kind, kind_name) and (not group or group == key.group):
             return decision
     return None
+
+
+def suggestions(decisions: Sequence[Decision], wanted: str) -> list[str]:
+    """The workloads closest to what was asked ("did you mean"): by name among those of the
+    same namespace and kind when there are any (`shop/deploy/fronted` → frontend), else by the
+    whole `NAMESPACE/KIND/NAME`."""
+    parts = wanted.split("/")
+    if len(parts) == 3:
+        namespace, kind, name = parts
+        namespace = "" if namespace == "_cluster" else namespace
+        kind_name = kind.partition(".")[0]
+        alike = {
+            d.key.name: str(d.key)
+            for d in decisions
+            if d.key.namespace == namespace and shortnames.matches(d.key.kind, kind_name)
+        }
+        close = shortnames.did_you_mean(name, alike)
+        if close:
+            return [alike[n] for n in close]
+        if kind_name.lower() in shortnames.SHORT_NAMES:
+            parts[1] = shortnames.SHORT_NAMES[kind_name.lower()]
+    known = {
+        f"{d.key.namespace or '_cluster'}/{d.key.kind}/{d.key.name}": str(d.key) for d in decisions
+    }
+    return [known[n] for n in shortnames.did_you_mean("/".join(parts), known)]
 
 
 _WAITING = {
