@@ -121,7 +121,8 @@ def _grouped(grid: Grid, column: int) -> str:
     for cells in grid.rows:
         seen.setdefault(cells[column], []).append(tuple(cells[i] for i in keep))
     for heading, rows in seen.items():
-        inner = Grid(headers=tuple(grid.headers[i] for i in keep), rows=tuple(rows), right=right)
+        # no headers: the block's heading says what it lists, and they would widen the columns
+        inner = Grid(headers=tuple("" for _ in keep), rows=tuple(rows), right=right)
         body = plain(inner).splitlines()[1:]  # the heading says what the block is
         out.append(f"{grid.headers[column]} {heading}")
         out += ["  " + line for line in body]
