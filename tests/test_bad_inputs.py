@@ -36,7 +36,7 @@ def test_bad_input_is_reported_and_nothing_is_committed(
     code = cli.main(
         ["reconcile", "--once", "--repo", str(repo.bare), "--state-dir", str(tmp_path / "state")]
     )
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert code == 1
     matching = [row for row in out.splitlines() if row.startswith(f"{path}:{line}: ")]
     assert matching, f"no error at {path}:{line} in:\n{out}"
@@ -62,4 +62,4 @@ def test_a_bad_commit_leaves_the_last_good_state(
     repo.commit("bad")
     assert cli.main(args) == 1
     assert repo.branch_sha("dro/rendered") == good
-    assert "workloads/shop/bad.yaml:3: " in capsys.readouterr().out
+    assert "workloads/shop/bad.yaml:3: " in capsys.readouterr().err

@@ -49,7 +49,7 @@ def test_a_kind_that_climbs_out_is_refused_and_nothing_is_written_outside(
     (source / "workloads/shop/evil.yaml").write_text(EVIL)
     before = _files(tmp_path)
     code = cli.main(["render", str(source), "--out", str(tmp_path / "a/b/out")])
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert code == 1
     assert "workloads/shop/evil.yaml:2: /kind: kind '../../../../x'" in out
     assert _files(tmp_path) == before
@@ -165,7 +165,7 @@ def test_a_failed_render_leaves_the_old_folder_as_it_was(
 
     monkeypatch.setattr(render, "tree", broken)
     assert cli.main(["render", str(EXAMPLE), "--out", str(target), "--clean"]) == 1
-    assert "policies/x.yaml:3: /: failed" in capsys.readouterr().out
+    assert "policies/x.yaml:3: /: failed" in capsys.readouterr().err
     after = {p: (target / p).read_bytes() for p in _files(target) if (target / p).is_file()}
     assert after == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]

@@ -31,7 +31,7 @@ def test_a_workload_replaced_by_a_symlink_fails_the_pass_and_commits_nothing(
     os.symlink("../../cart.yaml", repo.work / CART)
     repo.commit("cart is now a link")
     assert cli.main(args) == 1
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert f"{CART}:1: /: {CART} is a symbolic link, which dro does not read" in out
     assert repo.branch_sha("dro/rendered") == good
 
@@ -46,7 +46,7 @@ def test_a_submodule_in_the_source_is_reported(
     git(repo.work, "push", "--quiet", "origin", "main")
     args = ["reconcile", "--once", "--repo", str(repo.bare), "--state-dir", str(tmp_path / "st")]
     assert cli.main(args) == 1
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "workloads/vendor:1: /: workloads/vendor is a submodule (gitlink)" in out
     assert repo.branch_sha("dro/rendered") is None
 
@@ -66,7 +66,7 @@ def test_links_and_nested_repositories_in_a_plain_directory_are_reported(
     (source / "docs").mkdir()
     os.symlink(tmp_path / "elsewhere", source / "docs/ignored")  # not a source folder
     assert cli.main(["validate", str(source)]) == 1
-    out = capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().err.splitlines()
     assert [row.split(": ", 1)[0] for row in out] == [
         "workloads/linked:1",
         f"{CART}:1",
@@ -88,7 +88,7 @@ def test_a_file_name_with_a_newline_cannot_forge_a_location(
     bad.parent.mkdir(parents=True)
     bad.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n")
     assert cli.main(["validate", str(source)]) == 1
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert out.count("\n") == 1, out
     assert out.startswith('"workloads/shop/x\\nworkloads/shop/fake.yaml:1: all good.yaml":3: ')
     assert not any(row.startswith("workloads/shop/fake.yaml") for row in out.splitlines())
@@ -102,6 +102,6 @@ def test_a_file_name_from_git_is_quoted_the_same_way(
     repo.commit("a tab in a name")
     args = ["reconcile", "--once", "--repo", str(repo.bare), "--state-dir", str(tmp_path / "st")]
     assert cli.main(args) == 1
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert '"workloads/shop/tab\\there.yaml":3: /: malformed YAML' in out
     assert repo.branch_sha("dro/rendered") is None
