@@ -14,6 +14,8 @@ Called by `cli`, `cli_plan` and `cli_run` while they build the parser.
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
 import sys
 from typing import Any, NoReturn
 
@@ -29,9 +31,19 @@ class Parser(argparse.ArgumentParser):
     """An argparse parser whose usage errors exit 1 with argparse's usage line on stderr."""
 
     def error(self, message: str) -> NoReturn:
-        """Print the usage and `dro COMMAND: error: MESSAGE` to stderr, then exit 1."""
+        """Print the usage and `dro COMMAND: error: MESSAGE` to stderr, then exit 1; a
+        mistyped choice (`dro schedul`) gets kubectl's "did you mean"."""
         self.print_usage(sys.stderr)
+        wrong = _INVALID_CHOICE.search(message)
+        if wrong:
+            offered = re.findall(r"'([^']*)'", wrong.group(2))
+            close = difflib.get_close_matches(wrong.group(1), offered, n=1)
+            if close:
+                message += f"; did you mean {close[0]!r}?"
         self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
 
 
 def add_globals(parser: argparse.ArgumentParser, *, top: bool) -> None:

@@ -53,6 +53,13 @@ def test_usage_errors_exit_1_not_2(argv: list[str], capsys: pytest.CaptureFixtur
     assert "error:" in err
 
 
+def test_a_mistyped_command_gets_did_you_mean(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["schedul", "."])
+    assert exit_info.value.code == 1
+    assert capsys.readouterr().err.endswith("; did you mean 'schedule'?\n")
+
+
 def test_an_unexpected_exception_is_one_line_and_the_traceback_needs_v(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
