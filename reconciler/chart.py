@@ -1,8 +1,11 @@
 """Chart of a review's water levels: each cluster's used/capacity per resource, before → after.
 
 `dro plan --chart PATH` calls `write` with the `PlanDiff` it reports; the picture is an SVG or
-a PNG, chosen by the suffix of PATH. Matplotlib is imported only when a chart is drawn, on the
-non-interactive Agg canvas and without pyplot, and the output is byte-for-byte reproducible.
+a PNG, chosen by the suffix of PATH. Each resource's panel marks 100 % and the water-level
+limit of `dro.yaml` (where re-balancing starts moving replicas off), and each cluster whose
+level changed carries its delta in percentage points beside its bar. Matplotlib is imported
+only when a chart is drawn, on the non-interactive Agg canvas and without pyplot, and the
+output is byte-for-byte reproducible.
 """
 
 from __future__ import annotations
@@ -23,7 +26,10 @@ ALWAYS_SHOWN = ("cpu", "memory")
 """Resources that get a panel even when every level is 0."""
 BEFORE_COLOUR = "#b0b0b0"
 AFTER_COLOUR = "#1f77b4"
+LIMIT_COLOUR = "#d62728"
 BAR_HEIGHT = 0.38
+SHOWN_DELTA = 0.0005
+"""A level change smaller than this (0.05 percentage points) is not labelled."""
 
 
 def write(diff: plandiff.PlanDiff, path: Path) -> None:
@@ -37,6 +43,7 @@ def write(diff: plandiff.PlanDiff, path: Path) -> None:
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     levels = sorted(diff.levels, key=lambda level: level.cluster)
@@ -50,17 +57,19 @@ def write(diff: plandiff.PlanDiff, path: Path) -> None:
             figure.text(0.5, 0.5, "no water levels to show", ha="center", va="center")
         else:
             axes = figure.subplots(1, len(resources), sharey=True, squeeze=False)[0]
+            limits = {**diff.base.water_level_limits, **diff.head.water_level_limits}
             for ax, resource in zip(axes, resources, strict=True):
-                _panel(ax, resource, levels)
+                _panel(ax, resource, levels, limits.get(resource))
             axes[0].set_yticks(range(len(levels)), [level.cluster for level in levels])
             axes[0].invert_yaxis()
             figure.legend(
                 handles=[
                     Patch(color=BEFORE_COLOUR, label=f"before ({diff.base.ref})"),
                     Patch(color=AFTER_COLOUR, label=f"after ({diff.head.ref})"),
+                    Line2D([], [], color=LIMIT_COLOUR, linestyle=":", label="water-level limit"),
                 ],
                 loc="outside lower center",
-                ncols=2,
+                ncols=3,
             )
         path.parent.mkdir(parents=True, exist_ok=True)
         if suffix == ".svg":
@@ -82,8 +91,11 @@ def _resources(levels: list[plandiff.LevelChange]) -> list[str]:
     return [*ALWAYS_SHOWN, *sorted(others)]
 
 
-def _panel(ax: Axes, resource: str, levels: list[plandiff.LevelChange]) -> None:
-    """One resource: a grey bar for the base and a coloured one for the head, per cluster."""
+def _panel(
+    ax: Axes, resource: str, levels: list[plandiff.LevelChange], limit: float | None
+) -> None:
+    """One resource: a grey bar for the base and a coloured one for the head, per cluster,
+    the head's bar labelled with its change; a dashed line at 100 % and a red one at `limit`."""
     from matplotlib.ticker import PercentFormatter
 
     for row, level in enumerate(levels):
@@ -95,14 +107,41 @@ def _panel(ax: Axes, resource: str, levels: list[plandiff.LevelChange]) -> None:
                 ax.text(0.01, row + offset, missing, va="center", fontsize="small", style="italic")
                 continue
             ax.barh(row + offset, _value(side, resource), height=BAR_HEIGHT, color=colour)
+        change = delta(level, resource)
+        if change is not None:
+            after = _value(level.after or {}, resource)
+            ax.text(after, row + BAR_HEIGHT / 2, f" {change}", va="center", fontsize="small")
     largest = max(
         (_value(side, resource) for lv in levels for side in (lv.before, lv.after) if side),
         default=0.0,
     )
-    ax.set_xlim(0.0, max(1.0, largest) * 1.05)
+    ax.set_xlim(0.0, max(1.0, largest) * 1.2)
     ax.xaxis.set_major_formatter(PercentFormatter(xmax=1.0))
     ax.axvline(1.0, color="black", linestyle="--", linewidth=0.8)
-    ax.set_title(resource)
+    if limit is not None and limit < 1.0:
+        ax.axvline(limit, color=LIMIT_COLOUR, linestyle=":", linewidth=1.2)
+        ax.text(
+            limit,
+            1.0,
+            f"limit {limit:.0%}",
+            transform=ax.get_xaxis_transform(),
+            color=LIMIT_COLOUR,
+            ha="right",
+            va="bottom",
+            fontsize="small",
+        )
+    ax.set_title(resource, pad=14)
+
+
+def delta(level: plandiff.LevelChange, resource: str) -> str | None:
+    """A cluster's change of `resource` in percentage points, e.g. `+2.4 pp` or `−1.0 pp`;
+    None when it is on one side only or changed by less than `SHOWN_DELTA`."""
+    if level.before is None or level.after is None:
+        return None
+    change = _value(level.after, resource) - _value(level.before, resource)
+    if abs(change) < SHOWN_DELTA:
+        return None
+    return f"{'+' if change > 0 else '−'}{abs(change) * 100:.1f} pp"
 
 
 def _value(side: Mapping[str, float], resource: str) -> float:

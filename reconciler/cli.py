@@ -458,7 +458,7 @@ def _cmd_reconcile(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
         remote = redact.urls(args.repo)
         print(f"output branch {args.output_branch}: {result.commit[:12]} {where} {remote}")
     if result.applied is None:
-        print("apply skipped: offline pass (give --kubeconfig to observe and apply)")
+        print(f"apply skipped: {result.skipped or OFFLINE}")
         return 0
     tables.render(report.apply_table(result.applied.clusters), sys.stdout)
     done, wrong = report.apply_details(result.applied.clusters, result.unreachable)
@@ -476,6 +476,9 @@ def _cmd_reconcile(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     if result.passes == 2:
         print("moves completed: the new copies are Healthy and the old ones were retired")
     return 0 if result.applied.ok and not result.unreachable else 1
+
+
+OFFLINE = "offline pass (give --kubeconfig to observe and apply)"
 
 
 def _cmd_version(args: argparse.Namespace, _hook: pipeline.StageHook) -> int:

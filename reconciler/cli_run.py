@@ -372,12 +372,14 @@ def _elector(values: Mapping[str, Any], loop: runner.Runner) -> leader.LeaderLoo
 
     elector = leader.Elector(connection, config)
     loop.forward = elector.request_pass
-    return leader.LeaderLoop(
+    leading = leader.LeaderLoop(
         elector,
         on_started=started,
         on_stopped=stopped,
         on_requested=requested,
     )
+    loop.fence = leading  # every write of a pass checks the renew deadline
+    return leading
 
 
 def _secret(path: Path | None) -> bytes | None:

@@ -24,6 +24,12 @@ def _problem(doc: Document, pointer: str, message: str) -> Problem:
     )
 
 
+def _shown(value: Any) -> str:
+    """A value for a message, cut to 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:30]}…({len(text)} characters)"
+
+
 def quantities(doc: Document, field: str, problems: list[Problem]) -> Mapping[str, float]:
     """Parse one resource map of a Cluster spec, reporting each bad value with its line."""
     parsed: dict[str, float] = {}
@@ -31,8 +37,11 @@ def quantities(doc: Document, field: str, problems: list[Problem]) -> Mapping[st
         pointer = f"/spec/{field}/{escape_pointer_token(resource)}"
         try:
             amount = float(kube.parse_quantity(value))
+        except kube.QuantityOutOfRange:
+            problems.append(_problem(doc, pointer, f"{_shown(value)} is out of range"))
+            continue
         except ValueError:
-            message = f"{value!r} is not a Kubernetes quantity (examples: 500m, 4Gi, 1e3)"
+            message = f"{_shown(value)} is not a Kubernetes quantity (examples: 500m, 4Gi, 1e3)"
             problems.append(_problem(doc, pointer, message))
             continue
         if amount < 0:

@@ -1,17 +1,24 @@
 """Commit: write the rendered tree to the output branch and push it.
 
-One commit per pass whose tree differs from the branch tip, built straight from memory, with
-the trailers `Dro-Source-Commit` and `Dro-Observations`. No commit when nothing changed. When
+One commit per pass whose tree differs from the branch tip, built straight from memory. Its
+message says what changed and why (`commitmessage`), then the trailers `Dro-Source-Commit`
+and `Dro-Observations`. No commit when nothing changed. When
 the remote branch moved meanwhile, fetch, rebuild on the new tip and push again.
+
+The tip compared against is always the remote's branch as fetched at the start of the pass,
+never the cache's own branch: a commit whose push was lost (the push failed, the process died,
+or it was a `--no-push` trial) is not on the remote, so the next pass commits it again (the
+same tree, parent, message and time give the same commit) and pushes it. A fence (`fence`),
+checked just before the push, stops a replica that lost its Lease from pushing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from reconciler import gitrepo
+from reconciler import fence, gitrepo
 from reconciler.errors import GitError
 
 MAX_PUSH_ATTEMPTS = 5
@@ -25,15 +32,19 @@ class PublishResult:
     commit: str | None
     pushed: bool
     attempts: int
+    on_remote: bool = True
+    """Whether the remote branch now holds the tree (pushed, or unchanged there); False after
+    a `--no-push` commit, whose tree must then not be applied."""
 
 
-def message(source_sha: str | None, observations: str, files: int) -> str:
-    """The commit message with dro's trailers."""
-    subject = f"Render {source_sha[:12]}" if source_sha else "Render a local source"
+def message(source_sha: str | None, observations: str, summary: str = "") -> str:
+    """The commit message: `summary` (a subject, and a body saying what changed and why, from
+    `commitmessage`), then dro's trailers."""
+    text = summary.rstrip("\n") or (
+        f"Render {source_sha[:12]}" if source_sha else "Render a local source"
+    )
     return (
-        f"{subject}: {files} files\n\n"
-        f"Dro-Source-Commit: {source_sha or 'none'}\n"
-        f"Dro-Observations: {observations}\n"
+        f"{text}\n\nDro-Source-Commit: {source_sha or 'none'}\nDro-Observations: {observations}\n"
     )
 
 
@@ -60,11 +71,16 @@ def publish(
     hold: Mapping[str, bytes] | None = None,
     author: tuple[str, str] = ("dro", "dro@localhost"),
     credentials: gitrepo.Credentials | None = None,
+    summary: Callable[[], str] = str,
+    fenced: fence.Fence = fence.UNFENCED,
 ) -> PublishResult:
-    """Commit `tree` on `branch` in the cache of `url` unless unchanged, then push it.
+    """Commit `tree` on `branch` in the cache of `url` unless the remote branch holds it
+    already, then push it (`fenced.check` first).
 
     `hold` holds back a change to `status/` alone: when `tree` with its `status/` files
-    replaced by `hold` equals the tip, nothing is committed (the status interval applies)."""
+    replaced by `hold` equals the tip, nothing is committed (the status interval applies).
+    `summary` is called once a commit is due, for the text that opens its message (`message`):
+    a steady pass does not pay for describing changes it does not commit."""
     credentials = gitrepo.url_credentials(url, credentials)
     writer = _writer(url, state_dir)
     repo = writer.repo
@@ -73,13 +89,12 @@ def publish(
     if hold is not None:
         kept = {p: d for p, d in tree.items() if not p.startswith(STATUS)}
         held = writer.write({**kept, **hold})
-    text = message(source_sha, observations, len(tree))
+    text = None
     for attempt in range(1, MAX_PUSH_ATTEMPTS + 1):
-        tip = (gitrepo.remote_tip(repo, branch) if push else None) or gitrepo.branch_tip(
-            repo, branch
-        )
+        tip = gitrepo.remote_tip(repo, branch)
         if tip is not None and gitrepo.tree_of(tip) in (root, held):
             return PublishResult(commit=None, pushed=False, attempts=attempt)
+        text = text or message(source_sha, observations, summary())
         when = (
             commit_time
             if commit_time is not None
@@ -89,7 +104,9 @@ def publish(
             repo, branch=branch, tree=root, parent=tip, message=text, author=author, time=when
         )
         if not push:
-            return PublishResult(commit=gitrepo.sha(oid), pushed=False, attempts=attempt)
+            sha = gitrepo.sha(oid)
+            return PublishResult(commit=sha, pushed=False, attempts=attempt, on_remote=False)
+        fenced.check(f"push {branch}")
         try:
             gitrepo.push(repo, branch, credentials)
         except gitrepo.NonFastForward:

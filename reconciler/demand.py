@@ -15,23 +15,57 @@ from reconciler.domain import Workload
 
 
 def pod_template(manifest: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The pod spec of a workload-like object (Deployment, Job, CronJob, Pod …), or None."""
+    """The pod spec of a workload-like object (Deployment, Job, CronJob, Pod …), or None.
+    Any shape is safe: a custom resource without a CRD reaches here unchecked."""
     kind = manifest.get("kind")
-    spec = manifest.get("spec") or {}
+    spec = manifest.get("spec")
     if kind == "Pod":
-        return spec
-    if kind == "CronJob":
-        spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
-    template = spec.get("template")
+        return spec if isinstance(spec, Mapping) else None
+    if kind == "CronJob" and isinstance(spec, Mapping):
+        job = spec.get("jobTemplate")
+        spec = job.get("spec") if isinstance(job, Mapping) else None
+    template = spec.get("template") if isinstance(spec, Mapping) else None
     if isinstance(template, Mapping):
         pod = template.get("spec")
-        return pod if isinstance(pod, Mapping) else None
+        return pod if isinstance(pod, Mapping) and _pod_shaped(pod) else None
     return None
 
 
-def _requests(container: Mapping[str, Any]) -> dict[str, float]:
-    raw = ((container.get("resources") or {}).get("requests")) or {}
-    return {name: float(kube.parse_quantity(value)) for name, value in raw.items()}
+_POD_LISTS = ("containers", "initContainers", "ephemeralContainers", "volumes")
+_CONTAINER_LISTS = ("env", "envFrom", "volumeMounts", "ports")
+_CONTAINER_STRINGS = ("command", "args")
+
+
+def _pod_shaped(pod: Mapping[str, Any]) -> bool:
+    """Whether the lists every reader of a pod walks are lists of the right items. A kind
+    with a schema always is; a custom resource without a CRD (only warned about) that is not
+    is not workload-like, so no reader meets an odd shape."""
+    for field in _POD_LISTS:
+        items = pod.get(field)
+        if items is None:
+            continue
+        if not isinstance(items, list) or not all(isinstance(i, Mapping) for i in items):
+            return False
+        if field == "volumes":
+            continue
+        for container in items:
+            for name in _CONTAINER_LISTS:
+                value = container.get(name)
+                if value is not None and not (
+                    isinstance(value, list) and all(isinstance(v, Mapping) for v in value)
+                ):
+                    return False
+            for name in _CONTAINER_STRINGS:
+                value = container.get(name)
+                if value is not None and not isinstance(value, list):
+                    return False
+    return True
+
+
+def _requests(container: Any) -> dict[str, float]:
+    resources = container.get("resources") if isinstance(container, Mapping) else None
+    raw = resources.get("requests") if isinstance(resources, Mapping) else None
+    return {name: float(kube.parse_quantity(value)) for name, value in _items(raw)}
 
 
 def per_replica(workload: Workload) -> dict[str, float]:
@@ -43,13 +77,75 @@ def per_replica(workload: Workload) -> dict[str, float]:
 def pod_requests(pod: Mapping[str, Any]) -> dict[str, float]:
     """Requests of one pod from its spec, one `pods` slot included."""
     total: dict[str, float] = {}
-    for container in pod.get("containers") or ():
+    for container in _list(pod.get("containers")):
         for name, amount in _requests(container).items():
             total[name] = total.get(name, 0.0) + amount
-    for container in pod.get("initContainers") or ():
+    for container in _list(pod.get("initContainers")):
         for name, amount in _requests(container).items():
             total[name] = max(total.get(name, 0.0), amount)
-    for name, value in (pod.get("overhead") or {}).items():
+    for name, value in _items(pod.get("overhead")):
         total[name] = total.get(name, 0.0) + float(kube.parse_quantity(value))
     total["pods"] = total.get("pods", 0.0) + 1.0
     return dict(sorted(total.items()))
+
+
+def _pod_pointer(manifest: Mapping[str, Any]) -> str:
+    """The JSON pointer of the pod spec that `pod_template` returns."""
+    kind = manifest.get("kind")
+    if kind == "Pod":
+        return "/spec"
+    if kind == "CronJob":
+        return "/spec/jobTemplate/spec/template/spec"
+    return "/spec/template/spec"
+
+
+def quantity_problems(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(pointer, message) for each request, limit or overhead of the pod template that the
+    API server would reject (not a quantity, negative) or that dro cannot compute with (out
+    of float64 range), so `dro validate` reports it instead of a later stage failing."""
+    pod = pod_template(manifest)
+    if pod is None:
+        return []
+    base = _pod_pointer(manifest)
+    found: list[tuple[str, Any]] = []
+    for group in ("containers", "initContainers"):
+        for index, container in enumerate(_list(pod.get(group))):
+            resources = container.get("resources") if isinstance(container, Mapping) else None
+            for field in ("requests", "limits"):
+                raw = (resources or {}).get(field) if isinstance(resources, Mapping) else None
+                pointer = f"{base}/{group}/{index}/resources/{field}"
+                found += [(f"{pointer}/{_token(k)}", v) for k, v in _items(raw)]
+    found += [(f"{base}/overhead/{_token(k)}", v) for k, v in _items(pod.get("overhead"))]
+    problems = []
+    for pointer, value in found:
+        message = _quantity_problem(value)
+        if message:
+            problems.append((pointer, message))
+    return problems
+
+
+def _items(raw: Any) -> list[tuple[str, Any]]:
+    return [(str(k), v) for k, v in raw.items()] if isinstance(raw, Mapping) else []
+
+
+def _list(raw: Any) -> list[Any]:
+    return list(raw) if isinstance(raw, list) else []
+
+
+def _token(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _quantity_problem(value: Any) -> str | None:
+    shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:30]}…"
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return f"{shown} is not a Kubernetes quantity (examples: 500m, 4Gi, 1e3)"
+    try:
+        amount = kube.parse_quantity(value)
+    except kube.QuantityOutOfRange:
+        return f"{shown} is out of range"
+    except ValueError:
+        return f"{shown} is not a Kubernetes quantity (examples: 500m, 4Gi, 1e3)"
+    if amount < 0:
+        return f"{shown} must be greater than or equal to 0"
+    return None

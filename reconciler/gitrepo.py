@@ -1,9 +1,10 @@
 """Git through libgit2 (pygit2): bare caches, fetch, reading trees, writing commits, push.
 
 The only module that imports pygit2. Nothing here checks out a work tree or runs the git
-command: blobs are read from trees and trees are written from memory. A `TreeWriter` remembers
-the blobs and subtrees it wrote, so a commit that changes one file rehashes only that file, and
-refuses any path that `git fsck` would reject (`domain.paths`).
+command (`worktree_changes` only reads a work tree's status, for `dro plan`): blobs are read
+from trees and trees are written from memory. A `TreeWriter` remembers the blobs and subtrees
+it wrote, so a commit that changes one file rehashes only that file, and refuses any path that
+`git fsck` would reject (`domain.paths`).
 """
 
 from __future__ import annotations
@@ -126,10 +127,13 @@ def open_local(path: Path) -> pygit2.Repository:
 
 
 def fetch(repo: pygit2.Repository, credentials: Credentials | None = None) -> None:
-    """Fetch every branch and tag of `origin` into the cache."""
+    """Fetch every branch and tag of `origin` into the cache, pruning the ones the remote no
+    longer has (`git fetch --prune`): a deleted branch must not live on in the cache."""
     remote = repo.remotes["origin"]
     try:
-        remote.fetch(FETCH_REFSPECS, callbacks=_callbacks(credentials))
+        remote.fetch(
+            FETCH_REFSPECS, callbacks=_callbacks(credentials), prune=pygit2.enums.FetchPrune.PRUNE
+        )
     except (pygit2.GitError, OSError) as error:
         raise GitError(
             f"fetch from {redact(remote.url or '')} failed: {redact(str(error))}"
@@ -152,7 +156,16 @@ def resolve(repo: pygit2.Repository, ref: str, *, local: bool = False) -> pygit2
         commit = found.peel(pygit2.Commit)
         if isinstance(commit, pygit2.Commit):
             return commit
-    raise UsageError(f"ref {ref!r} is not a branch, tag or commit of the source repository")
+    raise UsageError(
+        f"ref {ref!r} not found in {_where(repo, local)}: no such branch, tag or commit"
+    )
+
+
+def _where(repo: pygit2.Repository, local: bool) -> str:
+    """How an error names a repository: the remote's URL for a cache, else its path."""
+    if not local and "origin" in [remote.name for remote in repo.remotes]:
+        return redact(repo.remotes["origin"].url or "the source repository")
+    return str(Path(repo.workdir or repo.path))
 
 
 def branch_tip(repo: pygit2.Repository, branch: str) -> pygit2.Commit | None:
@@ -368,3 +381,27 @@ def remote_tip(repo: pygit2.Repository, branch: str) -> pygit2.Commit | None:
     found = repo[reference.target]
     assert isinstance(found, pygit2.Commit)
     return found
+
+
+def worktree_changes(path: Path) -> dict[str, str]:
+    """The uncommitted changes of the work tree holding `path`, staged or not: repo-relative
+    path → `new`, `modified`, `deleted`, `renamed` or `untracked` (ignored files left out).
+    Empty for a bare repository, which has no work tree."""
+    repo = open_local(path)
+    if repo.is_bare or repo.workdir is None:
+        return {}
+    flags = pygit2.enums.FileStatus
+    kinds = (
+        (flags.WT_NEW, "untracked"),
+        (flags.INDEX_NEW, "new"),
+        (flags.INDEX_DELETED | flags.WT_DELETED, "deleted"),
+        (flags.INDEX_RENAMED | flags.WT_RENAMED, "renamed"),
+        (flags.INDEX_MODIFIED | flags.WT_MODIFIED | flags.INDEX_TYPECHANGE, "modified"),
+        (flags.WT_TYPECHANGE | flags.CONFLICTED, "modified"),
+    )
+    changes = {}
+    for name, status in repo.status(untracked_files="all", ignored=False).items():
+        said = next((word for flag, word in kinds if status & flag), None)
+        if said is not None:
+            changes[name] = said
+    return dict(sorted(changes.items()))

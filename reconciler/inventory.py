@@ -38,7 +38,14 @@ MANAGED_BY = ("app.kubernetes.io/managed-by", "dro")
 MANAGED_BY_SELECTOR = "=".join(MANAGED_BY)
 """The label selector that lists what dro applied."""
 PLACEMENT_ANNOTATION = "multicluster.io/placement"
-"""`<group>/<kind>/<namespace>/<name>` of the workload an object (or pod) belongs to."""
+"""`<group>/<kind>/<namespace>/<name>` of the workload an object (or pod) belongs to
+(`placement_name`)."""
+CORE_GROUP = "core"
+"""The group segment of a placement name for the core API group (`v1`), whose name is empty:
+no API group is called `core` (a CRD's group needs a dot), as RBAC and kubectl call it."""
+CLUSTER_SCOPE = "_cluster"
+"""The namespace segment of a placement name for a cluster-scoped object: no namespace can be
+called so (a namespace is a DNS label), and the output branch's folder for them is named so."""
 INVENTORY_NAMESPACE = "dro-system"
 INVENTORY_NAME = "dro-inventory"
 PROTECTION_ANNOTATION = "multicluster.io/deletion-protected"
@@ -71,6 +78,28 @@ _STAGE_OF_KIND = {
     ),
 }
 _KIND_RANK = {kind: rank for rank, kind in enumerate(_STAGE_OF_KIND)}
+
+
+def placement_name(group: str, kind: str, namespace: str, name: str) -> str:
+    """`<group>/<kind>/<namespace>/<name>` with no empty segment: `core` for the core group,
+    `_cluster` for a cluster-scoped object (`core/Namespace/_cluster/shop`)."""
+    return f"{group or CORE_GROUP}/{kind}/{namespace or CLUSTER_SCOPE}/{name}"
+
+
+def parse_placement_name(value: object) -> tuple[str, str, str, str] | None:
+    """(group, kind, namespace, name) of a placement name, `""` for the core group and for no
+    namespace; None when it is not one. Reads the names dro writes and those of earlier
+    versions, which left those segments empty (`/Namespace//shop`)."""
+    parts = value.split("/") if isinstance(value, str) else []
+    if len(parts) != 4 or not parts[1] or not parts[3]:
+        return None
+    group, kind, namespace, name = parts
+    return (
+        "" if group == CORE_GROUP else group,
+        kind,
+        "" if namespace == CLUSTER_SCOPE else namespace,
+        name,
+    )
 
 
 class Ref(NamedTuple):

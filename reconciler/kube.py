@@ -12,13 +12,16 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import sys
 import tempfile
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, cast
+from urllib.parse import urlsplit
 
+from reconciler import fence as fencing
 from reconciler import redact
 from reconciler.errors import ClusterError, UsageError
 
@@ -49,9 +52,20 @@ def parse_quantity(quantity: str | int | float) -> Decimal:
 @lru_cache(maxsize=4096)
 def _parse_cached(_kind: str, quantity: str | int | float) -> Decimal:
     try:
-        return Decimal(_quantity_parser()(quantity))
+        value = Decimal(_quantity_parser()(quantity))
     except (ValueError, TypeError, ArithmeticError) as exc:
         raise ValueError(f"invalid quantity {quantity!r}") from exc
+    if not value.is_finite() or abs(value) > _LARGEST:
+        raise QuantityOutOfRange(f"quantity {quantity!r} is out of range (above {_LARGEST:.3g})")
+    return value
+
+
+class QuantityOutOfRange(ValueError):
+    """A well-formed quantity too large for the float64 that dro computes with."""
+
+
+_LARGEST = Decimal(sys.float_info.max)
+"""dro computes with float64: a larger quantity (`1e309`) would become infinity."""
 
 
 # --- cluster access -------------------------------------------------------------------------
@@ -89,11 +103,17 @@ def kubeconfig_contexts(path: Path) -> dict[str, Path]:
 
 
 def connect(
-    cluster: str, *, context: str | None, kubeconfig: Path | None, timeout: float = 10.0
+    cluster: str,
+    *,
+    context: str | None,
+    kubeconfig: Path | None,
+    timeout: float = 10.0,
+    fence: fencing.Fence = fencing.UNFENCED,
 ) -> Connection:
     """A connection to `cluster`: through `context` of the `kubeconfig` file, or in-cluster
     (the pod's service account) when `kubeconfig` is None. TLS and tokens are handled by the
-    client exactly as the kubeconfig says; nothing is set to skip verification."""
+    client exactly as the kubeconfig says; nothing is set to skip verification. `fence` is
+    checked just before every write is sent (`fence.is_write`)."""
     from kubernetes import client, config
 
     configuration = client.Configuration()
@@ -109,7 +129,7 @@ def connect(
         reason = redact.urls(str(error))
         raise ClusterError(cluster, f"cannot load its credentials: {reason}") from None
     configuration.retries = 1
-    return Connection(cluster, _timed_client_class()(configuration, timeout), timeout)
+    return Connection(cluster, _timed_client_class()(configuration, timeout, fence), timeout)
 
 
 @cache
@@ -117,16 +137,20 @@ def _timed_client_class() -> type:
     from kubernetes import client
 
     class TimedApiClient(client.ApiClient):
-        """An ApiClient whose every request, discovery included, has a timeout."""
+        """An ApiClient whose every request, discovery included, has a timeout, and whose
+        every write is fenced: the last moment before the request leaves."""
 
-        def __init__(self, configuration: Any, timeout: float) -> None:
+        def __init__(self, configuration: Any, timeout: float, fence: fencing.Fence) -> None:
             super().__init__(configuration)
             self.dro_timeout = timeout
+            self.dro_fence = fence
 
-        def call_api(self, *args: Any, **kwargs: Any) -> Any:
+        def call_api(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+            if fencing.is_write(method, url):
+                self.dro_fence.check(f"{method.upper()} {urlsplit(url).path}")
             if kwargs.get("_request_timeout") is None:
                 kwargs["_request_timeout"] = self.dro_timeout
-            return super().call_api(*args, **kwargs)
+            return super().call_api(method, url, *args, **kwargs)
 
     return TimedApiClient
 

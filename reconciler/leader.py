@@ -29,7 +29,7 @@ from typing import Any
 
 import structlog
 
-from reconciler import errors, kube
+from reconciler import errors, fence, kube
 
 log = structlog.get_logger("dro")
 
@@ -283,6 +283,23 @@ class LeaderLoop:
         while an attempt hangs past the deadline)."""
         deadline = self.elector.config.renew_deadline
         return self._leading and time.monotonic() - self._renewed < deadline
+
+    def check(self, write: str) -> None:
+        """This replica's fence (`fence.Fence`): return while `is_leader`, that is while the
+        last successful renewal started less than `renew_deadline` ago, on the monotonic
+        clock (which runs on while the process is stopped); otherwise raise `fence.Deposed`
+        naming `write`, which is then not sent."""
+        if self.is_leader:
+            return
+        config = self.elector.config
+        if self._leading:
+            age = time.monotonic() - self._renewed
+            why = f"last renewed {age:.1f}s ago, past its {config.renew_deadline:g}s renew deadline"
+        else:
+            why = "not held by this replica"
+        raise fence.Deposed(
+            f"lease {config.where} {why} ({config.identity}); {write} not sent, pass abandoned"
+        )
 
     def start(self) -> None:
         """Start electing in a daemon thread."""

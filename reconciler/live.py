@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 import structlog
 
 from reconciler import apply, durations, health, kube, observe, status, yamlio
+from reconciler import fence as fencing
 from reconciler.apply import ClusterSync
 from reconciler.domain import Cluster, Decision, Observation, ResourceKey, Spec
 from reconciler.errors import ClusterError
@@ -52,6 +53,8 @@ class Access:
     parallel: int = 8
     move_wait: float = 0.0
     """How long a pass waits for the new copies of its moves to become Healthy."""
+    fence: fencing.Fence = fencing.UNFENCED
+    """Checked before every write to a cluster (`fencing`): a deposed leader writes nothing."""
 
 
 @dataclass(slots=True)
@@ -225,14 +228,22 @@ class Members:
             if not self.access.in_cluster:
                 raise ClusterError(cluster.name, "it is marked inCluster; pass --in-cluster")
             return kube.connect(
-                cluster.name, context=None, kubeconfig=None, timeout=self.access.timeout
+                cluster.name,
+                context=None,
+                kubeconfig=None,
+                timeout=self.access.timeout,
+                fence=self.access.fence,
             )
         context = str(cluster.kubeconfig_context)
         if context not in contexts:
             where = self.access.kubeconfig or "(no --kubeconfig given)"
             raise ClusterError(cluster.name, f"context {context!r} is not in {where}")
         return kube.connect(
-            cluster.name, context=context, kubeconfig=contexts[context], timeout=self.access.timeout
+            cluster.name,
+            context=context,
+            kubeconfig=contexts[context],
+            timeout=self.access.timeout,
+            fence=self.access.fence,
         )
 
     def _each(self, work: Callable[[Connection], R]) -> dict[str, R | ClusterError]:

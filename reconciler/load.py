@@ -157,9 +157,11 @@ class Revisions:
 
 
 def previous_state(url: str, branch: str, state_dir: Path) -> dict[str, bytes]:
-    """`decisions/` and `status/` from the output branch of an already fetched cache."""
+    """`decisions/` and `status/` from the output branch of an already fetched cache: the
+    remote's branch as fetched, never a commit of the cache that the remote does not have (a
+    lost push, a `--no-push` trial), so every replica reads the same state."""
     repo = gitrepo.open_cache(url, state_dir)
-    tip = gitrepo.remote_tip(repo, branch) or gitrepo.branch_tip(repo, branch)
+    tip = gitrepo.remote_tip(repo, branch)
     if tip is None:
         return {}
     try:

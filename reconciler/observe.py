@@ -154,11 +154,8 @@ def _unschedulable_since(pod: Mapping[str, Any]) -> str | None:
 
 def _workload_of(pod: Mapping[str, Any]) -> ResourceKey | None:
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    parts = str(annotations.get(PLACEMENT_ANNOTATION, "")).split("/")
-    if len(parts) != 4 or not all(parts[1:]):
-        return None
-    group, kind, namespace, name = parts
-    return ResourceKey(group, kind, namespace, name)
+    parts = inventory.parse_placement_name(annotations.get(PLACEMENT_ANNOTATION))
+    return None if parts is None else ResourceKey(*parts)
 
 
 def _schedulable(node: Mapping[str, Any]) -> bool:

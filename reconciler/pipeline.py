@@ -17,6 +17,8 @@ import structlog
 
 from reconciler import (
     commit,
+    commitmessage,
+    fence,
     gitrepo,
     guard,
     live,
@@ -75,6 +77,13 @@ class PassResult:
     """Clusters whose API could not be listed this pass, and why."""
     passes: int = 1
     """2 when the moves' new copies became Healthy and a second pass retired the old ones."""
+    skipped: str | None = None
+    """Why an online pass applied nothing (`applied` is None), e.g. `NOT_ON_REMOTE`."""
+
+
+NOT_ON_REMOTE = (
+    "the rendered tree was not pushed (--no-push): only what the remote branch holds is applied"
+)
 
 
 Observer = Callable[[Spec], "live.Observed"]
@@ -211,17 +220,21 @@ def plan(
     return planned, observed
 
 
-def reconcile_once(settings: Settings, *, on_stage: StageHook = _noop) -> PassResult:
+def reconcile_once(
+    settings: Settings, *, on_stage: StageHook = _noop, fenced: fence.Fence = fence.UNFENCED
+) -> PassResult:
     """One full pass: pull, validate, observe, schedule, render, commit, push and apply.
 
     Without `settings.kubeconfig` the pass is offline: it stops after the push. When the
     pass moved replicas and their new copies became Healthy within `settings.move_wait`, a
-    second pass on the same source retires the old copies (make-before-break)."""
+    second pass on the same source retires the old copies (make-before-break). Every write
+    (the push, each cluster write) checks `fenced` first; a failed check raises
+    `fence.Deposed` and the pass stops there."""
     if settings.repo is None:
         raise ValueError("reconcile needs a source repository (--repo)")
-    result = _one_pass(settings, on_stage)
+    result = _one_pass(settings, on_stage, fenced)
     if result.applied is not None and result.passes == 2:
-        second = _one_pass(settings, on_stage, follow_up=True)
+        second = _one_pass(settings, on_stage, fenced, follow_up=True)
         return PassResult(
             planned=second.planned,
             commit=second.commit or result.commit,
@@ -233,7 +246,9 @@ def reconcile_once(settings: Settings, *, on_stage: StageHook = _noop) -> PassRe
     return result
 
 
-def _one_pass(settings: Settings, on_stage: StageHook, *, follow_up: bool = False) -> PassResult:
+def _one_pass(
+    settings: Settings, on_stage: StageHook, fenced: fence.Fence, *, follow_up: bool = False
+) -> PassResult:
     assert settings.repo is not None
     on_stage(Stage.LOAD)
     source = read_source(settings)
@@ -255,7 +270,7 @@ def _one_pass(settings: Settings, on_stage: StageHook, *, follow_up: bool = Fals
 
         def observer(spec: Spec) -> live.Observed:
             nonlocal members
-            members = live.Members(spec, _access(settings)).open()
+            members = live.Members(spec, _access(settings, fenced)).open()
             return members.observe(statuses, now)
 
         planned, observed = plan(
@@ -290,6 +305,14 @@ def _one_pass(settings: Settings, on_stage: StageHook, *, follow_up: bool = Fals
             hold=_held_status(state, planned.tree, now, settings.status_interval),
             author=(settings.author_name, settings.author_email),
             credentials=load.credentials_from(settings.credentials_file),
+            summary=lambda: commitmessage.compose(
+                before=previous,
+                after=planned.decisions,
+                state=state,
+                tree=planned.tree,
+                source=source.commit,
+            ),
+            fenced=fenced,
         )
         log.info(
             "committed",
@@ -316,8 +339,16 @@ def _one_pass(settings: Settings, on_stage: StageHook, *, follow_up: bool = Fals
                     remote=gitrepo.redact(settings.repo),
                     **who,
                 )
-        if members is None:
-            return PassResult(planned=planned, commit=published.commit, pushed=published.pushed)
+        if members is None or not published.on_remote:
+            skipped = None if members is None else NOT_ON_REMOTE
+            if skipped:
+                log.warning("apply_skipped", stage=Stage.APPLY, reason=skipped)
+            return PassResult(
+                planned=planned,
+                commit=published.commit,
+                pushed=published.pushed,
+                skipped=skipped,
+            )
         on_stage(Stage.APPLY)
         down = ", ".join(sorted(observed.unreachable))
         applied = members.apply(
@@ -366,8 +397,9 @@ def provenance(spec: Spec) -> dict[Identity, takeover.Provenance]:
     return found
 
 
-def _access(settings: Settings) -> live.Access:
+def _access(settings: Settings, fenced: fence.Fence) -> live.Access:
     return live.Access(
+        fence=fenced,
         kubeconfig=settings.kubeconfig,
         in_cluster=settings.in_cluster,
         timeout=settings.cluster_timeout,

@@ -48,8 +48,8 @@ def markdown(diff: plandiff.PlanDiff, *, limit: int = LIMIT) -> str:
     if not diff.head.valid:
         return _fit(head + _invalid(diff.head), [], limit)
     if not diff.differs:
-        return head + "No changes to placements or rendered manifests.\n"
-    head += _summary(diff) + _levels_table(diff.levels)
+        return head + "No changes to placements or rendered manifests.\n" + _later(diff.head)
+    head += _summary(diff) + _later(diff.head) + _levels_table(diff.levels)
     blocks = [("workload", w.workload, _workload_block(w)) for w in diff.workloads]
     levels = {c.cluster: c for c in diff.levels}
     blocks += [
@@ -66,11 +66,20 @@ def _title(diff: plandiff.PlanDiff) -> str:
         f"Base {_side_name(base)} · head {_side_name(head)}",
         "",
     ]
+    lines += [f"> **Not in this plan:** {_escape(note)}\n" for note in diff.notes]
     if base.note:
         lines += [f"> {base.note}", ""]
     if head.note:
         lines += [f"> {head.note}", ""]
     return "\n".join(lines) + "\n"
+
+
+def _later(head: plandiff.Side) -> str:
+    """What later passes will still do (`followups`), as a list; empty when nothing."""
+    if not head.follow_ups:
+        return ""
+    items = "\n".join(f"- {_escape(sentence)}" for sentence in head.follow_ups)
+    return f"#### Later passes\n\nThis plan is one pass; more will follow:\n\n{items}\n\n"
 
 
 def _side_name(side: plandiff.Side) -> str:
@@ -153,8 +162,8 @@ def bar(level: float) -> str:
 def _workload_block(change: plandiff.WorkloadChange) -> str:
     clusters = sorted({*change.before, *change.after, *change.retiring_after})
     rows = [
-        f"| `{c}` | {_count(change.before, change.retiring_before, c)} | "
-        f"{_count(change.after, change.retiring_after, c)} |"
+        f"| `{c}` | {_count(change.before, change.retiring_before, c, change.divided_before)} | "
+        f"{_count(change.after, change.retiring_after, c, change.divided_after)} |"
         for c in clusters
     ]
     lines = [
@@ -172,8 +181,10 @@ def _workload_block(change: plandiff.WorkloadChange) -> str:
             f"Stateful move: {change.move_after} (make-before-break: the old copy serves until "
             "the new one is Healthy and its data in sync)  "
         )
-    if change.why:
-        lines.append(f"Why: {_escape(change.why)}")
+    if len(change.triggers) == 1:
+        lines.append(f"Why: {_escape(change.triggers[0])}")
+    elif change.triggers:
+        lines += ["Why:", "", *(f"- {_escape(t)}" for t in change.triggers)]
     return "\n".join([*lines, "", "</details>", ""]) + "\n"
 
 
@@ -189,33 +200,25 @@ def _headline(change: plandiff.WorkloadChange) -> str:
     parts = []
     if change.moved:
         parts.append(f"{change.moved} {'replica' if change.moved == 1 else 'replicas'} moved")
-    deltas = _deltas(change)
+    deltas = change.deltas()
     if deltas:
         shown = ", ".join(deltas[:6]) + (f", … {len(deltas) - 6} more" if len(deltas) > 6 else "")
         parts.append(shown)
     return "; ".join(parts) or "replicas or policy changed"
 
 
-def _deltas(change: plandiff.WorkloadChange) -> list[str]:
-    """Per cluster, what changes: `+2`/`−1` replicas, or `joins`/`leaves` without replicas."""
-    deltas = []
-    for cluster in sorted({*change.before, *change.after}):
-        before, after = change.before.get(cluster, 0), change.after.get(cluster, 0)
-        if cluster not in change.after:
-            deltas.append(f"{cluster} leaves" if before is None else f"{cluster} −{before}")
-        elif cluster not in change.before:
-            deltas.append(f"{cluster} joins" if after is None else f"{cluster} +{after}")
-        elif before is not None and after is not None and after != before:
-            sign = "+" if after > before else "−"
-            deltas.append(f"{cluster} {sign}{abs(after - before)}")
-    return deltas
-
-
-def _count(placed: Mapping[str, int | None], retiring: Mapping[str, int], cluster: str) -> str:
+def _count(
+    placed: Mapping[str, int | None],
+    retiring: Mapping[str, int],
+    cluster: str,
+    divided: Mapping[str, int],
+) -> str:
     if cluster not in placed and cluster not in retiring:
         return "—"
     count = placed.get(cluster)
     shown = "—" if cluster not in placed else "✓" if count is None else str(count)
+    if cluster in divided:
+        shown += f" (override; divided {divided[cluster]})"
     extra = retiring.get(cluster)
     return f"{shown} (+{extra} retiring)" if extra else shown
 
@@ -296,12 +299,15 @@ def document(diff: plandiff.PlanDiff) -> dict[str, Any]:
         "head": _side(diff.head),
         "differs": diff.differs,
         "counts": {COUNT_KEYS[k]: v for k, v in diff.counts().items()},
+        "notes": list(diff.notes),
+        "followUps": list(diff.head.follow_ups),
         "clustersAdded": list(diff.clusters_added),
         "clustersRemoved": list(diff.clusters_removed),
         "workloads": [_workload(w) for w in diff.workloads],
         "waterLevels": [
             {"cluster": c.cluster, "before": c.before, "after": c.after} for c in diff.levels
         ],
+        "waterLevelLimits": dict(diff.head.water_level_limits),
         "manifests": [
             {
                 "cluster": c.cluster,
@@ -336,6 +342,8 @@ def _workload(change: plandiff.WorkloadChange) -> dict[str, Any]:
         "status": change.status,
         "before": dict(change.before),
         "after": dict(change.after),
+        "dividedBefore": dict(change.divided_before),
+        "dividedAfter": dict(change.divided_after),
         "retiringBefore": dict(change.retiring_before),
         "retiringAfter": dict(change.retiring_after),
         "moveBefore": change.move_before,
@@ -346,6 +354,11 @@ def _workload(change: plandiff.WorkloadChange) -> dict[str, Any]:
         "policyBefore": change.policy_before,
         "policyAfter": change.policy_after,
         "why": change.why,
+        "triggers": list(change.triggers),
+        "moves": [
+            {"from": m.source, "to": m.target, "replicas": m.replicas, "reason": m.reason}
+            for m in change.moves
+        ],
     }
 
 
@@ -356,6 +369,7 @@ def terminal(diff: plandiff.PlanDiff) -> list[RenderableType]:
     """The diff for a colour terminal (rich): summary, placements, water levels, diffs."""
     title = Rule(f"dro plan: {_side_name(diff.base)} → {_side_name(diff.head)}".replace("`", ""))
     shown: list[RenderableType] = [title]
+    shown += [Text(f"Not in this plan: {note}", style="bold yellow") for note in diff.notes]
     if diff.base.note:
         shown.append(Text(diff.base.note, style="yellow"))
     if diff.head.note:
@@ -364,21 +378,22 @@ def terminal(diff: plandiff.PlanDiff) -> list[RenderableType]:
         shown.append(Text(f"The head {diff.head.ref} is invalid; nothing was planned.", "red"))
         shown += [Text(str(p)) for p in diff.head.problems]
         return shown
+    later = [Text(f"Later passes: {sentence}", style="cyan") for sentence in diff.head.follow_ups]
     if not diff.differs:
-        return [*shown, Text("No changes to placements or rendered manifests.", "green")]
+        return [*shown, Text("No changes to placements or rendered manifests.", "green"), *later]
     counts = Table(show_header=False, box=None)
     for name, value in diff.counts().items():
         counts.add_row(name, str(value), style="bold" if value else "dim")
-    shown.append(counts)
+    shown += [counts, *later]
     if diff.workloads:
         placements = Table("workload", "before", "after", "moved", "why", title="Placements")
         for change in diff.workloads:
             placements.add_row(
                 change.workload,
-                _spread(change.before),
-                _spread(change.after),
+                _spread(change.before, change.divided_before),
+                _spread(change.after, change.divided_after),
                 str(change.moved),
-                change.why,
+                "\n".join(change.triggers),
             )
         shown.append(placements)
     levels = [c for c in diff.levels if c.before != c.after]
@@ -396,5 +411,12 @@ def terminal(diff: plandiff.PlanDiff) -> list[RenderableType]:
     return shown
 
 
-def _spread(placed: Mapping[str, int | None]) -> str:
-    return ", ".join(f"{c} {'✓' if n is None else n}" for c, n in sorted(placed.items())) or "—"
+def _spread(placed: Mapping[str, int | None], divided: Mapping[str, int]) -> str:
+    return (
+        ", ".join(
+            f"{c} {'✓' if n is None else n}"
+            + (f" (override; divided {divided[c]})" if c in divided else "")
+            for c, n in sorted(placed.items())
+        )
+        or "—"
+    )

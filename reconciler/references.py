@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from reconciler import claims, schemacheck, secrets, selectors, workloads
+from reconciler import claims, demand, durations, schemacheck, secrets, selectors, workloads
 from reconciler.domain import (
     Cluster,
     Document,
@@ -99,6 +99,8 @@ def check_objects(
     result: list[Workload] = []
     for doc in objects:
         found = _schema_problems(doc, version, crds)
+        if not any(p.severity is Severity.ERROR for p in found):
+            found += [_problem(doc.origin, p, m) for p, m in demand.quantity_problems(doc.body)]
         problems.extend(found)
         if any(p.severity is Severity.ERROR for p in found):
             continue
@@ -213,6 +215,27 @@ def check_cluster_references(
                 _unknown(
                     [link[end]], known, topology.origin, f"/spec/links/{index}/{end}", problems
                 )
+
+
+def check_requested_times(
+    placement: Sequence[PlacementPolicy], config: SchedulerConfig, problems: list[Problem]
+) -> None:
+    """Every `rebalance.requestedAt` is a real time: the schema's pattern lets through
+    `2026-13-45T99:00:00Z`, which would fail the schedule stage instead."""
+    written = [
+        (p.origin, "/spec/placement/rebalance/requestedAt", p.placement.rebalance_requested_at)
+        for p in placement
+    ]
+    if config.origin is not None:
+        pointer = "/spec/defaultPlacement/rebalance/requestedAt"
+        written.append((config.origin, pointer, config.default_placement.rebalance_requested_at))
+    for origin, pointer, value in written:
+        if value is None:
+            continue
+        try:
+            durations.epoch(str(value))
+        except ValueError as error:
+            problems.append(_problem(origin, pointer, f"{value!r} is not a valid time: {error}"))
 
 
 def check_karmada_rules(placement: Sequence[PlacementPolicy], problems: list[Problem]) -> None:

@@ -101,7 +101,7 @@ def base_manifest(workload: Workload) -> dict[str, Any]:
         metadata["namespace"] = workload.key.namespace
     metadata["labels"] = {**(metadata.get("labels") or {}), MANAGED_BY[0]: MANAGED_BY[1]}
     key = workload.key
-    placement = f"{key.group}/{key.kind}/{key.namespace}/{key.name}"
+    placement = inventory.placement_name(key.group, key.kind, key.namespace, key.name)
     for owner in (manifest, _pod_template(manifest)):
         if owner is None:
             continue

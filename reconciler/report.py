@@ -18,7 +18,7 @@ from typing import Any, TextIO
 import structlog
 from rich.console import Console
 
-from reconciler import redact, shortnames, tables
+from reconciler import redact, shortnames, summary, tables
 from reconciler.apply import ClusterSync
 from reconciler.domain import Decision, Placed
 from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
@@ -146,14 +146,16 @@ def placement_table(decisions: Sequence[Decision], clusters: Sequence[str]) -> t
         right = frozenset(range(1, len(headers)))
         for label, decision in zip(labels, decisions, strict=True):
             by_cluster = {p.cluster: p.replicas for p in decision.clusters}
-            rows.append((label, *(_cell(by_cluster, name) for name in clusters)))
+            rows.append((label, *(_cell(decision, by_cluster, name) for name in clusters)))
     else:
         headers, right = ("WORKLOAD", "REPLICAS", "CLUSTERS"), frozenset({1})
         for label, decision in zip(labels, decisions, strict=True):
-            counts = [p.replicas for p in decision.clusters]
+            counts = [decision.effective.get(p.cluster, p.replicas) for p in decision.clusters]
             total = "-" if None in counts else str(sum(c or 0 for c in counts))
             listed = " ".join(
-                p.cluster if p.replicas is None else f"{p.cluster}={p.replicas}"
+                p.cluster
+                if p.replicas is None
+                else f"{p.cluster}={summary.replicas_label(decision, p.cluster, p.replicas)}"
                 for p in decision.clusters
             )
             rows.append((label, total, listed or "·"))
@@ -176,7 +178,7 @@ def _by_cluster(labels: Sequence[str], decisions: Sequence[Decision]) -> tables.
         if not decision.clusters:
             entries.append(("<none>", label, "", style))
         for placed in decision.clusters:
-            shown = "✓" if placed.replicas is None else str(placed.replicas)
+            shown = summary.replicas_label(decision, placed.cluster, placed.replicas)
             entries.append((placed.cluster, label, shown, style))
     entries.sort(key=lambda entry: entry[0])  # stable: workloads keep their order
     return tables.Grid(
@@ -193,11 +195,10 @@ def _label(decision: Decision) -> str:
     return str(decision.key) + (UNSCHEDULABLE if decision.unschedulable else "")
 
 
-def _cell(by_cluster: dict[str, int | None], name: str) -> str:
+def _cell(decision: Decision, by_cluster: dict[str, int | None], name: str) -> str:
     if name not in by_cluster:
         return "·"
-    replicas = by_cluster[name]
-    return "✓" if replicas is None else str(replicas)
+    return summary.replicas_label(decision, name, by_cluster[name])
 
 
 def apply_table(clusters: Sequence[ClusterSync]) -> tables.Grid:
@@ -335,8 +336,11 @@ def explanation(decision: Decision) -> list[object]:
     scorers = list(diagnosis.weights)
     rows = []
     for verdict in diagnosis.verdicts:
-        placed = replicas.get(verdict.cluster, "—")
-        shown = "✓" if placed is None else str(placed)
+        shown = (
+            summary.replicas_label(decision, verdict.cluster, replicas[verdict.cluster])
+            if verdict.cluster in replicas
+            else "—"
+        )
         if verdict.rejected_by is not None:
             cells = ["" for _ in scorers]
             rows.append(

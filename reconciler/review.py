@@ -8,6 +8,11 @@ review is reproducible byte for byte). Nothing is observed, applied or committed
 
 When the base is invalid, the state in force stands in for it: the output branch's rendered
 manifests and decisions, and the water levels of its status files.
+
+The review also says what it could not include: uncommitted changes in the work tree of a
+local repository (a plan reads commits, never files), and a missing output branch (then every
+cluster's declared capacity and allocation stand in for observations, and there are no previous
+decisions). The head side lists what later passes will still do (`followups`).
 """
 
 from __future__ import annotations
@@ -18,12 +23,15 @@ from pathlib import Path
 
 import structlog
 
-from reconciler import guard, live, load, pipeline, plandiff, status
+from reconciler import followups, gitrepo, guard, live, load, pipeline, plandiff, schedule, status
 from reconciler.domain import Decision, Source, Spec
 from reconciler.errors import Severity, ValidationFailed
 from reconciler.schedule import standing
 
 log = structlog.get_logger("dro")
+
+UNCOMMITTED_SHOWN = 10
+"""Uncommitted files named in the review's note; the rest are counted."""
 
 
 def plan_review(
@@ -59,7 +67,47 @@ def plan_review(
     before, after = side(base, sources[0]), side(head, sources[1])
     if not before.valid and after.valid:
         before = _in_force(before, revisions, output_branch)
-    return plandiff.compare(before, replace(after, note=_set_aside(after.decisions)))
+    diff = plandiff.compare(before, replace(after, note=_set_aside(after.decisions)))
+    notes = (
+        *_uncommitted(location, revisions.local),
+        *_no_output_branch(output_branch, revisions.tip(output_branch) is not None, before.valid),
+    )
+    return replace(diff, notes=notes)
+
+
+def _uncommitted(location: str, local: bool) -> tuple[str, ...]:
+    """Said when the work tree of a local repository has source files the plan leaves out."""
+    if not local:
+        return ()
+    changed = {
+        path: how
+        for path, how in gitrepo.worktree_changes(Path(location)).items()
+        if load.is_source_path(path)
+    }
+    if not changed:
+        return ()
+    listed = [f"{path} ({how})" for path, how in changed.items()]
+    shown = ", ".join(listed[:UNCOMMITTED_SHOWN])
+    more = len(listed) - UNCOMMITTED_SHOWN
+    if more > 0:
+        shown += f" and {more} more"
+    one = len(listed) == 1
+    return (
+        f"The working tree has {len(listed)} uncommitted {'change' if one else 'changes'} "
+        f"that this plan does not include (dro plan reads commits, not files): {shown}. "
+        f"Commit {'it' if one else 'them'} to plan {'it' if one else 'them'}.",
+    )
+
+
+def _no_output_branch(branch: str, found: bool, base_valid: bool) -> tuple[str, ...]:
+    """Said when there is no output branch to take decisions and observations from."""
+    if found or not base_valid:  # an invalid base's note already says it
+        return ()
+    return (
+        f"No output branch `{branch}` was found: the clusters' declared capacity and "
+        "allocation were used instead of observed water levels, and both sides were placed "
+        "as a first placement.",
+    )
 
 
 def _set_aside(decisions: Sequence[Decision]) -> str:
@@ -107,13 +155,19 @@ def _side(
         )
     except ValidationFailed as failed:
         return plandiff.Side(ref=ref, commit=source.commit, problems=failed.problems)
+    spec = planned.spec
+    still = schedule.still_filling(planned.decisions, pipeline.filling(spec, phases), now)
     return plandiff.Side(
         ref=ref,
         commit=source.commit,
         decisions=planned.decisions,
         tree=planned.tree,
-        clusters=tuple(sorted(c.name for c in planned.spec.clusters)),
+        clusters=tuple(sorted(c.name for c in spec.clusters)),
         water_levels=planned.water_levels,
+        water_level_limits=dict(spec.config.water_level_limit),
+        follow_ups=followups.sentences(
+            planned.decisions, filling=still, budget=spec.config.rebalance.max_moves, now=now
+        ),
     )
 
 

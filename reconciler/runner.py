@@ -10,6 +10,8 @@ pass, not many). Only the leader runs passes (`leading`); a follower waits.
   the next interval or trigger, so the loop never spins on a bad commit.
 - Shutdown (`stop`) or lost leadership interrupts a pass only before it commits, so nothing is
   half-written: the commit is one ref update, and once a pass has pushed it finishes applying.
+- Except when this replica may no longer write: every write checks `fence` (the leader's
+  renew deadline), and a failed check abandons the pass at that write (`fence.Deposed`).
 
 Every pass is counted in the metrics with its result and its stage durations.
 
@@ -34,7 +36,7 @@ from dataclasses import dataclass
 import structlog
 import tenacity
 
-from reconciler import metrics, pipeline
+from reconciler import fence, metrics, pipeline
 from reconciler.errors import DroError, PermanentError, TransientError, ValidationFailed
 from reconciler.settings import Settings
 
@@ -110,10 +112,6 @@ class Interrupted(DroError):
     """Shutdown or lost leadership stopped a pass before it wrote anything."""
 
 
-def _reconcile(settings: Settings, hook: pipeline.StageHook) -> pipeline.PassResult:
-    return pipeline.reconcile_once(settings, on_stage=hook)
-
-
 class Runner:
     """The loop of one `dro run` process."""
 
@@ -123,7 +121,7 @@ class Runner:
         options: RunOptions,
         meter: metrics.Metrics,
         *,
-        run_pass: PassFunction = _reconcile,
+        run_pass: PassFunction | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
         rng: Callable[[], float] = random.random,
@@ -131,7 +129,9 @@ class Runner:
         self.settings = settings
         self.options = options
         self.metrics = meter
-        self.run_pass = run_pass
+        self.run_pass = run_pass or self._reconcile
+        self.fence: fence.Fence = fence.UNFENCED
+        """Checked before every write of a pass; the leader loop's when electing."""
         self.clock, self.wall, self.rng = clock, wall, rng
         self.stop = threading.Event()
         self.leading = threading.Event()
@@ -149,6 +149,9 @@ class Runner:
         """The stage the running pass is in; None between passes."""
         self.forward: Callable[[], bool] | None = None
         """How a follower asks the leader for a pass (a stamp on the Lease)."""
+
+    def _reconcile(self, settings: Settings, hook: pipeline.StageHook) -> pipeline.PassResult:
+        return pipeline.reconcile_once(settings, on_stage=hook, fenced=self.fence)
 
     # --- control ------------------------------------------------------------------------------
 
@@ -265,7 +268,7 @@ class Runner:
         try:
             outcome = self.run_pass(self.settings, hook)
             result = self._finished_pass(outcome)
-        except Interrupted as error:
+        except (Interrupted, fence.Deposed) as error:
             result = metrics.INTERRUPTED
             log.warning("pass_interrupted", reason=str(error))
         except ValidationFailed as failed:
@@ -284,6 +287,12 @@ class Runner:
         except Exception as error:  # a bug must not stop the service: report, go on
             log.exception("pass_crashed", error=repr(error))
         finally:
+            with self._stage_lock:
+                abandoned = self._abandoning
+            if abandoned:
+                # `abandon` counted this pass and the process is exiting; a stage that failed
+                # meanwhile (the signal broke its syscall: EINTR) must not count it again
+                threading.Event().wait()
             self.stage = None
             self.passes += 1
             if result != metrics.INTERRUPTED:

@@ -34,6 +34,7 @@ import jsonschema.exceptions
 import jsonschema_rs
 from referencing import Registry, Resource
 
+from reconciler import kuberanges
 from reconciler.yamlio import escape_pointer_token
 
 MAX_ERRORS_PER_DOCUMENT = 20
@@ -130,6 +131,7 @@ def _kube_folder(version: str) -> Traversable:
 @cache
 def _kube_definitions(version: str) -> Mapping[str, Any]:
     definitions = json.loads(_kube_folder(version).joinpath("_definitions.json").read_text())
+    kuberanges.bounded(definitions.get("$defs") or definitions.get("definitions") or {})
     return {"https://kubernetes.io/api/_definitions.json": definitions}
 
 
@@ -226,7 +228,15 @@ def _describe(error: jsonschema.exceptions.ValidationError, blind: bool) -> list
     if error.validator == "enum":
         allowed = ", ".join(repr(v) for v in cast(list[Any], error.validator_value))
         return [SchemaError(pointer=base, message=f"{error.instance!r} is not one of {allowed}")]
-    return [SchemaError(pointer=base, message=error.message)]
+    message = error.message
+    if isinstance(error.instance, str) and len(error.instance) > _LONGEST_SHOWN:
+        shown = f"{error.instance[:_LONGEST_SHOWN]!r}…({len(error.instance)} characters)"
+        message = message.replace(repr(error.instance), shown)
+    return [SchemaError(pointer=base, message=message)]
+
+
+_LONGEST_SHOWN = 60
+"""A longer string value is cut in a message: a 5,000-digit value must not flood the report."""
 
 
 NOT_SHOWN = "(the value is not shown)"

@@ -6,7 +6,8 @@ placement) and `status/` (the last observations), and trusts neither blindly:
 - Every such file dro writes starts with a seal, a comment line holding the sha256 of the rest
   of the file (`seal`). A file whose seal is missing or does not match was edited outside dro.
 - Every field dro reads back is checked for the type and range dro writes: names are strings,
-  counts integers within int32, times RFC 3339, amounts finite numbers, phases known ones.
+  counts integers within int32, times RFC 3339, amounts Kubernetes quantities (or the finite
+  numbers of earlier versions), phases known ones.
 
 A status file that fails either check is skipped with a warning naming it (the cluster then
 counts as never observed). A decision that fails either check is not used as the previous
@@ -28,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from reconciler import durations, summary, yamlio
+from reconciler import durations, quantities, summary, yamlio
 from reconciler.domain import Decision, ResourceKey, group_of
 from reconciler.domain.decision import MOVE_PHASES
 
@@ -134,11 +135,15 @@ def checked_decision(document: Any) -> Decision:
         _text(item, "name", where)
         if item.get("replicas") is not None:
             _count(item, "replicas", where)
+        if item.get("effectiveReplicas") is not None:
+            _count(item, "effectiveReplicas", where, minimum=0)
     for index, entry in enumerate(_list(status, "retiring")):
         where = f"/status/retiring/{index}"
         item = _mapping(entry, where)
         _text(item, "name", where)
         _count(item, "replicas", where)
+        if item.get("effectiveReplicas") is not None:
+            _count(item, "effectiveReplicas", where, minimum=0)
         if item.get("phase") is not None and item["phase"] not in MOVE_PHASES:
             raise StateError(f"{where}/phase: {item['phase']!r} is not a move phase")
         if item.get("phase") is not None or item.get("since") is not None:
@@ -172,7 +177,8 @@ def _resource(status: Mapping[str, Any]) -> tuple[ResourceKey, str]:
 
 # --- status -------------------------------------------------------------------------------------
 
-_AMOUNTS = ("capacity", "allocated", "used", "largestNodeFree", "waterLevel")
+_QUANTITIES = ("capacity", "allocated", "used", "largestNodeFree")
+"""Resource maps written as Kubernetes quantities (plain numbers in earlier versions)."""
 _FLAGS = ("reachable", "stale", "suspended")
 _TEXTS = ("source", "phase", "health", "message", "resource")
 
@@ -190,9 +196,11 @@ def status_of(path: str, data: bytes) -> Mapping[str, Any]:
     for field in ("observedAt", "unreachableSince"):
         if status.get(field) is not None:
             _time(status, field, "/status")
-    for field in _AMOUNTS:
+    for field in _QUANTITIES:
         if field in status:
-            _amounts(status[field], f"/status/{field}")
+            _quantities(status[field], f"/status/{field}")
+    if "waterLevel" in status:
+        _amounts(status["waterLevel"], "/status/waterLevel")
     if "workloads" in status:
         _amounts(status["workloads"], "/status/workloads")
     for index, entry in enumerate(_list(status, "pending")):
@@ -269,6 +277,16 @@ def _amounts(value: Any, where: str) -> None:
         number = isinstance(amount, int | float) and not isinstance(amount, bool)
         if not isinstance(key, str) or not number or not _finite(amount) or amount < 0:
             raise StateError(f"{where}: {str(key)[:60]!r} is not a finite amount >= 0")
+
+
+def _quantities(value: Any, where: str) -> None:
+    for key, amount in _mapping(value, where).items():
+        if not isinstance(key, str):
+            raise StateError(f"{where}: {str(key)[:60]!r} is not a resource name")
+        try:
+            quantities.amount(amount)
+        except ValueError as error:
+            raise StateError(f"{where}/{key[:60]}: {error}") from None
 
 
 def _finite(amount: float) -> bool:

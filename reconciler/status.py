@@ -10,7 +10,9 @@
 - Status files are committed at most once per `--status-interval` when only they changed,
   unless health or reachability changed (`urgent`, `due`).
 
-Amounts are in base units (cores, bytes), as in an `Observation`. This module is pure.
+Amounts are written as Kubernetes quantities (`cpu: "96"`, `memory: 300Gi`) and read back in
+base units (cores, bytes), as in an `Observation`; files of earlier versions, which held plain
+numbers, read as well (`quantities`). Water levels are plain ratios. This module is pure.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from reconciler import durations, health, statefiles, yamlio
+from reconciler import durations, health, inventory, quantities, statefiles, yamlio
 from reconciler.domain import DRO_API_VERSION, Cluster, Decision, Observation, ResourceKey
 
 CLUSTERS = "status/clusters/"
@@ -33,9 +35,9 @@ def cluster_status(observation: Observation, *, suspended: bool = False) -> dict
         "source": OBSERVED,
         "observedAt": observation.observed_at,
         "reachable": not observation.unreachable_since and not suspended,
-        "capacity": _amounts(observation.capacity),
-        "used": _amounts(observation.used),
-        "largestNodeFree": _amounts(observation.largest_node_free),
+        "capacity": quantities.texts(observation.capacity),
+        "used": quantities.texts(observation.used),
+        "largestNodeFree": quantities.texts(observation.largest_node_free),
         "waterLevel": water_level(observation.capacity, observation.used),
     }
     if observation.stale:
@@ -79,9 +81,9 @@ def stale_observation(
     if status.get("unreachableSince") and unreachable_since is not None:
         unreachable_since = str(status["unreachableSince"])
     if status.get("source") == OBSERVED:
-        capacity = _floats(status.get("capacity"))
-        used = _floats(status.get("used"))
-        largest = _floats(status.get("largestNodeFree"))
+        capacity = quantities.amounts(status.get("capacity"))
+        used = quantities.amounts(status.get("used"))
+        largest = quantities.amounts(status.get("largestNodeFree"))
         observed_at = status.get("observedAt")
     else:
         capacity, used = dict(cluster.capacity), dict(cluster.allocated)
@@ -133,9 +135,9 @@ def committed_observations(
         since = status.get("unreachableSince")
         result[cluster.name] = Observation(
             cluster=cluster.name,
-            capacity=_floats(status.get("capacity")),
-            used=_floats(status.get("used")),
-            largest_node_free=_floats(status.get("largestNodeFree")),
+            capacity=quantities.amounts(status.get("capacity")),
+            used=quantities.amounts(status.get("used")),
+            largest_node_free=quantities.amounts(status.get("largestNodeFree")),
             observed_at=str(status["observedAt"]) if status.get("observedAt") else None,
             stale=bool(status.get("stale")),
             unreachable_since=str(since) if since else None,
@@ -174,11 +176,10 @@ def _committed_health(files: Mapping[str, bytes]) -> dict[str, dict[ResourceKey,
 
 
 def _key(name: Any) -> ResourceKey | None:
-    """The `ResourceKey` of a `group/kind/namespace/name` string (`_name`), or None."""
-    parts = name.split("/") if isinstance(name, str) else []
-    if len(parts) != 4 or not parts[1] or not parts[3]:
-        return None
-    return ResourceKey(group=parts[0], kind=parts[1], namespace=parts[2], name=parts[3])
+    """The `ResourceKey` of a placement name (`_name`), or None; earlier versions' names,
+    with empty segments, read too."""
+    parts = inventory.parse_placement_name(name)
+    return None if parts is None else ResourceKey(*parts)
 
 
 def workload_files(
@@ -268,11 +269,7 @@ def _workload_document(key: ResourceKey, per_cluster: Mapping[str, health.Health
 
 
 def _name(key: ResourceKey) -> str:
-    return f"{key.group}/{key.kind}/{key.namespace}/{key.name}"
-
-
-def _amounts(values: Mapping[str, float]) -> dict[str, float | int]:
-    return {k: int(v) if float(v).is_integer() else round(v, 6) for k, v in sorted(values.items())}
+    return inventory.placement_name(key.group, key.kind, key.namespace, key.name)
 
 
 def _floats(raw: Any) -> dict[str, float]:

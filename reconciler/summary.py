@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from reconciler import quantities
 from reconciler import status as observed
 from reconciler.domain import (
     DRO_API_VERSION,
@@ -25,7 +26,11 @@ from reconciler.domain import (
 
 
 def decision_entry(decision: Decision) -> dict[str, Any]:
-    """One decision as pinned: resource, policy (null for the default), clusters, unschedulable."""
+    """One decision as pinned: resource, policy (null for the default), clusters, unschedulable.
+
+    A cluster's `replicas` is the division's count (what the next pass divides from, summing
+    to the workload's replicas); where an override of `spec.replicas` makes the cluster run
+    another count, the entry adds `effectiveReplicas`, the count in its rendered manifest."""
     key = decision.key
     policy = decision.policy
     return {
@@ -39,11 +44,18 @@ def decision_entry(decision: Decision) -> dict[str, Any]:
         if policy is None
         else {"kind": policy.kind, "namespace": policy.namespace, "name": policy.name},
         "clusters": [
-            {"name": p.cluster, "replicas": p.replicas}
+            _with_effective({"name": p.cluster, "replicas": p.replicas}, decision)
             for p in sorted(decision.clusters, key=lambda p: p.cluster)
         ],
         "unschedulable": decision.unschedulable,
     }
+
+
+def _with_effective(entry: dict[str, Any], decision: Decision) -> dict[str, Any]:
+    """A `clusters` or `retiring` entry, with `effectiveReplicas` where an override of
+    `spec.replicas` makes the cluster run another count than the division's `replicas`."""
+    runs = decision.effective.get(entry["name"])
+    return entry if runs is None else {**entry, "effectiveReplicas": runs}
 
 
 def diagnosis_document(decision: Decision) -> dict[str, Any]:
@@ -78,7 +90,13 @@ def decision_document(decision: Decision) -> dict[str, Any]:
     if decision.affinity_term is not None:
         status["affinityTerm"] = decision.affinity_term
     if decision.retiring:
-        status["retiring"] = [retiring_entry(p) for p in decision.retiring]
+        placed = {p.cluster for p in decision.clusters}
+        status["retiring"] = [
+            retiring_entry(p)
+            if p.cluster in placed
+            else _with_effective(retiring_entry(p), decision)
+            for p in decision.retiring
+        ]
     if decision.moves:
         status["moves"] = [
             {
@@ -161,6 +179,11 @@ def decision_from_document(document: Mapping[str, Any]) -> Decision:
             for m in status.get("moves") or ()
         ),
         rebalance_served=status.get("rebalanceServed"),
+        effective={
+            str(entry["name"]): int(entry["effectiveReplicas"])
+            for entry in (*(status.get("clusters") or ()), *(status.get("retiring") or ()))
+            if entry.get("effectiveReplicas") is not None
+        },
     )
 
 
@@ -195,8 +218,8 @@ def observation(
     else:
         status = {
             "source": "declared",
-            "capacity": dict(sorted(cluster.capacity.items())),
-            "allocated": dict(sorted(cluster.allocated.items())),
+            "capacity": quantities.texts(cluster.capacity),
+            "allocated": quantities.texts(cluster.allocated),
             "waterLevel": water_levels(cluster),
         }
     if filling:
@@ -211,14 +234,24 @@ def observation(
     }
 
 
+def replicas_label(decision: Decision, cluster: str, replicas: int | None) -> str:
+    """A cluster's count as users should read it: the count that runs there. `2`; `✓` for
+    a kind without replicas; `5 (override; divided 2)` where an override of `spec.replicas`
+    makes the cluster run another count than the division gave it."""
+    if replicas is None:
+        return "✓"
+    runs = decision.effective.get(cluster)
+    return str(replicas) if runs is None else f"{runs} (override; divided {replicas})"
+
+
 def _cell(decision: Decision, cluster: str) -> str:
     retiring = {p.cluster: _retiring_label(p) for p in decision.retiring}
     for placed in decision.clusters:
         if placed.cluster == cluster:
-            shown = "✓" if placed.replicas is None else str(placed.replicas)
+            shown = replicas_label(decision, cluster, placed.replicas)
             return f"{shown} ({retiring[cluster]})" if cluster in retiring else shown
     if cluster in retiring:
-        return f"0 ({retiring[cluster]})"
+        return f"{replicas_label(decision, cluster, 0)} ({retiring[cluster]})"
     return "—"
 
 

@@ -318,6 +318,7 @@ def check(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Result:
     into.problems += hooks.problems
     into.problems += datamodel.unknown_data_sets(into.data_refs, data_sets)
     refs.check_karmada_rules(into.placement, into.problems)
+    refs.check_requested_times(into.placement, config, into.problems)
     claimed_by = refs.check_claims(into.placement, objects, into.problems)
     layers = _check_guard(ceiling, into, objects, cluster_list, None in claimed_by.values())
     crds = refs.crds_of(into.objects)
@@ -399,7 +400,8 @@ def removed_clusters(spec: Spec, previous: Iterable[Decision]) -> list[str]:
     for decision in sorted(previous, key=lambda d: d.key.sort_key):
         for placed in (*decision.clusters, *decision.retiring):
             if placed.cluster not in known:
-                count = "" if placed.replicas is None else f"{placed.replicas}× "
+                runs = decision.effective.get(placed.cluster, placed.replicas)  # an override's
+                count = "" if runs is None or placed.replicas is None else f"{runs}× "
                 held.setdefault(placed.cluster, []).append(f"{count}{decision.key}")
     return [
         f"cluster {name} was removed while it still holds {', '.join(objects)}: they are "

@@ -2,10 +2,11 @@
 
 Reading: libyaml composes the node graph, and this module builds plain values from it, recording
 the line of every node under its JSON pointer. It rejects what a hostile or careless commit can
-carry: duplicate keys, alias bombs (too many alias expansions), custom tags and oversized files.
-Timestamps stay strings, as kubectl keeps them. Writing: a narrow block-style emitter for plain
-JSON-like data (sorted keys, no aliases), several times faster than PyYAML's representer, so
-the same value always gives the same bytes.
+carry: duplicate keys, alias bombs (too many alias expansions), tags other than YAML's own on
+scalars, mappings and sequences, oversized files, and what `yamlguard` limits (nesting, numbers).
+Timestamps stay strings, as kubectl keeps them; YAML 1.1's `=` value type reads as the string.
+Writing: a narrow block-style emitter for plain JSON-like data (sorted keys, no aliases),
+several times faster than PyYAML's representer, so the same value always gives the same bytes.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from reconciler import yamlguard
 from reconciler.domain import Document, Origin
 from reconciler.errors import Problem
 
@@ -27,14 +29,14 @@ MAX_NODES_PER_FILE = 400_000
 """Nodes built from one file, aliases expanded; a billion-laughs file hits this early."""
 
 _STR = "tag:yaml.org,2002:str"
-_SCALAR_TAGS = {
-    "tag:yaml.org,2002:null",
-    "tag:yaml.org,2002:bool",
-    "tag:yaml.org,2002:int",
-    "tag:yaml.org,2002:float",
-    _STR,
-}
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_NULL = "tag:yaml.org,2002:null"
+_VALUE = "tag:yaml.org,2002:value"
+"""YAML 1.1's `=` type: libyaml resolves a plain `=` to it; it reads as the string."""
+_AS_WRITTEN = {_STR, _VALUE, "tag:yaml.org,2002:timestamp"}
+_SCALAR_TAGS = {_NULL, "tag:yaml.org,2002:bool", yamlguard.INT_TAG, yamlguard.FLOAT_TAG, _STR}
+_COLLECTION_TAGS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"}
+_Loader = yamlguard.Loader
+escape_pointer_token = yamlguard.escape_pointer_token
 
 
 class YamlError(Exception):
@@ -43,11 +45,6 @@ class YamlError(Exception):
     def __init__(self, problem: Problem) -> None:
         self.problem = problem
         super().__init__(str(problem))
-
-
-def escape_pointer_token(token: str) -> str:
-    """RFC 6901 escaping of one reference token."""
-    return token.replace("~", "~0").replace("/", "~1")
 
 
 class _Builder:
@@ -59,8 +56,9 @@ class _Builder:
         self.nodes_built = 0
         self.lines: dict[str, int] = {}
 
-    def fail(self, node: yaml.Node, message: str) -> YamlError:
-        return YamlError(Problem(path=self.path, line=node.start_mark.line + 1, message=message))
+    def fail(self, node: yaml.Node, message: str, pointer: str = "") -> YamlError:
+        line = node.start_mark.line + 1
+        return YamlError(Problem(path=self.path, line=line, pointer=pointer, message=message))
 
     def build(self, node: yaml.Node, pointer: str, depth: int = 0) -> Any:
         self.nodes_built += 1
@@ -68,16 +66,19 @@ class _Builder:
             raise self.fail(
                 node, f"more than {MAX_NODES_PER_FILE} nodes after expanding aliases (alias bomb?)"
             )
-        if depth > 100:
-            raise self.fail(node, "nesting deeper than 100 levels")
+        if depth > yamlguard.MAX_DEPTH:  # aliases can nest deeper than the composer saw
+            outer = yamlguard.outer(pointer)
+            line = self.lines.get(outer, node.start_mark.line + 1)
+            message = f"nesting deeper than {yamlguard.MAX_DEPTH} levels"
+            raise YamlError(Problem(path=self.path, line=line, pointer=outer, message=message))
         self.lines.setdefault(pointer, node.start_mark.line + 1)
+        if isinstance(node, yaml.ScalarNode):
+            return self.build_scalar(node, pointer)
+        if node.tag not in _COLLECTION_TAGS:
+            raise self.fail(node, f"unsupported YAML tag {node.tag}", pointer)
         if isinstance(node, yaml.MappingNode):
             return self.build_mapping(node, pointer, depth)
-        if isinstance(node, yaml.SequenceNode):
-            return [
-                self.build(item, f"{pointer}/{i}", depth + 1) for i, item in enumerate(node.value)
-            ]
-        return self.build_scalar(node)
+        return [self.build(item, f"{pointer}/{i}", depth + 1) for i, item in enumerate(node.value)]
 
     def build_mapping(self, node: yaml.MappingNode, pointer: str, depth: int) -> dict[str, Any]:
         result: dict[str, Any] = {}
@@ -85,10 +86,8 @@ class _Builder:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 raise self.fail(key_node, "merge keys (<<) are not supported")
             if not isinstance(key_node, yaml.ScalarNode):
-                raise self.fail(key_node, "mapping keys must be scalars")
-            key = self.build_scalar(key_node)
-            if not isinstance(key, str):
-                key = key_node.value if key is not None else "null"
+                raise self.fail(key_node, "mapping keys must be scalars", pointer)
+            key = self.key(key_node, pointer)
             if key in result:
                 raise YamlError(
                     Problem(
@@ -104,14 +103,28 @@ class _Builder:
             result[key] = self.build(value_node, child, depth + 1)
         return result
 
-    def build_scalar(self, node: yaml.Node) -> Any:
-        if node.tag == "tag:yaml.org,2002:timestamp":
+    def key(self, node: yaml.ScalarNode, pointer: str) -> str:
+        """A mapping key as text: as written, `null` for a null key (never a number, so a
+        huge or odd numeric key cannot fail)."""
+        tag = node.tag
+        if tag not in _SCALAR_TAGS and tag not in _AS_WRITTEN:
+            raise self.fail(node, f"unsupported YAML tag {tag}", pointer)
+        return "null" if tag == _NULL else str(node.value)
+
+    def build_scalar(self, node: yaml.ScalarNode, pointer: str) -> Any:
+        tag = node.tag
+        if tag in _AS_WRITTEN:
             return node.value
-        if node.tag not in _SCALAR_TAGS:
-            raise self.fail(node, f"unsupported YAML tag {node.tag}")
-        if node.tag == _STR:
-            return node.value
-        return self.constructor.construct_object(node, deep=True)
+        if tag not in _SCALAR_TAGS:
+            raise self.fail(node, f"unsupported YAML tag {tag}", pointer)
+        try:
+            value = self.constructor.construct_object(node, deep=True)
+        except ValueError:  # Python's int-string limit (4,300 digits)
+            value = None
+        problem = yamlguard.number_problem(tag, value, node.value)
+        if problem:
+            raise self.fail(node, problem, pointer)
+        return value
 
 
 def parse_documents(path: str, data: bytes) -> list[Document]:
@@ -151,17 +164,29 @@ def parse_documents(path: str, data: bytes) -> list[Document]:
                 continue
             origin = Origin(path=path, line=node.start_mark.line + 1, lines=builder.lines)
             documents.append(Document(origin=origin, body=body))
+    except yamlguard.TooDeep as exc:
+        problem = Problem(path=path, line=exc.line, pointer=exc.pointer, message=str(exc))
+        raise YamlError(problem) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else 1
-        raise YamlError(
-            Problem(path=path, line=line, message=f"malformed YAML: {exc.problem or exc}")
-        ) from exc
+        message = f"malformed YAML: {_one_line(exc.problem or str(exc))}"
+        raise YamlError(Problem(path=path, line=line, message=message)) from exc
+    except yaml.reader.ReaderError as exc:  # a control character: libyaml gives its offset
+        line = text[: exc.position].count("\n") + 1
+        message = f"malformed YAML: {_one_line(exc.reason)} (#x{exc.character:04x})"
+        raise YamlError(Problem(path=path, line=line, message=message)) from exc
     except yaml.YAMLError as exc:
-        raise YamlError(Problem(path=path, line=1, message=f"malformed YAML: {exc}")) from exc
+        message = f"malformed YAML: {_one_line(str(exc))}"
+        raise YamlError(Problem(path=path, line=1, message=message)) from exc
     finally:
         loader.dispose()
     return documents
+
+
+def _one_line(text: str) -> str:
+    """A parser's message on one line: a report line must not be split or forged."""
+    return " ".join(text.split())
 
 
 def load_own(path: str, data: bytes) -> Any:
@@ -172,7 +197,7 @@ def load_own(path: str, data: bytes) -> Any:
         raise YamlError(Problem(path=path, line=1, message="file is over the size limit"))
     try:
         return yaml.load(data, Loader=_Loader)  # _Loader is the safe loader
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, ValueError) as exc:  # ValueError: Python's int-string limit
         raise YamlError(Problem(path=path, line=1, message=f"malformed YAML: {exc}")) from exc
 
 

@@ -22,8 +22,16 @@ DRO_YAML = (
     "apiVersion: multicluster.io/v1alpha1\nkind: SchedulerConfiguration\nmetadata:\n"
     "  name: dro\nspec:\n"
 )
+DEPLOYMENT = (
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\n  namespace: shop\n"
+    "spec:\n  replicas: {replicas}\n  selector: {{matchLabels: {{a: b}}}}\n"
+    "  template:\n    metadata: {{labels: {{a: b}}}}\n"
+    "    spec:\n      containers:\n        - name: c\n          image: i\n"
+    "          resources: {{requests: {{cpu: {cpu}}}}}\n"
+)
 W = "workloads/shop/bad.yaml"
 P = "policies/bad.yaml"
+C = "clusters/eu-west-3.yaml"
 
 CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
     ("malformed-yaml", {W: CM.format(name="x") + "data: {a: [1\n"}, W, 7, "malformed YAML"),
@@ -450,5 +458,167 @@ CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
         W,
         7,
         "is not stateful",
+    ),
+    ("nesting-30000-deep", {W: "a: " + "[" * 30000 + "]" * 30000 + "\n"}, W, 1, "deeper than 100"),
+    ("block-nesting-30000-deep", {W: "- " * 30000 + "x\n"}, W, 1, "nesting deeper than 100"),
+    (
+        "integer-5000-digits",
+        {W: DEPLOYMENT.format(replicas="9" * 5000, cpu="1")},
+        W,
+        7,
+        "(5000 characters) is outside int64",
+    ),
+    (
+        "integer-beyond-int64",
+        {W: DEPLOYMENT.format(replicas="9223372036854775808", cpu="1")},
+        W,
+        7,
+        "is outside int64",
+    ),
+    (
+        "replicas-negative",
+        {W: DEPLOYMENT.format(replicas="-1", cpu="1")},
+        W,
+        7,
+        "-1 is less than the minimum of 0",
+    ),
+    (
+        "replicas-above-int32",
+        {W: DEPLOYMENT.format(replicas="2147483648", cpu="1")},
+        W,
+        7,
+        "2147483648 is greater than the maximum of 2147483647",
+    ),
+    (
+        "request-not-a-quantity",
+        {W: DEPLOYMENT.format(replicas="1", cpu="lots")},
+        W,
+        15,
+        "'lots' is not a Kubernetes quantity",
+    ),
+    (
+        "request-beyond-float64",
+        {W: DEPLOYMENT.format(replicas="1", cpu="'1e309'")},
+        W,
+        15,
+        "'1e309' is out of range",
+    ),
+    (
+        "request-negative",
+        {W: DEPLOYMENT.format(replicas="1", cpu="'-2'")},
+        W,
+        15,
+        "must be greater than or equal to 0",
+    ),
+    (
+        "static-weight-10-to-the-30",
+        {
+            P: RPP.format(name="p") + "  resourceSelector: {apiVersion: apps/v1, kind: "
+            "Deployment}\n  placement:\n    replicaScheduling:\n      type: Divided\n"
+            "      division: StaticWeight\n      weights:\n        - clusters: [eu-west-1]\n"
+            "          weight: 1000000000000000000000000000000\n"
+        },
+        P,
+        13,
+        "is outside int64",
+    ),
+    (
+        "capacity-nan",
+        {C: CLUSTER.format(name="eu-west-3") + "  capacity: {cpu: .nan}\n"},
+        C,
+        7,
+        ".nan is not a finite number",
+    ),
+    (
+        "capacity-1e309",
+        {C: CLUSTER.format(name="eu-west-3") + "  capacity: {cpu: '1e309'}\n"},
+        C,
+        7,
+        "'1e309' is out of range",
+    ),
+    (
+        "allocated-infinite",
+        {C: CLUSTER.format(name="eu-west-3") + "  allocated:\n    memory: 1.0e+309\n"},
+        C,
+        8,
+        "1.0e+309 is not a finite number",
+    ),
+    (
+        "cost-nan",
+        {C: CLUSTER.format(name="eu-west-3") + "  cost: {cpu: .NaN}\n"},
+        C,
+        7,
+        "not a finite number",
+    ),
+    (
+        "requested-at-not-a-date",
+        {
+            P: RPP.format(name="p") + "  resourceSelector: {apiVersion: apps/v1, kind: "
+            "Deployment, name: cart, namespace: shop}\n  placement:\n    rebalance:\n"
+            "      requestedAt: '2026-13-45T10:00:00Z'\n"
+        },
+        P,
+        9,
+        "is not a valid time: month must be in 1..12",
+    ),
+    (
+        "max-moves-5000-digits",
+        {"dro.yaml": DRO_YAML + "  rebalance: {maxMovesPerPass: '" + "9" * 5000 + "'}\n"},
+        "dro.yaml",
+        6,
+        "(5000 characters) does not match",
+    ),
+    (
+        "cooldown-400-digits",
+        {"dro.yaml": DRO_YAML + "  rebalance:\n    cooldown: " + "9" * 400 + "h\n"},
+        "dro.yaml",
+        7,
+        "does not match",
+    ),
+    ("set-tag", {W: CM.format(name="x") + "data: !!set {a, b}\n"}, W, 6, "unsupported YAML tag"),
+    (
+        "python-apply-tag-on-a-sequence",
+        {W: CM.format(name="x") + "data: !!python/object/apply:os.system [id]\n"},
+        W,
+        6,
+        "tag:yaml.org,2002:python/object/apply:os.system",
+    ),
+    (
+        "local-tag-on-a-mapping",
+        {W: CM.format(name="x") + "data: !mine {a: b}\n"},
+        W,
+        6,
+        "unsupported YAML tag !mine",
+    ),
+    (
+        "control-character",
+        {W: "apiVersion: v1\nkind: ConfigMap\ndata:\n  a: b\x07c\n"},
+        W,
+        4,
+        "malformed YAML: control characters are not allowed (#x0007)",
+    ),
+    (
+        "spec-not-a-mapping",
+        {
+            W: "apiVersion: apps/v1\nkind: Deployment\n"
+            "metadata: {name: x, namespace: shop}\nspec: 5\n"
+        },
+        W,
+        4,
+        "is not of type 'object'",
+    ),
+    (
+        "request-is-a-list",
+        {W: DEPLOYMENT.format(replicas="1", cpu="[1]")},
+        W,
+        15,
+        "[1] is not of type",
+    ),
+    (
+        "rpp-without-selector",
+        {P: RPP.format(name="p") + "  resourceSelectors: []\n"},
+        P,
+        6,
+        "should be non-empty",
     ),
 ]

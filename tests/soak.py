@@ -6,8 +6,10 @@ with faults injected at random, and what the run leaves behind turned into check
   every request answered with an error and every request held by an injected delay.
 - `Tail`: the JSON events of one `dro run` log, read incrementally (the log grows to
   thousands of lines; re-reading it on every poll would starve the service of CPU).
-- `Soak`: the driver: it starts everything, runs random steps until enough passes ran, ends
-  with a clean pass on a last source commit, and keeps what the assertions need.
+- `SoakFleet` (`tests/soak_fleet.py`): the processes: two `dro run` replicas electing a
+  leader on a Lease, each with a kubeconfig user of its own so the emulators name the sender.
+- `Soak`: the driver: it runs random steps until enough passes ran, ends with a clean pass
+  on a last source commit, and keeps what the assertions need.
 - `sub_passes`, `prune_phase`, `rendered_objects`: the analysis of the logs.
 
 Everything binds 127.0.0.1; every process is started in its own session and killed by PID.
@@ -16,60 +18,17 @@ Everything binds 127.0.0.1; every process is started in its own session and kill
 from __future__ import annotations
 
 import os
-import random
 import re
-import shutil
 import signal
-import subprocess
 import time
-from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 
-from tests.conftest import SourceRepo, git, make_source_repo
-from tests.livefleet import NAMES, deployment, source_files
-from tests.service import Service, wait_for
-from tests.soak_parts import (
-    CLUSTER_TIMEOUT,
-    INJECTED,
-    OUTPUT_BRANCH,
-    SLOW,
-    GitDaemon,
-    Instance,
-    RecordingAPI,
-    Tail,
-    dro_child,
-    rss_kib,
-)
+from tests.livefleet import NAMES, deployment
+from tests.service import wait_for
+from tests.soak_fleet import SoakFleet, Source
+from tests.soak_parts import INJECTED, SLOW, dro_child, rss_kib
 
 # --- the driver -----------------------------------------------------------------------------
-
-
-@dataclass
-class Source:
-    """One commit of the source repository and what it holds."""
-
-    sha: str
-    web: int
-    extras: frozenset[str]
-
-
-@dataclass
-class Figures:
-    """What the run did, for the assertions and the report."""
-
-    steps: list[str] = field(default_factory=list)
-    faults: Counter[str] = field(default_factory=Counter)
-    tips: list[str] = field(default_factory=list)
-    """The tip of the output branch after every step."""
-    rss_warm: list[int] = field(default_factory=list)
-    rss_end: list[int] = field(default_factory=list)
-    rss_trail: list[tuple[int, int, int]] = field(default_factory=list)
-    """(passes of the last process, its VmRSS, its RssAnon in KiB) after every step of the
-    last phase: file-backed pages (the git cache's packs, mapped) grow as the repo grows."""
-    metrics_check: tuple[int, int, int] | None = None
-    seconds: float = 0.0
 
 
 def extra_file(name: str, replicas: int) -> str:
@@ -84,168 +43,8 @@ def extra_file(name: str, replicas: int) -> str:
 WEB_REPLICAS = re.compile(r"replicas: \d+")
 
 
-class Soak:
+class Soak(SoakFleet):
     """The soak run: `with Soak(tmp, passes, seed) as soak: soak.run()`."""
-
-    def __init__(self, tmp: Path, passes: int, seed: int, warmup: int = 20) -> None:
-        self.tmp = tmp
-        self.target = passes
-        self.seed = seed
-        self.warmup = warmup
-        self.rng = random.Random(seed)
-        self.figures = Figures()
-        self.instances: list[Instance] = []
-        self.sources: dict[str, Source] = {}
-        self.source_order: list[str] = []
-        self.tips_log = tmp / "tips.log"
-        self.daemon = GitDaemon(tmp / "served")
-        self.apis: dict[str, RecordingAPI] = {}
-        self.kubeconfig = tmp / "kubeconfig"
-        self.repo: SourceRepo | None = None
-        self.web = 6
-        self.extras: dict[str, int] = {}
-        self.next_extra = 1
-        self.began = time.monotonic()
-
-    # setup and teardown
-
-    def __enter__(self) -> Soak:
-        try:
-            self._setup()
-        except BaseException:
-            self.__exit__()
-            raise
-        return self
-
-    def _setup(self) -> None:
-        self.daemon.base.mkdir(parents=True)
-        origin = make_source_repo(self.tmp / "origin", None)
-        origin.write(source_files())
-        origin.commit("fleet")
-        served = self.daemon.base / "fleet.git"
-        shutil.move(str(origin.bare), served)
-        git(origin.work, "remote", "set-url", "origin", str(served))
-        git(served, "symbolic-ref", "HEAD", "refs/heads/main")
-        hook = served / "hooks" / "post-update"
-        hook.write_text(
-            "#!/bin/sh\n"
-            'for ref in "$@"; do\n'
-            f'  if [ "$ref" = refs/heads/{OUTPUT_BRANCH} ]; then\n'
-            f'    echo "$(date +%s.%N) $(git rev-parse refs/heads/{OUTPUT_BRANCH})"'
-            f" >> '{self.tips_log}'\n"
-            "  fi\n"
-            "done\n"
-        )
-        hook.chmod(0o755)
-        self.repo = SourceRepo(bare=served, work=origin.work)
-        self._remember(git(origin.work, "rev-parse", "HEAD"))
-        self.daemon.start()
-        for name in NAMES:
-            api = RecordingAPI(name, nodes=2, rollouts=True)
-            api.start()
-            api.kubeconfig(self.kubeconfig, context=name)
-            self.apis[name] = api
-        self.start_instance()
-
-    def __exit__(self, *_exc: object) -> None:
-        for instance in self.instances:
-            instance.service.close()
-        for api in self.apis.values():
-            api.stop()
-        self.daemon.stop()
-
-    @property
-    def args(self) -> tuple[str, ...]:
-        """The flags of every `dro run` of the soak."""
-        return (
-            *("--repo", self.daemon.url("fleet.git"), "--interval", "200ms"),
-            *("--leader-elect=false", "--kubeconfig", str(self.kubeconfig)),
-            *("--cluster-timeout", f"{CLUSTER_TIMEOUT:g}s", "--move-wait", "0s"),
-            *("--status-interval", "1h", "--state-dir", str(self.tmp / "state")),
-        )
-
-    def start_instance(self) -> Instance:
-        """A new `dro run` on the same state dir and repository."""
-        service = Service(self.tmp, *self.args, env={"PYTHONFAULTHANDLER": "1"})
-        instance = Instance(service=service, tail=Tail(service.log), started=time.time())
-        self.instances.append(instance)
-        return instance
-
-    @property
-    def current(self) -> Instance:
-        """The running instance."""
-        return self.instances[-1]
-
-    def total_passes(self) -> int:
-        """Passes ended, over every instance."""
-        for instance in self.instances:
-            if instance.end is None:
-                instance.tail.poll()
-        return sum(instance.tail.passes for instance in self.instances)
-
-    def tip(self) -> str | None:
-        """The output branch's tip in the served repository."""
-        assert self.repo is not None
-        return self.repo.branch_sha(OUTPUT_BRANCH)
-
-    def elapsed(self) -> str:
-        """Seconds since the start, for messages."""
-        return f"{time.monotonic() - self.began:.1f}s"
-
-    def context(self) -> str:
-        """What a timeout message should say: seed, step, log."""
-        last = self.figures.steps[-1] if self.figures.steps else "start"
-        return f"(seed {self.seed}, step {len(self.figures.steps)} {last!r}, {self.elapsed()}; " + (
-            f"log {self.current.service.log})"
-        )
-
-    # waiting
-
-    def wait_passes(self, count: int, *, result: str | None = None, timeout: float = 60) -> None:
-        """Wait until `count` more passes of the current instance ended (with `result`)."""
-        tail = self.current.tail
-        tail.poll()
-
-        def counted() -> int:
-            return tail.results[result] if result else tail.passes
-
-        target = counted() + count
-
-        def reached() -> bool:
-            tail.poll()
-            return counted() >= target
-
-        what = f"{count} more passes" + (f" with result {result}" if result else "")
-        wait_for(reached, f"{what} {self.context()}", timeout=timeout)
-
-    def wait_event(self, name: str, *, within_passes: int = 3, timeout: float = 60) -> bool:
-        """Wait for the next event `name` of the current instance; False when `within_passes`
-        passes ended first."""
-        tail = self.current.tail
-        tail.poll()
-        start = len(tail.events)
-        limit = tail.passes + within_passes
-
-        def seen() -> bool | str:
-            tail.poll()
-            if any(e.get("event") == name for e in tail.events[start:]):
-                return True
-            return "no" if tail.passes >= limit else False
-
-        return wait_for(seen, f"event {name} {self.context()}", timeout=timeout) is True
-
-    def wait_source_success(self, sha: str, timeout: float = 90) -> None:
-        """Wait until a pass that loaded `sha` succeeded."""
-        tail = self.current.tail
-
-        def done() -> bool:
-            tail.poll()
-            return any(
-                tail.ended.get(number) == "success" and sha in shas
-                for number, shas in tail.sources.items()
-            )
-
-        wait_for(done, f"a successful pass of source {sha[:12]} {self.context()}", timeout)
 
     # source changes
 
@@ -373,36 +172,36 @@ class Soak:
         instance.tail.poll()
         self.figures.faults["killed"] += 1
         self.figures.faults[f"killed_after_{point}"] += 1
-        self.start_instance()
-        self.wait_passes(1)
+        self.start_instance(self.slot_of(instance))
+        self.wait_passes(1, timeout=90)
 
     def _term(self) -> None:
         self._arm()
-        self.terminate()
+        instance = self.current
+        slot = self.slot_of(instance)
+        self.terminate(instance)
         self.figures.faults["terminated"] += 1
-        self.start_instance()
+        self.start_instance(slot)
         self.wait_passes(1)
 
-    def terminate(self, timeout: float = 30) -> None:
-        """One SIGTERM to the running dro process (as the kubelet sends; `Service.terminate`
-        signals the `timeout` wrapper too, which forwards a second one), then wait for it;
-        when it hangs, SIGABRT makes it dump every thread's stack into its log
-        (PYTHONFAULTHANDLER), and the run fails."""
+    def _stop(self) -> None:
+        """SIGSTOP the leader at a random moment of a pass, until the other replica took the
+        Lease and ended a pass of its own; then SIGCONT (its fence must keep it from writing)."""
+        point = self._arm()
         instance = self.current
         child = dro_child(instance.service)
-        os.kill(child, signal.SIGTERM)
-        signalled = time.time()
+        os.kill(child, signal.SIGSTOP)
+        stopped = time.time()
+        self.figures.faults["stopped"] += 1
+        self.figures.faults[f"stopped_after_{point}"] += 1
         try:
-            instance.exit_code = instance.service.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.kill(child, signal.SIGABRT)
-            instance.service.process.wait(timeout=10)
-            raise AssertionError(
-                f"dro run did not stop within {timeout:.0f}s of SIGTERM {self.context()}; "
-                f"its threads' stacks:\n{instance.service.log.read_text()[-12000:]}"
-            ) from None
-        instance.ended, instance.end = signalled, "terminated"
-        instance.tail.poll()
+            (rival,) = [i for i in self.live() if i is not instance]
+            wait_for(lambda: self.lease.holder() == rival.name, f"a takeover {self.context()}")
+            self.wait_passes(1, of=rival)
+        finally:
+            os.kill(child, signal.SIGCONT)
+            instance.stops.append((stopped, time.time()))
+        self.wait_passes(1)
 
     # the run
 
@@ -418,12 +217,14 @@ class Soak:
         "api_refused": 1,
         "kill": 1.5,
         "term": 0.5,
+        "stop": 1,
     }
+    PROCESS_FAULTS = ("kill", "term", "stop")
 
     def run(self) -> None:
         """Steps until `target` passes ran: first with kills and restarts, then a last
         instance that is never killed (its RSS is measured), then the end."""
-        first = [*self.FAULTS, "kill", "term", "commit"]
+        first = [*self.FAULTS, *self.PROCESS_FAULTS, "commit"]
         self.rng.shuffle(first)
         add_at = self.rng.randrange(len(first) // 2)
         first.insert(add_at, "commit_add")
@@ -432,23 +233,28 @@ class Soak:
             self.step(action)
         while self.total_passes() < self.target // 2:
             self.step(self._pick(kills=True))
-        self._kill()  # the last instance: lives until the end
-        self.wait_passes(max(0, self.warmup - self.current.tail.passes), timeout=120)
+        self._kill()  # the new leader leads until the end: no more process faults
+        subject = self.subject = self.current
+        self.wait_passes(max(0, self.warmup - subject.tail.passes), timeout=120, of=subject)
         self.figures.rss_warm = self.rss_samples()
-        while self.total_passes() < self.target or self.current.tail.passes < self.warmup + 10:
+        while self.total_passes() < self.target or (
+            subject.tail.passes < self.warmup + 10 and self.total_passes() < 2 * self.target
+        ):
             self.step(self._pick(kills=False))
-            pid = dro_child(self.current.service)
-            trail = (self.current.tail.passes, rss_kib(pid), rss_kib(pid, "RssAnon"))
+            pid = dro_child(subject.service)
+            trail = (subject.tail.passes, rss_kib(pid), rss_kib(pid, "RssAnon"))
             self.figures.rss_trail.append(trail)
         self.finish()
 
     def _pick(self, *, kills: bool) -> str:
-        actions = [a for a in self.WEIGHTS if kills or a not in ("kill", "term")]
+        actions = [a for a in self.WEIGHTS if kills or a not in self.PROCESS_FAULTS]
         return self.rng.choices(actions, [self.WEIGHTS[a] for a in actions])[0]
 
     def rss_samples(self, count: int = 3) -> list[int]:
-        """VmRSS of the running dro, read right after each of the next `count` passes."""
-        pid = dro_child(self.current.service)
+        """VmRSS of the last phase's leader, read right after each of the next `count`
+        passes."""
+        assert self.subject is not None
+        pid = dro_child(self.subject.service)
         samples = []
         for _ in range(count):
             self.wait_passes(1)
@@ -466,26 +272,17 @@ class Soak:
         last = self.commit("scale")
         self.wait_source_success(last)
         self.figures.rss_end = self.rss_samples()
-        tail = self.current.tail
+        leader = self.current
+        tail = leader.tail
         tail.poll()
         before = tail.passes
         counted = sum(
-            int(self.current.service.metric("dro_reconcile_total", result=result))
+            int(leader.service.metric("dro_reconcile_total", result=result))
             for result in ("success", "partial", "failed", "invalid", "interrupted")
         )
         tail.poll()
         self.figures.metrics_check = (before, counted, tail.passes)
-        self.terminate()
+        for instance in [leader, *(i for i in self.live() if i is not leader)]:
+            self.terminate(instance)
         self.figures.tips.append(self.tip() or "")
         self.figures.seconds = time.monotonic() - self.began
-
-    def published_tips(self) -> list[tuple[float, str]]:
-        """Every tip the output branch ever had in the served repo (the post-update hook's
-        log), with the time it was pushed."""
-        if not self.tips_log.exists():
-            return []
-        found = []
-        for line in self.tips_log.read_text().splitlines():
-            stamp, sha = line.split()
-            found.append((float(stamp), sha))
-        return found

@@ -12,10 +12,12 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from tests.kubeapi import KubeAPI
 from tests.kubeapi.server import HttpResponse
@@ -24,6 +26,8 @@ from tests.service import Service, free_port, wait_for
 CLUSTER_TIMEOUT = 1.0
 """`--cluster-timeout`; an injected delay is longer than this, so requests time out."""
 SLOW = 1.5
+LEASE_SECONDS = 2.0
+"""`--lease-duration` of the two replicas: the shortest `dro run` accepts."""
 INVENTORY_NAMESPACE = "dro-system"
 INVENTORY_NAME = "dro-inventory"
 OUTPUT_BRANCH = "dro/rendered"
@@ -102,24 +106,90 @@ class Noted:
     """Held by an injected delay longer than the client's timeout: the client gave up."""
     injected: bool
     """Answered with an injected failure."""
+    user: str = ""
+    """Who sent it (`sender`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """One write an emulator received (a mutating request without dryRun): when it arrived,
+    who sent it (the bearer token of the sender's kubeconfig user, as an API server's audit
+    log names the user), what, and the answer."""
+
+    cluster: str
+    at: float
+    user: str
+    method: str
+    path: str
+    status: int
+
+
+MUTATING = ("POST", "PUT", "PATCH", "DELETE")
+
+
+def user_kubeconfig(api: KubeAPI, path: Path, context: str, user: str) -> Path:
+    """Add `api` to the kubeconfig at `path` as `context`, its user's token `user`, so that
+    the emulator's log tells which process sent each request."""
+    api.kubeconfig(path, context=context)
+    config = yaml.safe_load(path.read_text())
+    for entry in config["users"]:
+        if entry["name"] == f"{context}-user":
+            entry["user"]["token"] = user
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def sender(headers: Mapping[str, str]) -> str:
+    """The bearer token a request was sent with (header names in any case)."""
+    found = {name.lower(): value for name, value in headers.items()}
+    return found.get("authorization", "").removeprefix("Bearer ")
 
 
 class RecordingAPI(KubeAPI):
-    """A `KubeAPI` that notes every DELETE and every request that failed or was held."""
+    """A `KubeAPI` that notes every DELETE and every request that failed or was held, and
+    every write with its sender (`written`)."""
 
     def __init__(self, cluster: str, **options: Any) -> None:
         super().__init__(**options)
         self.cluster = cluster
         self.noted: list[Noted] = []
+        self.written: list[Written] = []
         self._noted_lock = threading.Lock()
+        self._gate: tuple[str, threading.Event] | None = None
+        self.waiting = 0
+        """Writes held at the gate (`hold_writes`) right now."""
+
+    def hold_writes(self, user: str) -> threading.Event:
+        """Hold every write `user` sends, before it is handled, until the returned event is
+        set: its sender then waits for an answer, so a test can stop it at a known point."""
+        released = threading.Event()
+        self._gate = (user, released)
+        return released
+
+    def _hold(self, method: str, query: str, headers: Mapping[str, str]) -> None:
+        gate = self._gate
+        if gate is None or method not in MUTATING or "dryRun=All" in query:
+            return
+        if sender(headers) != gate[0]:
+            return
+        with self._noted_lock:
+            self.waiting += 1
+        gate[1].wait(timeout=60)
+        with self._noted_lock:
+            self.waiting -= 1
 
     def _answer(
         self, method: str, raw_path: str, headers: Mapping[str, str], body: bytes
     ) -> HttpResponse:
         arrived = time.time()
         path, _, query = raw_path.partition("?")
+        self._hold(method, query, headers)
         delayed = self.faults.delay_for(method, path) > CLUSTER_TIMEOUT
         response = super()._answer(method, raw_path, headers, body)
+        if method in MUTATING and "dryRun=All" not in query:
+            write = Written(self.cluster, arrived, sender(headers), method, path, response.code)
+            with self._noted_lock:
+                self.written.append(write)
         injected = response.code >= 400 and response.body.get("message") == INJECTED
         if method == "DELETE" or response.code >= 500 or delayed or injected:
             noted = Noted(
@@ -131,6 +201,7 @@ class RecordingAPI(KubeAPI):
                 response.code,
                 delayed,
                 injected,
+                sender(headers),
             )
             with self._noted_lock:
                 self.noted.append(noted)
@@ -207,3 +278,33 @@ class Instance:
     end: str | None = None
     """"killed" (SIGKILL), "terminated" (SIGTERM) or None while it runs."""
     exit_code: int | None = None
+    name: str = ""
+    """Its identity: the Lease holder's name and its kubeconfig user's token."""
+    stops: list[tuple[float, float]] = field(default_factory=list)
+    """(SIGSTOP, SIGCONT) times: paused past its Lease."""
+
+
+class LeaseAPI(KubeAPI):
+    """The emulator that holds the Lease, noting each holder from the Lease writes it
+    accepted: (time, holderIdentity), "" when released."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.holders: list[tuple[float, str]] = []
+        self._holders_lock = threading.Lock()
+
+    def _answer(
+        self, method: str, raw_path: str, headers: Mapping[str, str], body: bytes
+    ) -> HttpResponse:
+        response = super()._answer(method, raw_path, headers, body)
+        if method in ("POST", "PUT") and "/leases" in raw_path and response.code < 300:
+            holder = str((response.body.get("spec") or {}).get("holderIdentity") or "")
+            with self._holders_lock:
+                if not self.holders or self.holders[-1][1] != holder:
+                    self.holders.append((time.time(), holder))
+        return response
+
+    def holder(self) -> str:
+        """The Lease's holder now ("" when none)."""
+        lease = self.get("coordination.k8s.io", "v1", "leases", "default", "dro")
+        return str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -68,3 +69,21 @@ def test_no_levels_still_writes_a_figure(tmp_path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     assert "no water levels to show" in text
     assert "Water levels: main → broken" in text
+
+
+def test_limit_and_deltas_are_drawn(tmp_path: Path) -> None:
+    diff = _diff()
+    limited = replace(
+        diff, head=replace(diff.head, water_level_limits={"cpu": 0.85, "memory": 0.9})
+    )
+    path = tmp_path / "limits.svg"
+    chart.write(limited, path)
+    text = path.read_text(encoding="utf-8")
+    assert "limit 85%" in text
+    assert "limit 90%" in text
+    assert "+60.0 pp" in text, "bravo's cpu: 60 % → 120 %"
+    assert "+40.0 pp" in text, "bravo's memory: 30 % → 70 %"
+    assert chart.delta(diff.levels[0], "cpu") is None, "alpha is removed: no delta"
+    unlimited = tmp_path / "unlimited.svg"
+    chart.write(diff, unlimited)
+    assert "limit " not in unlimited.read_text(encoding="utf-8").replace("water-level limit", "")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -248,3 +250,49 @@ def test_dynamic_division_never_exceeds_total_or_leaves_candidates(
         return
     assert sum(result.values()) == replicas
     assert set(result) <= {name for name, free in available.items() if free > 0}
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    votes=st.lists(
+        st.one_of(st.integers(0, 12), st.integers(0, division.MAX_REPLICAS)), min_size=1, max_size=8
+    ),
+    data=st.data(),
+    seats=st.integers(0, 400),
+    descending=st.booleans(),
+)
+def test_the_divisor_search_matches_one_seat_at_a_time(
+    votes: list[int], data: st.DataObject, seats: int, descending: bool
+) -> None:
+    held = data.draw(st.lists(st.integers(0, 6), min_size=len(votes), max_size=len(votes)))
+    if data.draw(st.booleans()):
+        votes = [votes[0]] * len(votes)  # equal votes: every tie rule is exercised
+    array, initial = np.array(votes, dtype=np.int64), np.array(held, dtype=np.int64)
+    result = division.webster_by_divisor(seats, array, initial, descending=descending)
+    assert result.tolist() == one_seat_at_a_time(seats, votes, held, descending)
+
+
+@pytest.mark.parametrize("uid", ["", "odd-uid", "even-uid"])
+def test_a_huge_static_division_takes_milliseconds_and_keeps_its_properties(uid: str) -> None:
+    clusters = ["m1", "m2", "m3", "m4"]
+    weights = [("m1", 3), ("m2", 2), ("m3", 1), ("m4", 1)]
+    started = time.perf_counter()
+    result = division.assign(
+        "StaticWeight", division.MAX_REPLICAS, clusters, static_weights=weights, uid=uid
+    )
+    more = division.assign(
+        "StaticWeight", division.MAX_REPLICAS - 1, clusters, static_weights=weights, uid=uid
+    )
+    assert time.perf_counter() - started < 2.0  # one seat at a time took minutes
+    assert sum(result.values()) == division.MAX_REPLICAS
+    assert all(result[name] >= more[name] for name in clusters)
+    assert abs(result["m1"] - 3 * result["m3"]) <= 3
+    assert abs(result["m3"] - result["m4"]) <= 1
+
+
+def test_the_switch_to_the_divisor_search_changes_no_seat() -> None:
+    votes = np.array([7, 7, 3, 100, 1], dtype=np.int64)
+    zero = np.zeros(5, dtype=np.int64)
+    for seats in range(division.BY_DIVISOR_ABOVE - 3, division.BY_DIVISOR_ABOVE + 4):
+        expected = one_seat_at_a_time(seats, votes.tolist(), [0] * 5, descending=True)
+        assert division.webster_seats(seats, votes, zero, descending=True).tolist() == expected

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 
 import yaml
 from conftest import SourceRepo
 
 from reconciler import durations, pipeline, schedule, summary
-from reconciler.domain import Decision, MoveBudget, Placement, ReplicaScheduling, Spec
+from reconciler.domain import Cluster, Decision, MoveBudget, Placement, ReplicaScheduling, Spec
 from reconciler.settings import Settings
 from tests.test_rebalance import counts, with_rebalance
 from tests.test_schedule import cluster, deployment, spec_of
@@ -118,3 +120,37 @@ def test_a_recovered_cluster_is_filling_and_an_unreachable_one_says_so() -> None
     down = summary.observation(spec.clusters[2], {"unreachableSince": "2026-11-23T08:00:00Z"})
     assert down["status"]["phase"] == summary.UNREACHABLE
     assert "phase" not in summary.observation(spec.clusters[2], None)["status"]
+
+
+def roomy(name: str, used: float) -> Cluster:
+    """A cluster with room for billions of 1m-cpu replicas, `used` cpu in use."""
+    return replace(
+        cluster(name),
+        capacity=MappingProxyType({"cpu": 1e7, "memory": 1e15, "pods": 1e10}),
+        allocated=MappingProxyType({"cpu": used, "memory": 0, "pods": 0}),
+    )
+
+
+def test_filling_with_the_int32_maximum_of_replicas_takes_milliseconds() -> None:
+    replicas = 2**31 - 1
+    before = spec_of(
+        [roomy("a", 0), roomy("b", 0)],
+        [deployment("w", replicas, cpu="1m")],
+        Placement(replicas=DYNAMIC),
+    )
+    (first,) = schedule.place(before)
+    assert counts(first) == {"a": 2**30, "b": 2**30 - 1}
+    grown = replace(before, clusters=(roomy("a", 3e6), roomy("b", 3e6), roomy("c", 0)))
+    spec = with_rebalance(grown, max_moves=MoveBudget(percent=100))
+    started = time.perf_counter()
+    (filled,) = schedule.place(spec, {first.key: first}, now=3600.0, filling={"c"})
+    assert time.perf_counter() - started < 2.0  # one replica at a time took minutes
+    # A source gives replicas while its level stays above c's by the threshold (0.1); a
+    # replica is 1e-10 of a level: a stops near 1e9 replicas (0.3 - 2t·1e-10 = 0.1), then b.
+    moved = {m.source: m.replicas for m in filled.moves}
+    assert set(moved) == {"a", "b"}
+    assert sum(counts(filled).values()) == replicas
+    arrived = 0.0
+    for _, take in sorted(moved.items()):
+        arrived += take * 1e-10
+        assert abs((0.3 - take * 1e-10) - arrived - 0.1) < 1e-9

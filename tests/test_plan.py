@@ -42,6 +42,15 @@ def _add_cluster(work: Path) -> None:
     )
 
 
+def _policy_and_replicas(work: Path) -> None:
+    _edit(
+        "policies/shop.yaml",
+        "{labels: {region: ap-south}, weight: 1}",
+        "{labels: {region: ap-south}, weight: 3}",
+    )(work)
+    _edit("workloads/shop/frontend.yaml", "replicas: 6", "replicas: 9")(work)
+
+
 def _readme(work: Path) -> None:
     (work / "README.md").write_text("# Fleet\n\nHow we run our clusters.\n")
 
@@ -53,6 +62,7 @@ CASES: dict[str, Callable[[Path], None]] = {
         "{labels: {region: ap-south}, weight: 1}",
         "{labels: {region: ap-south}, weight: 3}",
     ),
+    "policy-and-replicas": _policy_and_replicas,
     "cluster-added": _add_cluster,
     "cluster-tainted": _edit(
         "clusters/eu-west-2.yaml",
@@ -192,8 +202,11 @@ def test_plan_reads_a_remote_by_url(
     assert code == 0
     (change,) = document["workloads"]
     assert change["workload"] == "shop/Deployment.apps/frontend"
-    assert sum(change["after"].values()) == 9
-    assert sum(change["before"].values()) == 6
+    # `after`/`before` are what runs (us-east-1 runs the example's override, 5); the division's
+    # counts, where an override differs, are in `dividedAfter`/`dividedBefore`
+    assert change["after"]["us-east-1"] == 5
+    assert sum({**change["after"], **change["dividedAfter"]}.values()) == 9
+    assert sum({**change["before"], **change["dividedBefore"]}.values()) == 6
 
 
 def test_plan_uses_the_last_committed_observations(
@@ -223,3 +236,20 @@ def test_plan_uses_the_last_committed_observations(
     # observed 95 % used, less what re-balancing moves off so full a cluster
     assert 0.85 < levels["eu-west-1"]["before"]["cpu"] <= 0.95
     assert levels["eu-west-2"]["before"]["cpu"] < 0.5, "declared figures where none observed"
+
+
+def test_plan_names_each_changed_file_by_its_path_on_the_output_branch(
+    reviewed: SourceRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The base side's files are on `dro/rendered` at exactly the paths the plan names."""
+    _, out = plan(reviewed, capsys, "--head", "cluster-tainted", "-o", "json")
+    files = [f for c in json.loads(out)["manifests"] for f in c["files"]]
+    assert files
+    branch = set(git(reviewed.work, "ls-tree", "-r", "--name-only", "origin/dro/rendered").split())
+    for file in files:
+        assert file["path"].startswith("clusters/"), file["path"]
+        if file["status"] != "added":
+            assert file["path"] in branch
+            assert f"--- a/{file['path']}\n" in file["diff"]
+        else:
+            assert f"+++ b/{file['path']}\n" in file["diff"]

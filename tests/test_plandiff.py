@@ -221,3 +221,34 @@ def test_a_stateful_move_shows_its_phase() -> None:
     syncing = replace(moving, retiring=(moving.retiring[0]._replace(phase="Syncing"),))
     (advanced,) = plandiff.compare(side("main", moving), side("head", syncing)).workloads
     assert advanced.move_after == "a → b, Syncing"
+
+
+def test_follow_ups_name_moves_phases_and_filling() -> None:
+    from reconciler import followups
+    from reconciler.domain import Move, MoveBudget
+
+    moving = Decision(
+        key=WEB,
+        api_version="apps/v1",
+        policy=None,
+        clusters=(Placed("eu-west-1", 1),),
+        retiring=(Placed("us-east-1", 1, phase="Syncing", since=SINCE),),
+    )
+    filled = replace(
+        decision(a=2, c=2),
+        retiring=(Placed("a", 2),),
+        moves=(Move("a", "c", 2, "filling c: water level 0.60 vs 0.10 (cpu)", SINCE),),
+    )
+    said = followups.sentences(
+        [moving, filled], filling={"c"}, budget=MoveBudget(count=4), now=1767225600.0
+    )
+    assert said == (
+        "Moves in flight: 2 old replicas of shop/Deployment.apps/web keep running on a "
+        "(make-before-break); a later pass retires them once the new copies are observed "
+        "Healthy (on a cluster dro does not observe, the next pass).",
+        "Stateful move of shop/Deployment.apps/web: us-east-1 → eu-west-1, now Syncing; "
+        "later passes take it through CutOver → Done.",
+        "Filling c: this pass moves 2 replicas in; later passes move more, at most 4 replicas "
+        "per pass (rebalance.maxMovesPerPass), until a pass finds no move worth the threshold.",
+    )
+    assert followups.sentences([decision(a=2)], filling=(), budget=MoveBudget(), now=0.0) == ()

@@ -338,6 +338,26 @@ def test_the_readme_documents_every_metric_and_its_alerts_use_real_ones() -> Non
             assert name.removesuffix("_total") in exposed, name
 
 
+def test_a_pass_abandoned_at_shutdown_is_counted_once_when_its_stage_then_fails() -> None:
+    loop: runner.Runner
+
+    def interrupted(_settings: Settings, hook: pipeline.StageHook) -> pipeline.PassResult:
+        hook(pipeline.Stage.LOAD)
+        assert loop.abandon()  # SIGTERM's watcher: counted as interrupted, the process exits
+        raise GitError("fetch failed: Interrupted system call")  # the signal broke a syscall
+
+    loop = runner.Runner(
+        Settings(repo="unused"), runner.RunOptions(), metrics.Metrics(), run_pass=interrupted
+    )
+    loop.leading.set()
+    worker = threading.Thread(target=loop.attempt, daemon=True)
+    worker.start()
+    worker.join(timeout=1.0)
+    assert worker.is_alive(), "the abandoned pass waits for the process to exit"
+    assert counted(loop, metrics.INTERRUPTED) == 1
+    assert counted(loop, metrics.FAILED) == 0, "counted twice"
+
+
 @pytest.mark.parametrize(
     ("stage", "abandoned"),
     [(None, False), ("load", True), ("observe", True), ("commit", False), ("apply", False)],

@@ -1,7 +1,9 @@
-"""Soak test of `dro run`: passes back to back against a real `git daemon` and three API
-emulators, with faults injected at random: git down, API 500s (any request, applies, prunes),
-API requests slower than `--cluster-timeout`, refused connections, the process killed
-(SIGKILL) or stopped (SIGTERM) in the middle of a pass and started again on the same state.
+"""Soak test of `dro run`: two replicas electing a leader on a Lease, passes back to back
+against a real `git daemon` and three API emulators, with faults injected at random: git down,
+API 500s (any request, applies, prunes), API requests slower than `--cluster-timeout`, refused
+connections, the leader killed (SIGKILL) or stopped (SIGTERM) in the middle of a pass and
+started again on the same state, or paused (SIGSTOP) past its Lease until the other replica
+took over and ran a pass, then continued (SIGCONT).
 
 It asserts that
 1. no commit is lost and none is duplicated: every tip the output branch ever had is in the
@@ -15,13 +17,18 @@ It asserts that
    after pruning: when a DELETE or the inventory write fails *after* the gate opened.)
 3. every pass is accounted for: pass numbers have no gaps, a process stopped by SIGTERM
    counted in its metrics exactly the passes it logged, and so does `/metrics` at the end;
-4. the RSS of the last, long-lived process grows by less than 10% after a warm-up;
-5. the faults did happen, and enough passes ran.
+4. the RSS of the last phase's leader is flat after a warm-up (`rss_flat`);
+5. the faults did happen, and enough passes ran;
+6. one writer at a time: every write a cluster received came from the process that held the
+   Lease then (`soak_writers.double_writes`), and no DELETE is attributed to another
+   process's pass;
+7. no orphan: every object carrying dro's label on every cluster is in the final rendered
+   tree.
 
-The default run is short (40 passes, well under a minute) and runs with the other tests.
-The soak (about 250 passes, a few minutes):
+The default run is short (40 passes, about half a minute) and runs with the other tests.
+`pytest -m soak` runs the soak, 500 passes (about ten minutes on two cores):
 
-    DRO_SOAK_PASSES=250 .venv/bin/python -m pytest -m soak -s tests/test_soak.py
+    .venv/bin/python -m pytest -m soak -s tests/test_soak.py
 
 `DRO_SOAK_SEED=<n>` replays the random choices of a run (its seed is printed and is in every
 message; the timing of the passes is not replayed). `-s` prints the run's figures.
@@ -51,13 +58,16 @@ from tests.soak_analysis import (
     tree_at,
 )
 from tests.soak_parts import INVENTORY_NAME, INVENTORY_NAMESPACE, Event, Noted, when
+from tests.soak_writers import double_writes, orphans
 
-PASSES = int(os.environ.get("DRO_SOAK_PASSES", "40"))
+SOAK_PASSES = 500
+"""Passes of the soak under `pytest -m soak` (DRO_SOAK_PASSES overrides either)."""
+SHORT_PASSES = 40
 SEED = int(os.environ.get("DRO_SOAK_SEED") or random.SystemRandom().randrange(1 << 32))
 INVENTORY_PATH = f"/api/v1/namespaces/{INVENTORY_NAMESPACE}/configmaps/{INVENTORY_NAME}"
 INVENTORY_WRITES = {INVENTORY_PATH, f"/api/v1/namespaces/{INVENTORY_NAMESPACE}"}
 FAULT_KINDS = ("git_down", "api_500", "api_500_patch", "api_500_delete", "api_slow")
-FAULT_KINDS += ("api_refused", "killed", "terminated", "commit_add", "commit_remove")
+FAULT_KINDS += ("api_refused", "killed", "terminated", "stopped", "commit_add", "commit_remove")
 
 
 @dataclass
@@ -70,6 +80,7 @@ class Run:
     published: list[tuple[float, str]]
     results: Counter[str]
     context: str
+    passes: int = 0
 
     @property
     def prunes(self) -> list[Event]:
@@ -82,18 +93,29 @@ class Run:
         return [n for n in self.noted if n.method == "DELETE"]
 
 
+def passes_wanted(config: pytest.Config) -> int:
+    """500 under `-m soak`, 40 otherwise; DRO_SOAK_PASSES overrides."""
+    if os.environ.get("DRO_SOAK_PASSES"):
+        return int(os.environ["DRO_SOAK_PASSES"])
+    return SOAK_PASSES if "soak" in str(config.getoption("markexpr") or "") else SHORT_PASSES
+
+
 @pytest.mark.soak
-def test_soak(tmp_path: Path) -> None:
-    about = f"seed {SEED}, {PASSES} passes; replay with DRO_SOAK_SEED={SEED}"
+def test_soak(tmp_path: Path, pytestconfig: pytest.Config) -> None:
+    passes = passes_wanted(pytestconfig)
+    about = f"seed {SEED}, {passes} passes; replay with DRO_SOAK_SEED={SEED}"
     print(f"\nsoak: {about}")
-    with Soak(tmp_path, PASSES, SEED) as soak:
+    with Soak(tmp_path, passes, SEED) as soak:
         soak.run()
     run = analysed(soak, about, tmp_path)
+    run.passes = passes
     faults_happened(run)
     no_lost_or_duplicate_commits(run)
     no_prune_without_a_clean_apply(run)
     every_pass_accounted_for(run)
-    rss_bounded(run)
+    one_writer_at_a_time(run)
+    no_orphans(run)
+    rss_flat(run)
 
 
 def analysed(soak: Soak, about: str, logs: Path) -> Run:
@@ -135,7 +157,7 @@ def faults_happened(run: Run) -> None:
     """5. Enough passes ran, and every kind of fault was injected and took effect."""
     figures, context = run.soak.figures, run.context
     total = sum(run.results.values())
-    assert total >= PASSES, f"only {total} passes ran{context}"
+    assert total >= run.passes, f"only {total} passes ran{context}"
     missing = [kind for kind in FAULT_KINDS if not figures.faults[kind]]
     assert not missing, f"faults never injected: {missing}{context}"
     assert run.results["failed"] >= figures.faults["git_down"], f"git down failed nothing{context}"
@@ -174,7 +196,17 @@ def no_lost_or_duplicate_commits(run: Run) -> None:
     assert not rewound, f"the branch moved backwards or was pushed unchanged: {rewound}{context}"
     same_tree = [(a[0], b[0]) for a, b in itertools.pairwise(history) if a[1] == b[1]]
     assert not same_tree, f"consecutive commits with the same tree: {same_tree}{context}"
-    same_trailers = [(a[0], b[0]) for a, b in itertools.pairwise(history) if a[3:] == b[3:]]
+    # the same source and cluster observations twice in a row is a duplicate, unless only
+    # workloads' observed health changed (`status/workloads/`: not in Dro-Observations)
+    same_trailers = [
+        (a[0], b[0])
+        for a, b in itertools.pairwise(history)
+        if a[3:] == b[3:]
+        and not all(
+            path.startswith("status/workloads/")
+            for path in git(bare, "diff", "--name-only", b[0], a[0]).splitlines()
+        )
+    ]
     assert not same_trailers, f"consecutive commits with the same trailers: {same_trailers}"
     unknown = [commit[3] for commit in history if commit[3] not in soak.sources]
     assert not unknown, f"commits of sources never committed: {unknown}{context}"
@@ -218,15 +250,22 @@ def no_prune_without_a_clean_apply(run: Run) -> None:
     problems = [p for sub in run.subs if sub.prunes for p in gate_problems(sub, bare, run, trees)]
     assert not problems, "pruned after a failed apply:\n" + "\n".join(problems) + context
     by_start = sorted(run.subs, key=lambda sub: sub.start)
+    names = {index: instance.name for index, instance in enumerate(soak.instances, 1)}
     for delete in run.deletes:
-        sub = pass_of(by_start, delete.at)
-        where = f"DELETE {delete.path} on {delete.cluster} at {delete.at:.3f}"
+        # the sender's own pass: with two replicas, another's may have started since
+        own = [sub for sub in by_start if names[sub.instance] == delete.user]
+        sub = pass_of(own, delete.at)
+        where = f"DELETE {delete.path} on {delete.cluster} at {delete.at:.3f} by {delete.user}"
         assert sub is not None, f"{where}: in no pass{context}"
         assert sub.planned is not None, f"{where}: in {sub.key}, before its plan{context}"
         assert not sub.planned["unreachable"], (
             f"{where} in {sub.key}, whose observation missed {sub.planned['unreachable']}{context}"
         )
-        before = [n for n in run.noted if sub.start <= n.at < delete.at and blocks_the_gate(n)]
+        before = [
+            n
+            for n in run.noted
+            if sub.start <= n.at < delete.at and n.user == delete.user and blocks_the_gate(n)
+        ]
         assert not before, f"{where} in {sub.key} after failed applies: {before}{context}"
     for sub in run.subs:
         if not sub.applied:
@@ -235,7 +274,10 @@ def no_prune_without_a_clean_apply(run: Run) -> None:
         done = Counter(
             deleted(n)
             for n in run.deletes
-            if sub.start <= n.at < end and n.status == 200 and not n.delayed
+            if sub.start <= n.at < end
+            and n.user == names[sub.instance]
+            and n.status == 200
+            and not n.delayed
         )
         assert done == Counter(audited(e) for e in sub.prunes), (
             f"{sub.key}: DELETEs received {dict(done)}, prunes audited "
@@ -305,11 +347,44 @@ def every_pass_accounted_for(run: Run) -> None:
     )
 
 
-def rss_bounded(run: Run) -> None:
-    """4. The last process's RSS (medians of three readings) grew by less than 10%."""
+RSS_TOLERANCE = 0.10
+"""Flat RSS: the last phase's leader's RSS (the median of three readings after passes) ends
+within this fraction of its value after warm-up. Measured in two runs of 500 passes (about
+250 of them by that leader): +4.9% and +5.2% VmRSS, +4.1% and +4.4% anonymous, most of it in
+the first 70 passes after warm-up; file-backed pages grow with the git cache's packs. The
+tolerance is about twice that."""
+
+
+def rss_flat(run: Run) -> None:
+    """4. The RSS of the last phase's leader is flat (`RSS_TOLERANCE`)."""
     figures = run.soak.figures
     warm, end = statistics.median(figures.rss_warm), statistics.median(figures.rss_end)
-    assert end < 1.10 * warm, (
+    assert end < (1 + RSS_TOLERANCE) * warm, (
         f"RSS grew from {warm:.0f} KiB after warm-up to {end:.0f} KiB at the end "
         f"({end / warm - 1:+.1%}){run.context}"
     )
+
+
+def one_writer_at_a_time(run: Run) -> None:
+    """6. Every write came from the Lease's holder; a write that had passed its fence when
+    its sender was stopped is the one allowance (reported)."""
+    soak = run.soak
+    written = [w for api in soak.apis.values() for w in api.written]
+    problems, in_flight = double_writes(written, soak.lease.holders, soak.instances)
+    print(
+        f"writes: {len(written)}, by {len({w.user for w in written})} processes; "
+        f"Lease holders {len(soak.lease.holders)}; in flight at a SIGSTOP: {in_flight}"
+    )
+    assert written, f"no write was recorded{run.context}"
+    assert not problems, (
+        "writes by a process without the Lease:\n" + "\n".join(problems[:20]) + run.context
+    )
+
+
+def no_orphans(run: Run) -> None:
+    """7. Every object carrying dro's label is in the final rendered tree."""
+    soak = run.soak
+    bare = soak.repo.bare if soak.repo else Path()
+    tree = tree_at(bare, soak.figures.tips[-1], {})
+    left = orphans(soak.apis, tree)
+    assert not left, f"objects dro applied that the final tree does not hold: {left}{run.context}"

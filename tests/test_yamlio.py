@@ -28,6 +28,44 @@ def test_timestamps_stay_strings_and_booleans_are_yaml_1_1() -> None:
     assert doc.body == {"when": "2021-01-01", "flag": True, "quoted": "yes"}
 
 
+def test_nesting_up_to_the_limit_is_read() -> None:
+    (doc,) = yamlio.parse_documents("f", b"a: " + b"[" * 100 + b"]" * 100 + b"\n")
+    depth, value = 0, doc.body["a"]
+    while value:
+        depth, value = depth + 1, value[0]
+    assert depth == 99  # the root is level 0, `a`'s list level 1, the innermost [] level 100
+
+
+def test_the_depth_error_points_at_the_outer_levels_and_its_line() -> None:
+    text = b"a: 1\nb:\n  c: [x, [y, " + b"[" * 200 + b"]" * 200 + b"]]\n"
+    with pytest.raises(yamlio.YamlError) as error:
+        yamlio.parse_documents("f.yaml", text)
+    assert str(error.value.problem) == "f.yaml:3: /b/c/1/1: nesting deeper than 100 levels"
+
+
+def test_integers_at_the_int64_bounds_and_odd_keys_are_read() -> None:
+    text = b"a: 9223372036854775807\nb: -9223372036854775808\n99999999999999999999999: x\n.nan: y\n"
+    (doc,) = yamlio.parse_documents("f", text)
+    assert doc.body == {
+        "a": 2**63 - 1,
+        "b": -(2**63),
+        "99999999999999999999999": "x",
+        ".nan": "y",
+    }
+
+
+def test_yaml_1_1_value_type_reads_as_the_equals_sign() -> None:
+    (doc,) = yamlio.parse_documents("f", b"a: =\n=: b\nc: !!map {d: !!seq [1]}\n")
+    assert doc.body == {"a": "=", "=": "b", "c": {"d": [1]}}
+
+
+def test_output_branch_files_are_read_with_the_same_depth_guard() -> None:
+    with pytest.raises(yamlio.YamlError, match="nesting deeper"):
+        yamlio.load_own("decisions/x.yaml", b"a: " + b"[" * 30000 + b"]" * 30000)
+    with pytest.raises(yamlio.YamlError, match="malformed YAML"):
+        yamlio.load_own("decisions/x.yaml", b"a: " + b"9" * 5000)
+
+
 def test_keys_with_slashes_are_escaped_in_pointers() -> None:
     (doc,) = yamlio.parse_documents("f", b"m:\n  a/b~c: 1\n")
     assert doc.origin.line_of("/m/a~1b~0c") == 2
@@ -40,6 +78,30 @@ def test_keys_with_slashes_are_escaped_in_pointers() -> None:
         (b"a: !!binary aGVsbG8=\n", 1, "unsupported YAML tag"),
         (b"? [a, b]\n: 1\n", 1, "mapping keys must be scalars"),
         (b"a: b: c\n", 1, "malformed YAML"),
+        (b"a: " + b"[" * 30000 + b"]" * 30000 + b"\n", 1, "nesting deeper than 100 levels"),
+        (b"- " * 30000 + b"x\n", 1, "nesting deeper than 100 levels"),
+        (b"a: 1\nb:\n  c: [" + b"{k: " * 120 + b"1" + b"}" * 120 + b"]\n", 3, "deeper than 100"),
+        (
+            b"a: &a " + b"[" * 60 + b"1" + b"]" * 60 + b"\nb: " + b"[" * 60 + b"*a" + b"]" * 60,
+            2,
+            "deeper",
+        ),
+        (
+            b"a:\n  b: " + b"9" * 5000 + b"\n",
+            2,
+            "integer 99999999999999999999…(5000 characters) is outside int64",
+        ),
+        (b"a: 9223372036854775808\n", 1, "integer 9223372036854775808 is outside int64"),
+        (b"a: -0x8000000000000001\n", 1, "is outside int64"),
+        (b"a:\n  - .nan\n", 2, ".nan is not a finite number"),
+        (b"a: 1.0e+309\n", 1, "1.0e+309 is not a finite number"),
+        (b"a: -.inf\n", 1, "-.inf is not a finite number"),
+        (b"a: !!set {x, y}\n", 1, "unsupported YAML tag tag:yaml.org,2002:set"),
+        (b"a: !!omap [x: 1]\n", 1, "unsupported YAML tag tag:yaml.org,2002:omap"),
+        (b"a: !!python/object/apply:os.system [id]\n", 1, "tag:yaml.org,2002:python/object/apply"),
+        (b"a:\n  b: !local {x: 1}\n", 2, "unsupported YAML tag !local"),
+        (b"a: !local [1]\n", 1, "unsupported YAML tag !local"),
+        (b"!local k: 1\n", 1, "unsupported YAML tag !local"),
     ],
 )
 def test_rejections_name_the_line(text: bytes, line: int, fragment: str) -> None:

@@ -109,6 +109,11 @@ class Decision:
     distrusted: str | None = None
     """Set only on a decision read back from the output branch that is not as dro wrote it
     (`statefiles`): why. It then holds no clusters, and its workload is divided again."""
+    effective: Mapping[str, int] = field(default_factory=empty)
+    """Cluster → the `spec.replicas` its rendered manifest holds, where an override of
+    `spec.replicas` makes that differ from the count rendered there (`rendered`): the
+    replicas that run, and that the water level is charged for (`reconciler.overridden`).
+    The counts in `clusters` stay the division's."""
 
     def rendered(self) -> tuple[Placed, ...]:
         """The replicas to render per cluster: the target plus what is still retiring."""

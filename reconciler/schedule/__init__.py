@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reconciler import claims, demand
+from reconciler import claims, demand, overridden
 from reconciler.domain import Decision, Observation, ResourceKey, Spec
 from reconciler.domain.data import DataAccess
 from reconciler.schedule import (
@@ -51,8 +51,11 @@ __all__ = [
 still_filling = rebalance.still_filling
 
 
-def claimed_workloads(spec: Spec) -> list[facts.Claimed]:
+def claimed_workloads(
+    spec: Spec, replicas: overridden.Replicas | None = None
+) -> list[facts.Claimed]:
     """Every workload with the placement that applies to it, in scheduling order."""
+    replicas = replicas or overridden.Replicas(spec)
     result = []
     for workload in spec.workloads:
         if spec.claims is not None and workload.key in spec.claims:
@@ -66,6 +69,7 @@ def claimed_workloads(spec: Spec) -> list[facts.Claimed]:
                 ref=policy.ref if policy else None,
                 priority=policy.priority if policy else 0,
                 extensions=policy.dro_extensions if policy else True,
+                replicas_overridden=replicas.touched(workload.key),
             )
         )
     result.sort(key=lambda c: (-c.priority, c.workload.key.sort_key))
@@ -150,7 +154,8 @@ def _place(
     now: float,
     filling: Collection[str],
 ) -> Placement:
-    order = claimed_workloads(spec)
+    replicas = overridden.Replicas(spec)
+    order = claimed_workloads(spec, replicas)
     demands = [demand.per_replica(c.workload) for c in order]
     fleet = Fleet(
         clusters=spec.clusters,
@@ -176,12 +181,14 @@ def _place(
         data=data,
         rows={c.workload.key: i for i, c in enumerate(order)},
         hooks=spec.sync_hooks,
+        replicas=replicas,
     )
     decisions = [run.decide(c, matrix[i], scales[i], fits[i]) for i, c in enumerate(order)]
     decisions = rebalance.run(run, order, decisions, matrix, scales, fits)
     decisions = moving.place_hooks(spec.sync_hooks, decisions)
     decisions = bundle.follow(spec.dependents, order, decisions)
     decisions = standing.explain(decisions, set_aside)
+    decisions = overridden.annotate(replicas, decisions)
     return Placement(
         decisions=tuple(sorted(decisions, key=lambda d: d.key.sort_key)),
         water_levels=_levels(fleet, run.usage),

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from reconciler import durations, movehooks
+from reconciler import durations, movehooks, overridden
 from reconciler.domain import (
     Decision,
     Placed,
@@ -68,8 +68,11 @@ class Pass:
         data: stci.DataCosts | None = None,
         rows: Mapping[Any, int] | None = None,
         hooks: Mapping[Any, Any] | None = None,
+        replicas: overridden.Replicas | None = None,
     ) -> None:
         self.fleet = fleet
+        self.replicas = replicas
+        """The overrides of `spec.replicas`: what runs where they apply (None: none)."""
         self.hooks = hooks or {}
         """Stateful workload → its data-sync hook Job (`movehooks`)."""
         self.filling: BoolArray = np.isin(fleet.names, np.array(sorted(filling), dtype=str))
@@ -136,7 +139,32 @@ class Pass:
         if kept:  # the old copies still run: the ledger keeps counting them
             rows = np.array([row for row, _ in kept], dtype=np.int64)
             self.add(rows, demand, np.array([n for _, n in kept], dtype=np.int64))
-        return decided
+        return self._charge_overrides(before, decided, demand)
+
+    def _charge_overrides(
+        self, before: Decision | None, decided: Decision, demand: FloatArray
+    ) -> Decision:
+        """Charge what runs where an override sets `spec.replicas`, and record it.
+
+        The ledger has been charged the rendered counts, this pass's minus the last pass's.
+        Where an override makes a cluster run another count, the difference (now, and as the
+        last pass recorded it) corrects the charge, so the ledger holds what runs: the
+        workloads after this one see the room it really takes."""
+        effective = self.replicas.of(decided) if self.replicas is not None else {}
+        was = before.effective if before is not None else {}
+        if not effective and not was:
+            return decided
+        surplus = np.zeros(self.fleet.size, dtype=np.int64)
+        for decision, runs, sign in ((decided, effective, 1), (before, was, -1)):
+            rendered = {p.cluster: p.replicas or 0 for p in decision.rendered()} if decision else {}
+            for cluster, count in runs.items():
+                row = self.fleet.index.get(cluster)
+                if row is not None:
+                    surplus[row] += sign * (count - rendered.get(cluster, 0))
+        rows = rows_of(surplus)
+        if len(rows):
+            self.add(rows, demand, surplus[rows])
+        return replace(decided, effective=effective)
 
     def _decide(
         self, claimed: facts.Claimed, demand: FloatArray, scale: FloatArray, node_fit: BoolArray

@@ -37,9 +37,12 @@ class Claimed:
     ref: PolicyRef | None
     priority: int
     extensions: bool
+    replicas_overridden: bool = False
+    """An override sets its `spec.replicas` on some cluster (`reconciler.overridden`)."""
     movable: bool = field(init=False)
     """Re-balancing may move its replicas: a stateless DynamicWeight or Aggregated workload
-    under dro's policies (or a Karmada policy that opts in)."""
+    under dro's policies (or a Karmada policy that opts in), whose `spec.replicas` no
+    override sets: there, moving divided replicas would not change what runs."""
 
     @property
     def strategy(self) -> str:
@@ -51,6 +54,7 @@ class Claimed:
     def __post_init__(self) -> None:
         strategy = self.placement.replicas.strategy
         movable = triggers.is_movable(self.extensions, strategy, self.workload)
+        movable = movable and not self.replicas_overridden
         object.__setattr__(self, "movable", movable)
 
 
