@@ -10,8 +10,6 @@ is one line, `dro COMMAND: internal error: …`, with the traceback under `-v`.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -21,6 +19,7 @@ from typing import Any
 
 from reconciler import (
     cli_plan,
+    cli_render,
     cli_run,
     clihabits,
     completion,
@@ -30,15 +29,13 @@ from reconciler import (
     pipeline,
     progress,
     redact,
-    render,
     report,
     settings,
     summary,
     tables,
     validate,
-    yamlio,
 )
-from reconciler.domain import Decision, Source, Spec
+from reconciler.domain import Decision, Source
 from reconciler.errors import DroError, UsageError, ValidationFailed
 
 
@@ -311,7 +308,7 @@ def _cmd_validate(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
             {"file": None, "line": None, "pointer": None, "message": w, "severity": "warning"}
             for w in warnings
         ]
-        _write_document(document, args.output)
+        report.write_document(document, args.output)
     else:
         report.print_problems(result.problems, sys.stderr)
         for warning in warnings:
@@ -340,7 +337,7 @@ def _cmd_schedule(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     source = pipeline.read_source(config)
     spec, decisions = pipeline.decide(source, on_stage=hook, diagnose=False, ceiling=config.guard)
     if args.output != "table":
-        _write_document(_schedule_document(source, decisions), args.output)
+        report.write_document(_schedule_document(source, decisions), args.output)
     else:
         names = [c.name for c in spec.clusters]
         tables.render(report.placement_table(decisions, names), sys.stdout)
@@ -365,55 +362,13 @@ def _cmd_explain(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
         **summary.decision_entry(decision),
         "diagnosis": summary.diagnosis_document(decision),
     }
-    _write_document(document, args.output)
+    report.write_document(document, args.output)
     return 0
-
-
-def _write_document(document: Any, output: str) -> None:
-    """`document` on stdout as JSON or YAML, as `-o` asks."""
-    if output == "yaml":
-        sys.stdout.write(yamlio.dump(document))
-    else:
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
-
-
-def render_to(root: Path, spec: Spec, decisions: Sequence[Decision]) -> None:
-    """Render the tree into `root` on every core.
-
-    Rendering and writing tens of thousands of small files is CPU- and syscall-bound, so the
-    decisions are split into interleaved shards, each rendered and written by a forked worker
-    where the platform can fork. The union of the shards is exactly `render.tree`.
-    """
-    workers = min(os.cpu_count() or 1, max(1, len(decisions) // 50))
-    if workers == 1 or not hasattr(os, "fork"):
-        _render_shard(root, spec, decisions, (0, 1))
-        return
-    children = []
-    for index in range(1, workers):
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child
-            code = 0
-            try:
-                _render_shard(root, spec, decisions, (index, workers))
-            except Exception:
-                code = 1
-            os._exit(code)
-        children.append(pid)
-    _render_shard(root, spec, decisions, (0, workers))
-    if any(os.waitpid(pid, 0)[1] != 0 for pid in children):
-        raise DroError(f"rendering into {root} failed in a worker")
-
-
-def _render_shard(
-    root: Path, spec: Spec, decisions: Sequence[Decision], shard: tuple[int, int]
-) -> None:
-    files = render.tree(spec, decisions, shard=shard)
-    outdir.write_files(root, sorted(files.items()))
 
 
 def _cmd_render(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     out: Path = args.out
-    outdir.check(out, clean=args.clean, protected=_kept_by_render(args))
+    outdir.check(out, clean=args.clean, protected=cli_render.kept(args))
     hook(pipeline.Stage.LOAD)
     config = _settings(args)
     spec, decisions = pipeline.decide(
@@ -421,19 +376,9 @@ def _cmd_render(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     )
     hook(pipeline.Stage.RENDER)
     with outdir.staged(out) as stage:
-        render_to(stage, spec, decisions)
+        cli_render.render_to(stage, spec, decisions)
     sys.stderr.write(f"wrote the rendered tree to {out}\n")
     return 0
-
-
-def _kept_by_render(args: argparse.Namespace) -> list[Path]:
-    """The folders `render --clean` must never delete: the working directory and the source."""
-    kept = [Path.cwd()]
-    if args.path is not None or not args.repo:
-        kept.append(args.path or Path("."))
-    elif "://" not in args.repo and Path(args.repo).exists():
-        kept.append(Path(args.repo))
-    return kept
 
 
 REPORTED_EVENTS = frozenset({"cluster_unreachable"})
@@ -486,7 +431,7 @@ def _cmd_version(args: argparse.Namespace, _hook: pipeline.StageHook) -> int:
     if args.output == "table":
         sys.stdout.write(f"dro {_version()}\n")
     else:
-        _write_document(document, args.output)
+        report.write_document(document, args.output)
     return 0
 
 
@@ -525,7 +470,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _COMMANDS[args.command](args, hook)
     except ValidationFailed as failed:
         if args.command == "validate" and args.output != "table":
-            _write_document(report.problems_document(failed.problems), args.output)
+            report.write_document(report.problems_document(failed.problems), args.output)
         else:
             report.print_problems(failed.problems, sys.stderr)
         return 1

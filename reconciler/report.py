@@ -18,7 +18,7 @@ from typing import Any, TextIO
 import structlog
 from rich.console import Console
 
-from reconciler import redact, shortnames, summary, tables
+from reconciler import redact, shortnames, summary, tables, yamlio
 from reconciler.apply import ClusterSync
 from reconciler.domain import Decision, Placed
 from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
@@ -370,3 +370,12 @@ def show(items: Iterable[object], out: TextIO) -> None:
             tables.render(item, out)
         else:
             printer.print(item)
+
+
+def write_document(document: Any, output: str, out: TextIO | None = None) -> None:
+    """`document` on stdout (or `out`) as JSON or YAML, as `-o json|yaml` asks."""
+    stream = out or sys.stdout
+    if output == "yaml":
+        stream.write(yamlio.dump(document))
+    else:
+        stream.write(json.dumps(document, indent=2) + "\n")
