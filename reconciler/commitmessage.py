@@ -120,7 +120,7 @@ def _phrase(change: plandiff.WorkloadChange, *, compact: bool = False) -> str:
         return f"move {name} {change.move_after}"
     if change.moves:
         return _moved(name, change.moves)
-    total = change.replicas_before, change.replicas_after
+    total = change.divided_totals
     if any(t.startswith("replicas changed from") for t in change.triggers):
         return f"scale {name} {total[0]} → {total[1]}"
     retired = _retired(change)

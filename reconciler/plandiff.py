@@ -109,6 +109,15 @@ class WorkloadChange:
         return deltas
 
     @property
+    def divided_totals(self) -> tuple[int | None, int | None]:
+        """The division's replicas summed on each side, overrides aside: what a scale of
+        the workload changes (None for a kind without replicas)."""
+        return (
+            _total({**self.before, **self.divided_before}),
+            _total({**self.after, **self.divided_after}),
+        )
+
+    @property
     def replicas_before(self) -> int | None:
         """The target replicas on the base side, summed; None for a kind without replicas."""
         return _total(self.before)
@@ -291,6 +300,11 @@ def _targets(decision: Decision | None) -> dict[str, int | None]:
     }
 
 
+def _division(decision: Decision) -> dict[str, int | None]:
+    """Cluster → the division's count, overrides aside: what a scale changes."""
+    return {p.cluster: p.replicas for p in decision.clusters}
+
+
 def _divided(decision: Decision | None) -> dict[str, int]:
     """Cluster → the division's count, where an override makes another count run."""
     if decision is None:
@@ -341,7 +355,7 @@ def _scaled(before: Decision, after: Decision) -> list[str]:
     Duplicated one has a copy per cluster: its sum follows its clusters, not a scale)."""
     if after.diagnosis.strategy == "Duplicated" or not before.clusters or not after.clusters:
         return []
-    totals = _total(_targets(before)), _total(_targets(after))
+    totals = _total(_division(before)), _total(_division(after))
     if totals[0] is None or totals[1] is None or totals[0] == totals[1]:
         return []
     return [f"replicas changed from {totals[0]} to {totals[1]}"]
