@@ -2,8 +2,9 @@
 
 Exit codes: 0 ok, 1 failed (bad input, a usage error, or the world was unavailable), 2
 differences found (`plan --exit-code`, in `cli_plan`). Only data goes to stdout, in the format
-`-o` names (`validate -o json` prints its problems as a JSON list); problems go to stderr one
-per line as `FILE:LINE: POINTER: MESSAGE`, with events and progress. An unexpected exception
+`-o` names: `validate`'s data are its problems, one `FILE:LINE: POINTER: MESSAGE` a line (or a
+JSON list with `-o json`); every other command writes its problems to stderr, with events and
+progress. An unexpected exception
 is one line, `dro COMMAND: internal error: …`, with the traceback under `-v`.
 """
 
@@ -309,10 +310,10 @@ def _cmd_validate(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
             for w in warnings
         ]
         report.write_document(document, args.output)
-    else:
-        report.print_problems(result.problems, sys.stderr)
+    else:  # validate's problems are its data, as a linter's are
+        report.print_problems(result.problems, sys.stdout)
         for warning in warnings:
-            sys.stderr.write(f"warning: {warning}\n")
+            sys.stdout.write(f"warning: {warning}\n")
     if result.spec is None:
         return 1
     spec = result.spec
@@ -469,10 +470,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         with progress.spinner(spin) as hook:
             return _COMMANDS[args.command](args, hook)
     except ValidationFailed as failed:
-        if args.command == "validate" and args.output != "table":
-            report.write_document(report.problems_document(failed.problems), args.output)
-        else:
+        if args.command != "validate":
             report.print_problems(failed.problems, sys.stderr)
+        elif args.output == "table":
+            report.print_problems(failed.problems, sys.stdout)
+        else:
+            report.write_document(report.problems_document(failed.problems), args.output)
         return 1
     except DroError as error:
         sys.stderr.write(f"dro {args.command}: {redact.urls(str(error))}\n")

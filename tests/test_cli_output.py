@@ -78,8 +78,8 @@ def test_schedule_table_piped_is_plain_aligned_columns() -> None:
     assert not BOX & set("".join(lines))
     header = next(line for line in lines if line.startswith("WORKLOAD"))
     assert header.split() == ["WORKLOAD", *CLUSTERS]
-    row = next(line for line in lines if line.startswith("shop/Deployment.apps/frontend"))
-    assert len(row.split()) == 1 + len(CLUSTERS)
+    row = next(line for line in lines if line.startswith("ml/Deployment.apps/recommender"))
+    assert row.split() == ["ml/Deployment.apps/recommender", "·", "·", "·", "·", "·", "·", "4"]
 
 
 def test_a_narrow_terminal_gets_one_block_per_cluster() -> None:
