@@ -2,10 +2,9 @@
 
 Exit codes: 0 ok, 1 failed (bad input, a usage error, or the world was unavailable), 2
 differences found (`plan --exit-code`, in `cli_plan`). Only data goes to stdout, in the format
-`-o` names: `validate`'s data are its problems, one `FILE:LINE: POINTER: MESSAGE` a line (or a
-JSON list with `-o json`); every other command writes its problems to stderr, with events and
-progress. An unexpected exception
-is one line, `dro COMMAND: internal error: …`, with the traceback under `-v`.
+`-o` names (`validate -o json` prints its problems as a JSON list); problems go to stderr one
+per line as `FILE:LINE: POINTER: MESSAGE`, with errors, events and progress. An unexpected
+exception is one line, `dro COMMAND: internal error: …`, with the traceback under `-v`.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ import argparse
 import sys
 import traceback
 from collections.abc import Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +36,6 @@ from reconciler import (
 )
 from reconciler.domain import Decision, Source
 from reconciler.errors import DroError, UsageError, ValidationFailed
-
-
-def _version() -> str:
-    try:
-        return metadata.version("dro")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
 
 
 def _add_source_args(parser: argparse.ArgumentParser, *, path_required: bool = False) -> None:
@@ -105,7 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dro", description="Declarative GitOps reconciler for multi-cluster placement."
     )
     parser.add_argument(
-        "--version", action="version", version=f"dro {_version()}", help="print the version"
+        "--version",
+        action="version",
+        version=f"dro {clihabits.version()}",
+        help="print the version",
     )
     clihabits.add_globals(parser, top=True)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -182,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="commit to the local cache only; do not push to the remote",
     )
     _add_cluster_args(rec)
-    clihabits.add_info_commands(commands, version=_version())
+    clihabits.add_info_commands(commands, version=clihabits.version())
     for sub in commands.choices.values():
         clihabits.add_globals(sub, top=False)
     return parser
@@ -310,10 +304,10 @@ def _cmd_validate(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
             for w in warnings
         ]
         report.write_document(document, args.output)
-    else:  # validate's problems are its data, as a linter's are
-        report.print_problems(result.problems, sys.stdout)
+    else:
+        report.print_problems(result.problems, sys.stderr)
         for warning in warnings:
-            sys.stdout.write(f"warning: {warning}\n")
+            sys.stderr.write(f"warning: {warning}\n")
     if result.spec is None:
         return 1
     spec = result.spec
@@ -427,15 +421,6 @@ def _cmd_reconcile(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
 OFFLINE = "offline pass (give --kubeconfig to observe and apply)"
 
 
-def _cmd_version(args: argparse.Namespace, _hook: pipeline.StageHook) -> int:
-    document = {"version": _version()}
-    if args.output == "table":
-        sys.stdout.write(f"dro {_version()}\n")
-    else:
-        report.write_document(document, args.output)
-    return 0
-
-
 def _cmd_completion(args: argparse.Namespace, _hook: pipeline.StageHook) -> int:
     sys.stdout.write(completion.script(args.shell, build_parser()))
     return 0
@@ -449,7 +434,7 @@ _COMMANDS = {
     "explain": _cmd_explain,
     "plan": cli_plan.run,
     "run": cli_run.run,
-    "version": _cmd_version,
+    "version": clihabits.show_version,
     "completion": _cmd_completion,
 }
 _QUIET = {"run", "version", "completion"}
@@ -470,12 +455,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with progress.spinner(spin) as hook:
             return _COMMANDS[args.command](args, hook)
     except ValidationFailed as failed:
-        if args.command != "validate":
-            report.print_problems(failed.problems, sys.stderr)
-        elif args.output == "table":
-            report.print_problems(failed.problems, sys.stdout)
-        else:
+        if args.command == "validate" and args.output != "table":
             report.write_document(report.problems_document(failed.problems), args.output)
+        else:
+            report.print_problems(failed.problems, sys.stderr)
         return 1
     except DroError as error:
         sys.stderr.write(f"dro {args.command}: {redact.urls(str(error))}\n")

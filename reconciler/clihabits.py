@@ -17,7 +17,10 @@ import argparse
 import difflib
 import re
 import sys
+from importlib import metadata
 from typing import Any, NoReturn
+
+from reconciler import report
 
 LOG_FORMATS = ("console", "json")
 OUTPUTS = ("json", "yaml", "table")
@@ -140,3 +143,20 @@ def add_info_commands(commands: Any, *, version: str) -> None:
         "fish: `dro completion fish | source`.",
     )
     complete.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell")
+
+
+def version() -> str:
+    """dro's installed version (`0+unknown` when run from a tree that was never installed)."""
+    try:
+        return metadata.version("dro")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def show_version(args: argparse.Namespace, _hook: Any) -> int:
+    """`dro version [-o json|yaml]`: `dro X.Y.Z`, as `dro --version` prints it."""
+    if args.output == "table":
+        sys.stdout.write(f"dro {version()}\n")
+    else:
+        report.write_document({"version": version()}, args.output)
+    return 0

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from reconciler import kube
+from reconciler import durations, kube, quantity
 from reconciler.domain import Cluster, Document, Taint
 from reconciler.errors import Problem
 from reconciler.yamlio import escape_pointer_token
@@ -24,28 +24,18 @@ def _problem(doc: Document, pointer: str, message: str) -> Problem:
     )
 
 
-def _shown(value: Any) -> str:
-    """A value for a message, cut to 40 characters."""
-    text = repr(value)
-    return text if len(text) <= 40 else f"{text[:30]}…({len(text)} characters)"
-
-
 def quantities(doc: Document, field: str, problems: list[Problem]) -> Mapping[str, float]:
     """Parse one resource map of a Cluster spec, reporting each bad value with its line."""
     parsed: dict[str, float] = {}
     for resource, value in (doc.body.get("spec", {}).get(field) or {}).items():
         pointer = f"/spec/{field}/{escape_pointer_token(resource)}"
-        try:
-            amount = float(kube.parse_quantity(value))
-        except kube.QuantityOutOfRange:
-            problems.append(_problem(doc, pointer, f"{_shown(value)} is out of range"))
-            continue
-        except ValueError:
-            message = f"{_shown(value)} is not a Kubernetes quantity (examples: 500m, 4Gi, 1e3)"
+        message = quantity.problem(value)
+        if message is not None:
             problems.append(_problem(doc, pointer, message))
             continue
+        amount = float(kube.parse_quantity(value))
         if amount < 0:
-            problems.append(_problem(doc, pointer, f"{value!r} is negative"))
+            problems.append(_problem(doc, pointer, f"{quantity.shown(value)} is negative"))
             continue
         parsed[resource] = amount
     return MappingProxyType(parsed)
@@ -70,8 +60,13 @@ def cluster(doc: Document, problems: list[Problem]) -> Cluster:
         allocated=allocated,
         largest_node_free=amounts["largestNodeFree"],
         taints=tuple(
-            Taint(key=t["key"], value=str(t.get("value", "")), effect=t["effect"])
-            for t in spec.get("taints") or ()
+            Taint(
+                key=t["key"],
+                value=str(t.get("value", "")),
+                effect=t["effect"],
+                time_added=_time_added(doc, i, t.get("timeAdded"), problems),
+            )
+            for i, t in enumerate(spec.get("taints") or ())
         ),
         cost=MappingProxyType({k: float(v) for k, v in (spec.get("cost") or {}).items()}),
         kubeconfig_context=(spec.get("kubeconfig") or {}).get("context"),
@@ -81,3 +76,14 @@ def cluster(doc: Document, problems: list[Problem]) -> Cluster:
         drain=bool(spec.get("drain", False)),
         zones=tuple(str(z) for z in spec.get("zones") or ()),
     )
+
+
+def _time_added(doc: Document, index: int, raw: Any, problems: list[Problem]) -> float | None:
+    """A taint's `timeAdded` as epoch seconds; a time that does not parse is a problem."""
+    if raw is None:
+        return None
+    try:
+        return durations.epoch(str(raw))
+    except ValueError as error:
+        problems.append(_problem(doc, f"/spec/taints/{index}/timeAdded", f"timeAdded: {error}"))
+        return None

@@ -23,7 +23,7 @@ from reconciler.domain.data import (
     Link,
     Topology,
 )
-from reconciler.errors import Problem
+from reconciler.errors import Problem, show
 
 DATA_ANNOTATION = "multicluster.io/data"
 SECONDS = {"s": 86_400.0, "m": 1_440.0, "h": 24.0, "d": 1.0}
@@ -121,7 +121,7 @@ def annotated(
         name, _, rest = item.partition(":")
         access, _, rate = rest.partition(":")
         if not name or access not in (READ, WRITE):
-            _problem(origin, pointer, f"{item!r}: expected DATASET:read|write:RATE", problems)
+            _problem(origin, pointer, f"{show(item)}: expected DATASET:read|write:RATE", problems)
             continue
         found.append(
             DataAccess(

@@ -89,63 +89,9 @@ def pod_requests(pod: Mapping[str, Any]) -> dict[str, float]:
     return dict(sorted(total.items()))
 
 
-def _pod_pointer(manifest: Mapping[str, Any]) -> str:
-    """The JSON pointer of the pod spec that `pod_template` returns."""
-    kind = manifest.get("kind")
-    if kind == "Pod":
-        return "/spec"
-    if kind == "CronJob":
-        return "/spec/jobTemplate/spec/template/spec"
-    return "/spec/template/spec"
-
-
-def quantity_problems(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(pointer, message) for each request, limit or overhead of the pod template that the
-    API server would reject (not a quantity, negative) or that dro cannot compute with (out
-    of float64 range), so `dro validate` reports it instead of a later stage failing."""
-    pod = pod_template(manifest)
-    if pod is None:
-        return []
-    base = _pod_pointer(manifest)
-    found: list[tuple[str, Any]] = []
-    for group in ("containers", "initContainers"):
-        for index, container in enumerate(_list(pod.get(group))):
-            resources = container.get("resources") if isinstance(container, Mapping) else None
-            for field in ("requests", "limits"):
-                raw = (resources or {}).get(field) if isinstance(resources, Mapping) else None
-                pointer = f"{base}/{group}/{index}/resources/{field}"
-                found += [(f"{pointer}/{_token(k)}", v) for k, v in _items(raw)]
-    found += [(f"{base}/overhead/{_token(k)}", v) for k, v in _items(pod.get("overhead"))]
-    problems = []
-    for pointer, value in found:
-        message = _quantity_problem(value)
-        if message:
-            problems.append((pointer, message))
-    return problems
-
-
 def _items(raw: Any) -> list[tuple[str, Any]]:
     return [(str(k), v) for k, v in raw.items()] if isinstance(raw, Mapping) else []
 
 
 def _list(raw: Any) -> list[Any]:
     return list(raw) if isinstance(raw, list) else []
-
-
-def _token(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
-
-
-def _quantity_problem(value: Any) -> str | None:
-    shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:30]}…"
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        return f"{shown} is not a Kubernetes quantity (examples: 500m, 4Gi, 1e3)"
-    try:
-        amount = kube.parse_quantity(value)
-    except kube.QuantityOutOfRange:
-        return f"{shown} is out of range"
-    except ValueError:
-        return f"{shown} is not a Kubernetes quantity (examples: 500m, 4Gi, 1e3)"
-    if amount < 0:
-        return f"{shown} must be greater than or equal to 0"
-    return None

@@ -61,6 +61,25 @@ def _escape(text: str) -> str:
     return _CONTROL.sub(lambda match: _c_escape(match.group()), text)
 
 
+def show(value: object) -> str:
+    """A value as a message quotes it, in YAML's words: `null`, `true`, `false`, numbers as
+    written, strings in single quotes, and lists and maps in flow style, never Python's
+    `None`, `True` or `{'a': None}`."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{show(k)}: {show(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(show(item) for item in value) + "]"
+    return repr(value)
+
+
 class Severity(StrEnum):
     """How bad a problem is: an error fails the pass, a warning is only reported."""
 

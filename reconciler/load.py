@@ -9,12 +9,12 @@ only when the base side of a review is invalid (`Revisions`).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import structlog
 
-from reconciler import gitrepo, statefiles, yamlio
+from reconciler import gitrepo, redact, sourcecheck, statefiles, yamlio
 from reconciler.domain import Decision, ResourceKey, Source, SourceFile
 from reconciler.errors import GitError, UsageError
 
@@ -47,9 +47,17 @@ def in_source(path: str) -> bool:
 
 def from_directory(root: Path) -> Source:
     """The source files of a plain directory. Symbolic links and nested git repositories
-    (submodules) are not read but listed in `Source.links`, as when reading git."""
+    (submodules) are not read but listed in `Source.links`, as when reading git. A directory
+    that is no dro repository (`sourcecheck`) is a UsageError naming what is missing."""
     if not root.is_dir():
         raise UsageError(f"{root}: not a directory")
+    source = _directory_source(root)
+    where = f"the current directory ({Path.cwd()})" if str(root) == "." else str(root)
+    sourcecheck.require_dro_files(source, where, nested=sourcecheck.nested_repos(root))
+    return source
+
+
+def _directory_source(root: Path) -> Source:
     base = root.resolve()
     files, links = [], {}
     for dirpath, dirnames, filenames in os.walk(base):
@@ -99,10 +107,18 @@ def credentials_from(path: Path | None) -> Credentials | None:
 def from_git(
     url: str, ref: str, state_dir: Path, *, credentials: Credentials | None = None
 ) -> Source:
-    """The source files at `ref` of the repository at `url`, via a fetched bare cache."""
-    repo = gitrepo.open_cache(url, state_dir)
-    gitrepo.fetch(repo, gitrepo.url_credentials(url, credentials))
-    return _source(repo, gitrepo.resolve(repo, ref))
+    """The source files at `ref` of the repository at `url`, via a fetched bare cache.
+    A local path that does not exist, a repository without commits and a ref without dro's
+    files are UsageErrors; a cache this call created is removed again when its first fetch
+    fails, so a typo leaves nothing behind in the state directory."""
+    sourcecheck.require_local_repo(url)
+    with sourcecheck.removed_on_failure(gitrepo.cache_path(state_dir, url), state_dir):
+        repo = gitrepo.open_cache(url, state_dir)
+        gitrepo.fetch(repo, gitrepo.url_credentials(url, credentials))
+        sourcecheck.require_commits(repo, url)
+    source = _source(repo, gitrepo.resolve(repo, ref))
+    sourcecheck.require_dro_files(source, f"{redact.urls(url)} at {ref}")
+    return source
 
 
 def _source(repo: gitrepo.Repository, commit: gitrepo.Commit) -> Source:
@@ -130,16 +146,26 @@ class Revisions:
     def __init__(
         self, location: str, state_dir: Path, *, credentials: Credentials | None = None
     ) -> None:
+        sourcecheck.require_local_repo(location)
         self.local = "://" not in location and Path(location).exists()
+        self._location = redact.urls(location)
         if self.local:
             self._repo = gitrepo.open_local(Path(location))
         else:
-            self._repo = gitrepo.open_cache(location, state_dir)
-            gitrepo.fetch(self._repo, gitrepo.url_credentials(location, credentials))
+            with sourcecheck.removed_on_failure(gitrepo.cache_path(state_dir, location), state_dir):
+                self._repo = gitrepo.open_cache(location, state_dir)
+                gitrepo.fetch(self._repo, gitrepo.url_credentials(location, credentials))
+                sourcecheck.require_commits(self._repo, location)
+        if self.local:
+            sourcecheck.require_commits(self._repo, location)
 
-    def source(self, ref: str) -> Source:
-        """The source files at `ref`."""
-        return _source(self._repo, gitrepo.resolve(self._repo, ref, local=self.local))
+    def source(self, ref: str, *, may_be_empty: bool = False) -> Source:
+        """The source files at `ref`; a UsageError when they hold no dro repository, unless
+        `may_be_empty` (the base of the review that adds dro to a repository)."""
+        found = _source(self._repo, gitrepo.resolve(self._repo, ref, local=self.local))
+        if not may_be_empty:
+            sourcecheck.require_dro_files(found, f"{self._location} at {ref}")
+        return found
 
     def tip(self, branch: str) -> str | None:
         """The sha of the output branch's tip, or None when it does not exist."""
@@ -169,6 +195,22 @@ def previous_state(url: str, branch: str, state_dir: Path) -> dict[str, bytes]:
     except KeyError as error:
         raise GitError(f"output branch {branch} is unreadable: {error}") from error
     return statefiles.adopt_unsealed(files)
+
+
+def previous_rendered(url: str, branch: str, state_dir: Path) -> Callable[[str], bytes | None]:
+    """A reader of single files the last pass rendered on the output branch, for what a
+    suspended dispatch keeps (`render.tree`'s `kept`); it reads only the paths asked for,
+    and None when the branch or the file does not exist. Nothing else reads the rendered
+    manifests back: they are never input to scheduling."""
+    repo = gitrepo.open_cache(url, state_dir)
+    tip = gitrepo.remote_tip(repo, branch) or gitrepo.branch_tip(repo, branch)
+
+    def read(path: str) -> bytes | None:
+        if tip is None:
+            return None
+        return gitrepo.read_files(repo, tip, (path,)).get(path)
+
+    return read
 
 
 def previous_decisions(files: Mapping[str, bytes]) -> dict[ResourceKey, Decision]:

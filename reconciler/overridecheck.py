@@ -23,7 +23,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from reconciler import guard, overrides, references, render
+from reconciler import guard, overrides, quantitycheck, references, render
 from reconciler.domain import Cluster, OverridePolicy, OverrideRule, Workload
 from reconciler.errors import Problem
 
@@ -160,22 +160,22 @@ def _schema_problems(
     version: str,
     crds: references.CRDs,
 ) -> list[Problem]:
-    """The schema errors of an overridden manifest, each at the operation that caused it."""
-    errors = references.schema_errors(manifest, version, crds)
-    if not errors:
-        return []
+    """The schema errors of an overridden manifest, and the bad quantities it did not have
+    before (`quantitycheck`), each at the operation that caused it."""
 
     def errors_of(candidate: Mapping[str, Any]) -> set[tuple[str, str]]:
         found = references.schema_errors(candidate, version, crds) or ()
-        return {(e.pointer, e.message) for e in found}
+        quantities = set(quantitycheck.findings(candidate, version))
+        return {(e.pointer, e.message) for e in found} | quantities
 
-    blame = _blame(base, steps, {(e.pointer, e.message) for e in errors}, errors_of)
+    errors = errors_of(manifest) - set(quantitycheck.findings(base, version))
+    if not errors:
+        return []
+    blame = _blame(base, steps, errors, errors_of)
     result = []
-    for error in errors:
-        policy, rule, position, operation = steps[blame.get((error.pointer, error.message), -1)]
-        detail = (
-            f"{operation} makes {workload.key} invalid at {error.pointer or '/'}: {error.message}"
-        )
+    for pointer, message in sorted(errors):
+        policy, rule, position, operation = steps[blame.get((pointer, message), -1)]
+        detail = f"{operation} makes {workload.key} invalid at {pointer or '/'}: {message}"
         result.append(overrides.failure(policy, rule, position, detail))
     return result
 

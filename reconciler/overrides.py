@@ -16,6 +16,7 @@ from typing import Any
 
 import jsonpatch
 
+from reconciler import fieldoverride, imageref
 from reconciler.domain import OverridePolicy, OverrideRule, ResourceKey
 from reconciler.errors import Problem, ValidationFailed
 
@@ -25,7 +26,7 @@ _TOKEN = re.compile(
     r'\.?(?:(?P<key>[^.\[\]"]+)|\[(?P<index>\d+)\]|\["(?P<quoted>(?:[^"\\]|\\.)*)"\])'
 )
 _POD_KINDS = {
-    "Pod": (),
+    "Pod": ("spec",),
     "ReplicaSet": ("spec", "template", "spec"),
     "Deployment": ("spec", "template", "spec"),
     "DaemonSet": ("spec", "template", "spec"),
@@ -154,46 +155,13 @@ def _type_name(value: Any) -> str:
     )
 
 
-def split_image(image: str) -> tuple[str, str, str]:
-    """(registry, repository, tag-or-digest suffix) by Docker's reference rules.
-
-    The first path component is a registry when it holds '.' or ':' or is 'localhost'. The
-    suffix keeps its separator (":1.2" or "@sha256:…").
-    """
-    name, suffix = image, ""
-    if "@" in name:
-        name, digest = name.split("@", 1)
-        suffix = "@" + digest
-    last_slash = name.rfind("/")
-    colon = name.rfind(":")
-    if colon > last_slash:
-        suffix = name[colon:] + suffix
-        name = name[:colon]
-    first, sep, rest = name.partition("/")
-    if sep and ("." in first or ":" in first or first == "localhost"):
-        return first, rest, suffix
-    return "", name, suffix
-
-
-def join_image(registry: str, repository: str, suffix: str) -> str:
-    """Inverse of `split_image`."""
-    return (f"{registry}/" if registry else "") + repository + suffix
-
-
 def _rewrite_image(image: str, op: Mapping[str, Any]) -> str:
-    registry, repository, suffix = split_image(image)
-    operator, value = op["operator"], str(op.get("value", ""))
-    component = op["component"]
-    if component == "Tag":
-        tag = suffix[1:] if suffix.startswith(":") else ""
-        digest = suffix if suffix.startswith("@") else ""
-        tag = {"add": tag + value, "replace": value, "remove": ""}[operator]
-        suffix = (f":{tag}" if tag else "") + ("" if tag else digest)
-    elif component == "Registry":
-        registry = {"add": registry + value, "replace": value, "remove": ""}[operator]
-    else:
-        repository = {"add": repository + value, "replace": value, "remove": ""}[operator]
-    return join_image(registry, repository, suffix)
+    try:
+        return imageref.rewrite(
+            image, str(op["component"]), str(op["operator"]), str(op.get("value") or "")
+        )
+    except imageref.ImageError as error:
+        raise OverrideError(str(error)) from None
 
 
 def _containers(manifest: dict[str, Any]) -> list[dict[str, Any]]:
@@ -217,12 +185,17 @@ def image_overrider(manifest: dict[str, Any], op: Mapping[str, Any]) -> None:
         except jsonpatch.JsonPointerException:
             why = _unresolved(manifest, str(predicate["path"]), whole=True)
             raise OverrideError(f"imageOverrider predicate {predicate['path']}: {why}") from None
+        if not isinstance(current, str):
+            raise OverrideError(
+                f"imageOverrider predicate {predicate['path']}: the value there is a "
+                f"{_type_name(current)}, not an image string"
+            )
         plaintext(
             manifest,
             {
                 "operator": "replace",
                 "path": predicate["path"],
-                "value": _rewrite_image(str(current), op),
+                "value": _rewrite_image(current, op),
             },
         )
         return
@@ -265,6 +238,14 @@ def _map_overrider(field: str) -> Callable[[dict[str, Any], Mapping[str, Any]], 
     return apply
 
 
+def field_overrider(manifest: dict[str, Any], op: Mapping[str, Any]) -> None:
+    """Karmada's fieldOverrider: JSON patches inside a field holding JSON or YAML text."""
+    try:
+        fieldoverride.apply(manifest, op)
+    except fieldoverride.FieldOverrideError as error:
+        raise OverrideError(str(error)) from None
+
+
 OPERATIONS: Mapping[str, Callable[[dict[str, Any], Mapping[str, Any]], None]] = {
     "fieldPatch": field_patch,
     "plaintext": plaintext,
@@ -273,6 +254,7 @@ OPERATIONS: Mapping[str, Callable[[dict[str, Any], Mapping[str, Any]], None]] = 
     "argsOverrider": _list_overrider("args"),
     "labelsOverrider": _map_overrider("labels"),
     "annotationsOverrider": _map_overrider("annotations"),
+    "fieldOverrider": field_overrider,
 }
 
 

@@ -189,6 +189,7 @@ def plan(
     observer: Observer | None = None,
     diagnose: bool = True,
     ceiling: guard.Guard = guard.BUILTIN,
+    kept: render.Kept | None = None,
 ) -> tuple[Planned, live.Observed]:
     """Validate → (observe) → schedule → render: the part of a pass every command shares.
     Without an `observer` nothing is observed, and the tree is a pure function of the source
@@ -209,7 +210,7 @@ def plan(
         name: status.cluster_status(seen[name], suspended=name in observed.suspended)
         for name in sorted(seen)
     }
-    tree = render.tree(spec, decisions, observations=documents, filling=still)
+    tree = render.tree(spec, decisions, observations=documents, filling=still, kept=kept)
     tree.update(status.workload_files(decisions, seen))
     planned = Planned(
         spec=spec,
@@ -281,6 +282,7 @@ def _one_pass(
             now=now,
             observer=observer if settings.online else None,
             ceiling=settings.guard,
+            kept=load.previous_rendered(settings.repo, settings.output_branch, settings.state_dir),
         )
         for warning in validate.removed_clusters(planned.spec, previous):
             log.warning("cluster_removed_with_replicas", stage=Stage.VALIDATE, detail=warning)

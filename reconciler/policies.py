@@ -39,6 +39,7 @@ KARMADA_OPERATION_ORDER = (
     "argsOverrider",
     "labelsOverrider",
     "annotationsOverrider",
+    "fieldOverrider",
     "plaintext",
 )
 
@@ -197,6 +198,7 @@ def _karmada_pp(doc: Document) -> PlacementPolicy:
     )
     affinity = placement.get("clusterAffinity")
     annotations = doc.body["metadata"].get("annotations") or {}
+    suspension = spec.get("suspension") or {}
     return PlacementPolicy(
         ref=PolicyRef(
             kind=doc.body["kind"], namespace=namespace, name=doc.body["metadata"]["name"]
@@ -217,6 +219,10 @@ def _karmada_pp(doc: Document) -> PlacementPolicy:
             spread=tuple(_karmada_spread(s) for s in placement.get("spreadConstraints") or ()),
             failover=spec.get("failover") is not None,
             takeover="Always" if spec.get("conflictResolution") == "Overwrite" else "Never",
+            suspended_dispatching=bool(suspension.get("dispatching")),
+            suspended_on=tuple(
+                (suspension.get("dispatchingOnClusters") or {}).get("clusterNames") or ()
+            ),
         ),
         dro_extensions=annotations.get(EXTENSIONS_ANNOTATION) == "enabled",
     )
@@ -258,6 +264,10 @@ def _dro_overrides(doc: Document) -> OverridePolicy:
     )
 
 
+_LOCATED_AT = {"plaintext": "/path", "fieldOverrider": "/fieldPath"}
+"""The line an operation's failure points at, inside the operation."""
+
+
 def _karmada_rule(
     target: Mapping[str, Any] | None, overriders: Mapping[str, Any], pointer: str
 ) -> OverrideRule:
@@ -266,7 +276,7 @@ def _karmada_rule(
     for name in KARMADA_OPERATION_ORDER:
         for index, op in enumerate(overriders.get(name) or ()):
             operations.append((name, MappingProxyType(dict(op))))
-            pointers.append(f"{pointer}/{name}/{index}" + ("/path" if name == "plaintext" else ""))
+            pointers.append(f"{pointer}/{name}/{index}" + _LOCATED_AT.get(name, ""))
     return OverrideRule(
         target=selectors.karmada_affinity(target) if target is not None else None,
         operations=tuple(operations),
@@ -325,3 +335,55 @@ def is_override_kind(api_version: str, kind: str) -> bool:
         ("policy.karmada.io/v1alpha1", "OverridePolicy"),
         ("policy.karmada.io/v1alpha1", "ClusterOverridePolicy"),
     }
+
+
+KARMADA_POLICY_GROUP = "policy.karmada.io"
+
+
+def is_policy_document(api_version: str, kind: str) -> bool:
+    """True for a document that is a policy wherever it sits (`workloads/` too): dro's own
+    placement and override kinds, and every kind of Karmada's policy group (a kind dro does not
+    support is then reported as one, never rendered into member clusters)."""
+    if api_version.split("/", 1)[0] == KARMADA_POLICY_GROUP:
+        return True
+    return is_placement_kind(api_version, kind) or is_override_kind(api_version, kind)
+
+
+def without_nulls(value: Any) -> Any:
+    """`value` with every map entry whose value is null removed, at any depth: how the API
+    server reads a custom resource (apiextensions.k8s.io/v1 prunes nulls of non-nullable
+    fields before defaulting), so `overrideRules:` with no value is as if absent. Nulls
+    inside lists stay, and are reported as the API server reports them."""
+    if isinstance(value, Mapping):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(item) for item in value]
+    return value
+
+
+UNSUPPORTED_KARMADA_FIELDS = (
+    ("/spec/schedulePriority", "schedulePriority"),
+    ("/spec/placement/workloadAffinity", "workloadAffinity"),
+)
+"""Karmada fields dro reads but does not implement: an error, since ignoring them would
+place differently than Karmada does."""
+
+
+def karmada_problems(body: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(pointer, message) for each Karmada field in `body` that dro does not implement, and
+    for what Karmada's webhook rejects beyond the schema (suspension's two fields together)."""
+    if not str(body.get("apiVersion", "")).startswith(KARMADA_POLICY_GROUP + "/"):
+        return []
+    spec = body.get("spec") or {}
+    placement = spec.get("placement") or {}
+    found = []
+    for pointer, name in UNSUPPORTED_KARMADA_FIELDS:
+        holder = placement if pointer.startswith("/spec/placement/") else spec
+        if isinstance(holder, Mapping) and holder.get(name) is not None:
+            found.append((pointer, f"Karmada field {name} is not supported by dro"))
+    suspension = spec.get("suspension") or {}
+    on_clusters = suspension.get("dispatchingOnClusters") or {}
+    if suspension.get("dispatching") and on_clusters.get("clusterNames"):
+        message = "suspension dispatching cannot co-exist with dispatchingOnClusters.clusterNames"
+        found.append(("/spec/suspension", message))
+    return found

@@ -9,7 +9,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from reconciler import claims, demand, durations, schemacheck, secrets, selectors, workloads
+from reconciler import (
+    claims,
+    durations,
+    quantitycheck,
+    removedapis,
+    schemacheck,
+    secrets,
+    selectors,
+    workloads,
+)
 from reconciler.domain import (
     Cluster,
     Document,
@@ -73,6 +82,9 @@ def _schema_problems(doc: Document, version: str, crds: CRDs) -> list[Problem]:
     api_version, kind = str(doc.body["apiVersion"]), str(doc.body["kind"])
     group = api_version.rpartition("/")[0]
     errors = schema_errors(doc.body, version, crds)
+    removed = removedapis.removal(api_version, kind, version) if errors is None else ""
+    if removed:
+        return [_problem(doc.origin, "/apiVersion", removed)]
     if errors is None:
         return [
             _problem(
@@ -100,7 +112,9 @@ def check_objects(
     for doc in objects:
         found = _schema_problems(doc, version, crds)
         if not any(p.severity is Severity.ERROR for p in found):
-            found += [_problem(doc.origin, p, m) for p, m in demand.quantity_problems(doc.body)]
+            found += [
+                _problem(doc.origin, p, m) for p, m in quantitycheck.findings(doc.body, version)
+            ]
         problems.extend(found)
         if any(p.severity is Severity.ERROR for p in found):
             continue

@@ -11,7 +11,7 @@ the same bytes and makes no commit.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -196,17 +196,26 @@ def tree(
     observations: Mapping[str, Mapping[str, Any]] | None = None,
     shard: tuple[int, int] = (0, 1),
     filling: Collection[str] = (),
+    kept: Kept | None = None,
 ) -> dict[str, bytes]:
     """The output-branch tree: manifests, kustomizations, decisions, status, README.
 
     With `shard=(i, n)` only the i-th of n interleaved slices of the decisions is rendered,
     and the shared files (kustomizations, status, README) only in slice 0; the union of all
-    slices is exactly the whole tree. Callers use it to render on several cores. Clusters in
-    `filling` are marked `phase: Filling` in their status file.
+    slices is exactly the whole tree. Clusters in `filling` are marked `phase: Filling` in
+    their status file.
+
+    Where a Karmada policy suspends dispatching (`Placement.dispatch_suspended`), a cluster
+    keeps the manifest it had: `kept(path)` gives the last rendered file at that path, or
+    None when there was none, and then nothing is rendered there (Karmada creates the Work
+    suspended, so nothing reaches the member). Without `kept` no earlier file is known.
+    A cluster that leaves the placement is pruned as usual: Karmada deletes a removed
+    cluster's Work whether or not dispatching is suspended.
     """
     part, parts = shard
     workloads = {w.key: w for w in spec.workloads}
     index = RuleIndex(spec.clusters)
+    held = _Held(spec, kept)
     files: dict[str, bytes] = {}
     ordered = sorted(decisions, key=lambda d: d.key.sort_key)
     hooked = movehooks.hook_env(spec.sync_hooks, ordered) if spec.sync_hooks else {}
@@ -215,14 +224,44 @@ def tree(
         move = hooked.get(decision.key)
         if move is not None:
             workload = replace(workload, manifest=movehooks.with_move_env(workload.manifest, *move))
-        files.update(_render_decision(spec, workload, decision, index))
+        files.update(_render_decision(spec, workload, decision, index, held))
     if part == 0:
-        files.update(_shared_files(spec, ordered, observations or {}, filling))
+        files.update(_shared_files(spec, ordered, observations or {}, filling, held))
     return dict(sorted(files.items()))
 
 
+Kept = Callable[[str], bytes | None]
+"""The last rendered file at an output-branch path, or None (`pipeline` reads it lazily)."""
+
+
+class _Held:
+    """Which rendered paths a suspended dispatch holds back, and what they keep."""
+
+    def __init__(self, spec: Spec, kept: Kept | None) -> None:
+        self._placements = {
+            p.ref: p.placement
+            for p in spec.placement_policies
+            if p.placement.suspended_dispatching or p.placement.suspended_on
+        }
+        self._kept = kept
+        self._read: dict[str, bytes | None] = {}
+
+    def suspended(self, decision: Decision, cluster: str) -> bool:
+        """Whether changes to the decision's workload are held back from `cluster`."""
+        placement = self._placements.get(decision.policy) if decision.policy else None
+        return placement is not None and placement.dispatch_suspended(cluster)
+
+    def previous(self, path: str) -> bytes | None:
+        """The file last rendered at `path`, read once."""
+        if self._kept is None:
+            return None
+        if path not in self._read:
+            self._read[path] = self._kept(path)
+        return self._read[path]
+
+
 def _render_decision(
-    spec: Spec, workload: Workload, decision: Decision, index: RuleIndex
+    spec: Spec, workload: Workload, decision: Decision, index: RuleIndex, held: _Held
 ) -> dict[str, bytes]:
     document = yamlio.dump(summary.decision_document(decision)).encode()
     files = {decision_path(decision.key): statefiles.seal(document)}
@@ -232,13 +271,19 @@ def _render_decision(
     applicable = index.by_cluster(rules_for(workload, spec.override_policies))
     rendered: dict[tuple[int | None, tuple[str, ...]], bytes] = {}
     for placed in decision.rendered():
+        path = object_path(placed.cluster, decision.key)
+        if held.suspended(decision, placed.cluster):
+            previous = held.previous(path)
+            if previous is not None:
+                files[path] = previous
+            continue
         applied = applicable.get(placed.cluster, ())
         fingerprint = (placed.replicas, tuple(index.key(rule) for _, _, rule in applied))
         if fingerprint not in rendered:
             rendered[fingerprint] = _render_one(
                 base, placed.replicas, applied, placed.cluster, decision.key
             )
-        files[object_path(placed.cluster, decision.key)] = rendered[fingerprint]
+        files[path] = rendered[fingerprint]
     return files
 
 
@@ -247,11 +292,14 @@ def _shared_files(
     decisions: Sequence[Decision],
     observations: Mapping[str, Mapping[str, Any]],
     filling: Collection[str],
+    held: _Held,
 ) -> dict[str, bytes]:
     per_cluster: dict[str, list[str]] = {c.name: [] for c in spec.clusters}
     for decision in decisions:
         for placed in decision.rendered():
             path = object_path(placed.cluster, decision.key)
+            if held.suspended(decision, placed.cluster) and held.previous(path) is None:
+                continue
             per_cluster[placed.cluster].append(path.split("/", 2)[2])
     files: dict[str, bytes] = {}
     crossing = services.cross_cluster(spec.workloads, decisions)

@@ -49,7 +49,7 @@ def plan_review(
     operator's guard `ceiling`."""
     revisions = load.Revisions(location, state_dir, credentials=credentials)
     state = revisions.state(output_branch)
-    sources = revisions.source(base), revisions.source(head)
+    sources = revisions.source(base, may_be_empty=True), revisions.source(head)
     now = float(max(s.commit_time or 0 for s in sources))
     previous = tuple(load.previous_decisions(state).values())
     phases = load.previous_phases(state)

@@ -35,6 +35,7 @@ import jsonschema_rs
 from referencing import Registry, Resource
 
 from reconciler import kuberanges
+from reconciler.errors import show
 from reconciler.yamlio import escape_pointer_token
 
 MAX_ERRORS_PER_DOCUMENT = 20
@@ -143,16 +144,32 @@ def _kube_schema_name(api_version: str, kind: str) -> str:
 
 
 @cache
-def _kube_validator(version: str, api_version: str, kind: str) -> _Checker | None:
+def kube_schema(version: str, api_version: str, kind: str) -> Mapping[str, Any] | None:
+    """The strict schema of a built-in kind in Kubernetes `version`, or None. Its `$ref`s
+    point into `kube_definitions(version)`."""
     schema_file = _kube_folder(version).joinpath(_kube_schema_name(api_version, kind))
     if not schema_file.is_file():
         return None
-    schema = json.loads(schema_file.read_text())
+    schema: Mapping[str, Any] = json.loads(schema_file.read_text())
     # The schema's x-kubernetes-group-version-kind names the real group; reject near misses
     # such as apps.example.com/v1 Deployment matching apps/v1.
     gvks = schema.get("x-kubernetes-group-version-kind", [])
     group = api_version.rpartition("/")[0]
     if gvks and not any(g.get("group", "") == group and g.get("kind") == kind for g in gvks):
+        return None
+    return schema
+
+
+def kube_definitions(version: str) -> Mapping[str, Any]:
+    """The shared definitions (`$defs`) of Kubernetes `version`'s schemas, by name."""
+    definitions: Mapping[str, Any] = next(iter(_kube_definitions(version).values()))["$defs"]
+    return definitions
+
+
+@cache
+def _kube_validator(version: str, api_version: str, kind: str) -> _Checker | None:
+    schema = kube_schema(version, api_version, kind)
+    if schema is None:
         return None
     return _compiled(schema, _kube_definitions(version))
 
@@ -218,25 +235,44 @@ def _describe(error: jsonschema.exceptions.ValidationError, blind: bool) -> list
     if blind:
         return [SchemaError(pointer=base, message=f"{_rule(error, schema)} {NOT_SHOWN}")]
     if error.validator == "pattern" and "description" in schema:
-        return [SchemaError(pointer=base, message=f"{error.instance!r}: {schema['description']}")]
+        return [
+            SchemaError(pointer=base, message=f"{show(error.instance)}: {schema['description']}")
+        ]
     if error.validator == "const":
         return [
             SchemaError(
-                pointer=base, message=f"must be {error.validator_value!r}, got {error.instance!r}"
+                pointer=base,
+                message=f"must be {show(error.validator_value)}, got {show(error.instance)}",
             )
         ]
     if error.validator == "enum":
-        allowed = ", ".join(repr(v) for v in cast(list[Any], error.validator_value))
-        return [SchemaError(pointer=base, message=f"{error.instance!r} is not one of {allowed}")]
-    message = error.message
-    if isinstance(error.instance, str) and len(error.instance) > _LONGEST_SHOWN:
-        shown = f"{error.instance[:_LONGEST_SHOWN]!r}…({len(error.instance)} characters)"
-        message = message.replace(repr(error.instance), shown)
-    return [SchemaError(pointer=base, message=message)]
+        allowed = ", ".join(show(v) for v in cast(list[Any], error.validator_value))
+        return [
+            SchemaError(pointer=base, message=f"{_shown(error.instance)} is not one of {allowed}")
+        ]
+    return [SchemaError(pointer=base, message=_yaml_words(error))]
 
 
 _LONGEST_SHOWN = 60
 """A longer string value is cut in a message: a 5,000-digit value must not flood the report."""
+
+
+def _shown(value: Any) -> str:
+    """A value as a message quotes it: YAML's words (`errors.show`), long strings cut."""
+    if isinstance(value, str) and len(value) > _LONGEST_SHOWN:
+        return f"{value[:_LONGEST_SHOWN]!r}…({len(value)} characters)"
+    return show(value)
+
+
+def _yaml_words(error: jsonschema.exceptions.ValidationError) -> str:
+    """jsonschema's message with the value it quotes (`None is not of type 'array'`) written
+    as YAML writes it (`null is not of type 'array'`), and a long string cut."""
+    message, written = error.message, repr(error.instance)
+    if message.startswith(written):
+        return _shown(error.instance) + message[len(written) :]
+    if isinstance(error.instance, str) and len(error.instance) > _LONGEST_SHOWN:
+        return message.replace(written, _shown(error.instance))
+    return message
 
 
 NOT_SHOWN = "(the value is not shown)"
@@ -255,9 +291,9 @@ def _rule(error: jsonschema.exceptions.ValidationError, schema: Mapping[str, Any
         names = expected if isinstance(expected, list) else [expected]
         return "must be of type " + " or ".join(repr(str(name)) for name in names)
     if rule == "enum":
-        return "must be one of " + ", ".join(repr(v) for v in cast(list[Any], expected))
+        return "must be one of " + ", ".join(show(v) for v in cast(list[Any], expected))
     if rule == "const":
-        return f"must be {expected!r}"
+        return f"must be {show(expected)}"
     if rule == "pattern":
         return str(schema.get("description") or f"must match the pattern {expected!r}")
     if rule == "format":

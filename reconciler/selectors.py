@@ -99,10 +99,11 @@ def tolerations(raw: Sequence[Mapping[str, Any]] | None) -> tuple[Toleration, ..
     """core/v1 tolerations; `operator` defaults to Equal as in Kubernetes."""
     return tuple(
         Toleration(
-            key=t.get("key", ""),
-            operator=cast(Any, t.get("operator", "Equal")),
-            value=str(t.get("value", "")),
-            effect=t.get("effect", ""),
+            key=t.get("key") or "",
+            operator=cast(Any, t.get("operator") or "Equal"),
+            value=str(t.get("value") or ""),
+            effect=t.get("effect") or "",
+            seconds=t.get("tolerationSeconds"),
         )
         for t in raw or ()
     )

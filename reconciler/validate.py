@@ -9,6 +9,7 @@ nothing is scheduled, committed or applied from it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -17,6 +18,7 @@ from typing import Any
 from reconciler import (
     clusters,
     datamodel,
+    defaulted,
     dependencies,
     durations,
     guard,
@@ -164,10 +166,17 @@ def _check_dro_doc(doc: Document, route: str, into: _Collector) -> bool:
     errors = schemacheck.check_dro(api_version, kind, doc.body)
     for error in errors:
         into.problem(doc, error.pointer, error.message)
-    return not errors
+    unsupported = policies.karmada_problems(doc.body) if route == "policy" else []
+    for pointer, message in unsupported:
+        into.problem(doc, pointer, message)
+    return not errors and not unsupported
 
 
 def _accept(doc: Document, route: str, into: _Collector) -> None:
+    if route == "object" and policies.is_policy_document(doc.body["apiVersion"], doc.body["kind"]):
+        route = "policy"  # Karmada's tutorials keep a policy beside its workload
+    if route == "policy" and doc.body["apiVersion"].startswith(policies.KARMADA_POLICY_GROUP + "/"):
+        doc = dataclasses.replace(doc, body=policies.without_nulls(doc.body))
     if route == "object":
         into.objects.append(doc)
         return
@@ -320,6 +329,9 @@ def check(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Result:
     refs.check_karmada_rules(into.placement, into.problems)
     refs.check_requested_times(into.placement, config, into.problems)
     claimed_by = refs.check_claims(into.placement, objects, into.problems)
+    into.problems += defaulted.warnings(
+        objects, into.placement, claimed_by, bundled.by_dependency, config, cluster_list
+    )
     layers = _check_guard(ceiling, into, objects, cluster_list, None in claimed_by.values())
     crds = refs.crds_of(into.objects)
     into.problems += overridecheck.problems(

@@ -621,4 +621,25 @@ CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
         6,
         "should be non-empty",
     ),
+    (
+        "removed-api-cronjob",
+        {
+            W: "apiVersion: batch/v1beta1\nkind: CronJob\nmetadata: {name: c, namespace: shop}\n"
+            "spec:\n  schedule: '* * * * *'\n  jobTemplate: {spec: {template: {spec: "
+            "{restartPolicy: Never, containers: [{name: c, image: 'c:1'}]}}}}\n"
+        },
+        W,
+        1,
+        "batch/v1beta1 CronJob was removed in Kubernetes 1.25",
+    ),
+    (
+        "removed-api-pdb",
+        {
+            W: "apiVersion: policy/v1beta1\nkind: PodDisruptionBudget\n"
+            "metadata: {name: p, namespace: shop}\nspec: {minAvailable: 1}\n"
+        },
+        W,
+        1,
+        "use apiVersion: policy/v1",
+    ),
 ]

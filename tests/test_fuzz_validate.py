@@ -309,8 +309,9 @@ def check_one(workspace: Workspace, mutation: Mutation) -> None:
     assert code in (0, 1), f"validate exited {code}: {err}"
     assert "Traceback" not in out + err
     if code == 1:
-        assert out.strip(), f"validate failed without saying where: {err}"
-        for row in out.splitlines():
+        assert err.strip(), f"validate failed without saying where: {out}"
+        assert out == "", "stdout carries data only; problems go to stderr"
+        for row in err.splitlines():
             assert PROBLEM.match(row), f"not FILE:LINE: POINTER: MESSAGE: {row!r}"
         return
     code, out, err = _run("schedule", str(source), "-o", "json")

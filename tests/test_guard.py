@@ -81,7 +81,7 @@ def validate(
     code = cli.main(["validate", str(repo), *flags])
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
-    return code, captured.out.splitlines()
+    return code, captured.err.splitlines()
 
 
 CASES = [
@@ -228,7 +228,7 @@ def test_a_bad_guard_file_is_a_located_error(
     (tmp_path / "guard.yaml").write_text(text)
     repo = write(tmp_path / "repo", {})
     code = cli.main(["validate", str(repo), "--guard", str(tmp_path / "guard.yaml")])
-    out = capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().err.splitlines()
     assert code == 1
     rows = [row.replace(str(tmp_path) + "/", "") for row in out]
     for fragment in expected:

@@ -45,7 +45,8 @@ def test_validate_reports_deep_nesting_instead_of_a_segfault(tmp_path: Path) -> 
     (source / "workloads/deep.yaml").write_text(DEEP)
     done = dro("validate", str(source), cwd=tmp_path)
     assert_located(done)
-    assert done.stdout.strip() == LOCATED, "stdout holds the problem lines only"
+    assert done.stderr.strip() == LOCATED, "stderr holds the problem lines only"
+    assert done.stdout == "", "stdout carries data only"
 
 
 def test_reconcile_reports_it_and_commits_nothing(tmp_path: Path) -> None:

@@ -182,7 +182,7 @@ def test_two_objects_that_would_share_a_file_are_an_error(
         "apiVersion: v1\nkind: Deployment\nmetadata:\n  name: frontend\n  namespace: shop\n"
     )
     code = cli.main(["validate", str(source)])
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert code == 1
     assert f"{W}:4: /metadata/name: shop/Deployment/frontend would be written to the same " in out
     assert "shop/deployment-frontend.yaml" in out

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from reconciler import overrides
+from reconciler import imageref, overrides
 
+DIGEST = "sha256:" + "5" * 64
 DEPLOYMENT: dict[str, Any] = {
     "apiVersion": "apps/v1",
     "kind": "Deployment",
@@ -20,7 +21,7 @@ DEPLOYMENT: dict[str, Any] = {
                 "initContainers": [{"name": "init", "image": "busybox:1"}],
                 "containers": [
                     {"name": "web", "image": "nginx:1.25", "args": ["--a"]},
-                    {"name": "side", "image": "gcr.io/proj/side@sha256:abc"},
+                    {"name": "side", "image": f"gcr.io/proj/side@{DIGEST}"},
                 ],
             }
         },
@@ -100,17 +101,28 @@ def test_plaintext_errors_name_the_path() -> None:
 @pytest.mark.parametrize(
     ("image", "parts"),
     [
-        ("nginx", ("", "nginx", "")),
-        ("nginx:1.25", ("", "nginx", ":1.25")),
-        ("library/nginx:1", ("", "library/nginx", ":1")),
-        ("docker.io/library/nginx:1", ("docker.io", "library/nginx", ":1")),
-        ("localhost/app", ("localhost", "app", "")),
-        ("registry:5000/team/app:2@sha256:ff", ("registry:5000", "team/app", ":2@sha256:ff")),
+        ("nginx", ("", "nginx", "", "")),
+        ("nginx:1.25", ("", "nginx", "1.25", "")),
+        ("library/nginx:1", ("", "library/nginx", "1", "")),
+        ("docker.io/library/nginx:1", ("docker.io", "library/nginx", "1", "")),
+        ("localhost/app", ("localhost", "app", "", "")),
+        (f"registry:5000/team/app@{DIGEST}", ("registry:5000", "team/app", "", DIGEST)),
+        # a tag and a digest: Karmada's parser keeps the tag only
+        (f"registry:5000/team/app:2@{DIGEST}", ("registry:5000", "team/app", "2", "")),
     ],
 )
-def test_image_references_split_like_docker(image: str, parts: tuple[str, str, str]) -> None:
-    assert overrides.split_image(image) == parts
-    assert overrides.join_image(*parts) == image
+def test_image_references_split_like_karmada(image: str, parts: tuple[str, str, str, str]) -> None:
+    parsed = imageref.parse(image)
+    assert (parsed.registry, parsed.repository, parsed.tag, parsed.digest) == parts
+
+
+@pytest.mark.parametrize("image", ["Nginx:1", "nginx:", "app@sha256:abc", "a//b", ""])
+def test_bad_image_references_fail_the_override(image: str) -> None:
+    pod = {"kind": "Pod", "spec": {"containers": [{"name": "c", "image": image}]}}
+    with pytest.raises(overrides.OverrideError, match="not a valid image reference"):
+        overrides.apply(
+            pod, "imageOverrider", {"component": "Tag", "operator": "replace", "value": "2"}
+        )
 
 
 @pytest.mark.parametrize(
@@ -118,11 +130,11 @@ def test_image_references_split_like_docker(image: str, parts: tuple[str, str, s
     [
         (
             {"component": "Registry", "operator": "replace", "value": "mirror.io"},
-            ["mirror.io/nginx:1.25", "mirror.io/proj/side@sha256:abc"],
+            ["mirror.io/nginx:1.25", f"mirror.io/proj/side@{DIGEST}"],
         ),
         (
             {"component": "Registry", "operator": "add", "value": "-eu"},
-            ["-eu/nginx:1.25", "gcr.io-eu/proj/side@sha256:abc"],
+            ["-eu/nginx:1.25", f"gcr.io-eu/proj/side@{DIGEST}"],
         ),
         (
             {"component": "Tag", "operator": "replace", "value": "2.0"},
@@ -130,7 +142,7 @@ def test_image_references_split_like_docker(image: str, parts: tuple[str, str, s
         ),
         (
             {"component": "Repository", "operator": "replace", "value": "base"},
-            ["base:1.25", "gcr.io/base@sha256:abc"],
+            ["base:1.25", f"gcr.io/base@{DIGEST}"],
         ),
     ],
 )
@@ -186,3 +198,111 @@ def test_labels_overrider(operator: str, value: dict[str, str], expected: dict[s
 def test_annotations_overrider_creates_the_map() -> None:
     result = applied("annotationsOverrider", {"operator": "add", "value": {"a/b": "c"}})
     assert result["metadata"]["annotations"] == {"a/b": "c"}
+
+
+WORKLOADS: dict[str, tuple[str, ...]] = {
+    "Pod": ("spec",),
+    "ReplicaSet": ("spec", "template", "spec"),
+    "Deployment": ("spec", "template", "spec"),
+    "DaemonSet": ("spec", "template", "spec"),
+    "StatefulSet": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"),
+}
+
+
+def _workload(kind: str, path: tuple[str, ...]) -> dict[str, Any]:
+    pod_spec = {"containers": [{"name": "myapp", "image": "myapp:1.0.0", "args": ["-v"]}]}
+    manifest: dict[str, Any] = {"kind": kind, "metadata": {"name": "myapp"}}
+    node = manifest
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = pod_spec
+    return manifest
+
+
+def _pod_spec(manifest: dict[str, Any], path: tuple[str, ...]) -> Any:
+    for key in path:
+        manifest = manifest[key]
+    return manifest
+
+
+@pytest.mark.parametrize("kind", sorted(WORKLOADS))
+def test_image_command_and_args_overriders_on_every_kind_karmada_supports(kind: str) -> None:
+    """https://karmada.io/docs/userguide/scheduling/override-policy: image, command and args
+    overriders rewrite `containers` of Pod (`/spec/containers/N`), ReplicaSet, Deployment,
+    DaemonSet, StatefulSet and Job (`/spec/template/spec/containers/N`); Karmada's
+    overridemanager (imageoverride.go, commandargsoverride.go) lists exactly these kinds."""
+    path = WORKLOADS[kind]
+    manifest = _workload(kind, path)
+    overrides.apply(
+        manifest,
+        "imageOverrider",
+        {"component": "Registry", "operator": "replace", "value": "test-repo"},
+    )
+    overrides.apply(
+        manifest,
+        "commandOverrider",
+        {"containerName": "myapp", "operator": "add", "value": ["/entrypoint.sh"]},
+    )
+    overrides.apply(
+        manifest, "argsOverrider", {"containerName": "myapp", "operator": "add", "value": ["-q"]}
+    )
+    (container,) = _pod_spec(manifest, path)["containers"]
+    assert container == {
+        "name": "myapp",
+        "image": "test-repo/myapp:1.0.0",
+        "command": ["/entrypoint.sh"],
+        "args": ["-v", "-q"],
+    }
+
+
+def test_a_cronjob_is_not_rewritten_without_a_predicate_as_in_karmada() -> None:
+    """Karmada's imageOverrider and command/args overriders leave a CronJob's jobTemplate
+    alone (no case for it in overridemanager); a predicate path reaches it."""
+    path = ("spec", "jobTemplate", "spec", "template", "spec")
+    cronjob = _workload("CronJob", path)
+    op = {"component": "Tag", "operator": "replace", "value": "2.0.0"}
+    overrides.apply(cronjob, "imageOverrider", op)
+    assert _pod_spec(cronjob, path)["containers"][0]["image"] == "myapp:1.0.0"
+    pointer = "/spec/jobTemplate/spec/template/spec/containers/0/image"
+    overrides.apply(cronjob, "imageOverrider", {**op, "predicate": {"path": pointer}})
+    assert _pod_spec(cronjob, path)["containers"][0]["image"] == "myapp:2.0.0"
+
+
+KARMADA_DIGEST = "sha256:dbcc1c35ac38df41fd2f5e4130b32ffdb93ebae8b3dbe638c23575912276fc9c"
+
+
+@pytest.mark.parametrize(
+    ("image", "operator", "value", "expected"),
+    [
+        # Karmada's pkg/util/overridemanager/imageoverride_test.go, "component: Tag,
+        # operator: replace" with a digest value
+        (
+            "fictional.registry.example/imagename:v1.0.0",
+            "replace",
+            KARMADA_DIGEST,
+            f"fictional.registry.example/imagename@{KARMADA_DIGEST}",
+        ),
+        # a digest replaced by a tag, and a digest removed
+        (f"nginx@{KARMADA_DIGEST}", "replace", "1.27", "nginx:1.27"),
+        (f"nginx@{KARMADA_DIGEST}", "remove", "", "nginx"),
+        ("nginx:1.27", "add", "-alpine", "nginx:1.27-alpine"),
+    ],
+)
+def test_a_tag_override_with_a_digest_writes_name_at_digest(
+    image: str, operator: str, value: str, expected: str
+) -> None:
+    pod = {"kind": "Pod", "spec": {"containers": [{"name": "c", "image": image}]}}
+    overrides.apply(
+        pod, "imageOverrider", {"component": "Tag", "operator": operator, "value": value}
+    )
+    assert pod["spec"]["containers"][0]["image"] == expected
+
+
+def test_a_tag_value_that_is_neither_tag_nor_digest_is_an_error() -> None:
+    """Karmada would silently keep the old tag (SetTagOrDigest); dro says so at validate."""
+    pod = {"kind": "Pod", "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}}
+    with pytest.raises(overrides.OverrideError, match="neither a tag"):
+        overrides.apply(
+            pod, "imageOverrider", {"component": "Tag", "operator": "replace", "value": "a b"}
+        )

@@ -467,3 +467,57 @@ def test_fleet_arrays_are_read_only() -> None:
     assert not FLEET.capacity.flags.writeable
     with pytest.raises(ValueError, match="read-only"):
         FLEET.capacity[0, 0] = np.float64(1.0)
+
+
+@pytest.mark.parametrize(
+    ("toleration", "taint", "tolerated"),
+    [
+        # core/v1 ToleratesTaint, case by case (k8s.io/api core/v1 toleration.go)
+        (Toleration(effect="NoSchedule"), Taint(key="a", effect="NoSchedule"), True),
+        (Toleration(effect="NoSchedule"), Taint(key="a", value="x", effect="NoSchedule"), False),
+        (Toleration(effect="NoSchedule"), Taint(key="a", effect="NoExecute"), False),
+        (Toleration(), Taint(key="any", effect="NoExecute"), True),
+        (
+            Toleration(operator="Exists", effect="NoSchedule"),
+            Taint(key="a", value="x", effect="NoSchedule"),
+            True,
+        ),
+        (
+            Toleration(key="a", operator="Exists"),
+            Taint(key="a", value="x", effect="NoExecute"),
+            True,
+        ),
+        (Toleration(key="a"), Taint(key="a", value="x", effect="NoSchedule"), False),
+        (Toleration(key="a", value="x"), Taint(key="a", value="x", effect="NoSchedule"), True),
+        (Toleration(key="b", operator="Exists"), Taint(key="a", effect="NoSchedule"), False),
+    ],
+)
+def test_toleration_matching_is_core_v1(
+    toleration: Toleration, taint: Taint, tolerated: bool
+) -> None:
+    assert toleration.tolerates(taint) is tolerated
+
+
+@pytest.mark.parametrize(
+    ("seconds", "added", "kept"),
+    [
+        (None, None, True),  # no tolerationSeconds: tolerated for ever
+        (0, None, False),  # 0: evicted at once
+        (300, None, True),  # counted from now: still tolerated
+        (300, 1000.0 - 300, False),  # added 300 s ago: the time is up
+        (300, 1000.0 - 299, True),
+    ],
+)
+def test_no_execute_toleration_seconds_bound_the_stay(
+    seconds: int | None, added: float | None, kept: bool
+) -> None:
+    """Karmada's taint manager (GetMinTolerationTimeWithCurrentTime): a tolerated NoExecute
+    taint evicts once timeAdded + tolerationSeconds is reached."""
+    evict = Taint(key="maintenance", effect="NoExecute", time_added=added)
+    fleet = replace(Fleet(clusters=(cluster("a", taints=(evict,)), cluster("b"))), now=1000.0)
+    tolerations = (Toleration(key="maintenance", operator="Exists", seconds=seconds),)
+    placement = Placement(tolerations=tolerations)
+    verdict = check("TaintToleration", subject(placement, fleet=fleet, holders=("a",)), fleet)
+    assert verdict.passed.tolist() == [kept, True]
+    if not kept:
+        assert verdict.label(0)[1] == "tolerationSeconds are up for taint maintenance:NoExecute"

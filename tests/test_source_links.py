@@ -66,7 +66,7 @@ def test_links_and_nested_repositories_in_a_plain_directory_are_reported(
     (source / "docs").mkdir()
     os.symlink(tmp_path / "elsewhere", source / "docs/ignored")  # not a source folder
     assert cli.main(["validate", str(source)]) == 1
-    out = capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().err.splitlines()
     assert [row.split(": ", 1)[0] for row in out] == [
         "workloads/linked:1",
         f"{CART}:1",
@@ -88,7 +88,7 @@ def test_a_file_name_with_a_newline_cannot_forge_a_location(
     bad.parent.mkdir(parents=True)
     bad.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n")
     assert cli.main(["validate", str(source)]) == 1
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert out.count("\n") == 1, out
     assert out.startswith('"workloads/shop/x\\nworkloads/shop/fake.yaml:1: all good.yaml":3: ')
     assert not any(row.startswith("workloads/shop/fake.yaml") for row in out.splitlines())

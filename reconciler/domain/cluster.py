@@ -16,6 +16,9 @@ class Taint:
     key: str
     value: str = ""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+    time_added: float | None = None
+    """`timeAdded` (epoch seconds), which bounds a NoExecute toleration's `tolerationSeconds`;
+    None when not declared: the taint counts as added at the pass's time."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -26,16 +29,21 @@ class Toleration:
     operator: Literal["Equal", "Exists"] = "Equal"
     value: str = ""
     effect: str = ""
+    seconds: int | None = None
+    """`tolerationSeconds`: how long a tolerated NoExecute taint is tolerated (None: forever)."""
 
     def tolerates(self, taint: Taint) -> bool:
-        """Kubernetes' rule: matching effect (or any), key (or any with Exists) and value."""
+        """core/v1 `ToleratesTaint`, exactly: an empty effect matches every effect and an
+        empty key every key; `Exists` matches any value, `Equal` (the default) compares
+        values, so `{effect: NoSchedule}` tolerates every NoSchedule taint with an empty
+        value, whatever its key."""
         if self.effect and self.effect != taint.effect:
             return False
-        if not self.key:
-            return self.operator == "Exists"
-        if self.key != taint.key:
+        if self.key and self.key != taint.key:
             return False
-        return self.operator == "Exists" or self.value == taint.value
+        if self.operator == "Exists":
+            return True
+        return self.value == taint.value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -166,6 +166,15 @@ class Placement:
     """`apply.takeover`: whether apply adopts an object that exists on a cluster and that dro
     did not create (`apply.py`). Karmada's `conflictResolution: Overwrite` is Always, its
     default Abort is Never."""
+    suspended_dispatching: bool = False
+    """Karmada's `suspension.dispatching`: changes reach no member cluster (render keeps
+    what each already has; scheduling goes on)."""
+    suspended_on: tuple[str, ...] = ()
+    """Karmada's `suspension.dispatchingOnClusters.clusterNames`: the same, on these only."""
+
+    def dispatch_suspended(self, cluster: str) -> bool:
+        """Whether changes to the workload are held back from `cluster`."""
+        return self.suspended_dispatching or cluster in self.suspended_on
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -83,7 +83,8 @@ class Fleet:
         resources = sorted(declared | observed | set(self.extra_resources))
         object.__setattr__(self, "resources", tuple(resources))
         taints = sorted(
-            {t for c in ordered for t in c.taints}, key=lambda t: (t.key, t.value, t.effect)
+            {t for c in ordered for t in c.taints},
+            key=lambda t: (t.key, t.value, t.effect, t.time_added or 0.0),
         )
         object.__setattr__(self, "taints", tuple(taints))
 
@@ -151,7 +152,7 @@ class Fleet:
     def capacity(self) -> FloatArray:
         """(clusters × resources) total allocatable; inf where nothing limits it."""
         matrix = self._matrix("capacity", "capacity")
-        unbounded = np.array([r in UNBOUNDED_WHEN_UNDECLARED for r in self.resources])
+        unbounded = np.array([r in UNBOUNDED_WHEN_UNDECLARED for r in self.resources], dtype=bool)
         missing = np.isnan(matrix)
         matrix[missing & unbounded[np.newaxis, :]] = np.inf
         matrix[np.isnan(matrix)] = 0.0

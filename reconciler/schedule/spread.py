@@ -12,8 +12,10 @@ name). Karmada's rules:
   prefix of the best path wins over the path), then the best cluster of each group, then more
   clusters by available replicas up to the cluster constraint's maxGroups.
 
-Karmada groups by region only (zone and provider only filter). dro's own policies may group by
-region, zone or provider, one of them. Karmada has no default for maxGroups (unset selects
+Karmada groups by region only (zone and provider only filter), and a placement whose spread
+constraints name neither region nor cluster (`spreadByLabel`, which Karmada does not implement)
+is unschedulable with Karmada's error, as is a selection of no cluster. dro's own policies may
+group by region, zone or provider, one of them. Karmada has no default for maxGroups (unset selects
 nothing); in dro's policies an unset maxGroups means no limit.
 """
 
@@ -58,10 +60,13 @@ def select(
     """The candidate rows to divide over, in candidate order; raises SpreadError."""
     if not constraints or strategy == "StaticWeight":
         return ordered
+    if karmada:
+        selected = _karmada(fleet, ordered, constraints, scores, available, replicas, strategy)
+        if not len(selected):
+            raise SpreadError("no clusters available to schedule")
+        return selected
     by_cluster = next((c for c in constraints if c.by == "cluster"), None)
     grouping = [c for c in constraints if c.by != "cluster"]
-    if karmada:
-        grouping = [c for c in grouping if c.by == "region"]
     if len(grouping) > 1:
         raise SpreadError("spread supports cluster plus one of region, zone or provider")
     cluster = by_cluster or SpreadConstraint(by="cluster", min_groups=1, max_groups=None)
@@ -71,6 +76,31 @@ def select(
             fleet, ordered, grouping[0], cluster, scores, available, need, replicas or 0, karmada
         )
     return _by_cluster(ordered, cluster, available, need, karmada)
+
+
+def _karmada(
+    fleet: Fleet,
+    ordered: IntArray,
+    constraints: Sequence[SpreadConstraint],
+    scores: FloatArray,
+    available: IntArray,
+    replicas: int | None,
+    strategy: str,
+) -> IntArray:
+    """Karmada's `selectBestClustersBySpreadConstraints`: by region when a region constraint
+    exists, else by cluster when a cluster constraint exists, else an error: zone and provider
+    only filter, and `spreadByLabel` is not implemented."""
+    fields = {c.by: c for c in constraints if not c.by_label}
+    cluster = fields.get("cluster") or SpreadConstraint(by="cluster", min_groups=1, max_groups=None)
+    need = None if strategy == "Duplicated" or replicas is None else replicas
+    if "region" in fields:
+        region = fields["region"]
+        return _by_group(
+            fleet, ordered, region, cluster, scores, available, need, replicas or 0, True
+        )
+    if "cluster" in fields:
+        return _by_cluster(ordered, cluster, available, need, True)
+    raise SpreadError("just support cluster and region spread constraint")
 
 
 def _max(constraint: SpreadConstraint, karmada: bool, fallback: int) -> int:

@@ -18,8 +18,8 @@ def spread_fields(fleet: Fleet, subject: framework.Subject) -> framework.Verdict
     passed = np.ones(fleet.size, dtype=bool)
     missing = []
     for constraint in subject.placement.spread:
-        if constraint.by == "cluster":
-            continue
+        if constraint.by == "cluster" or constraint.by_label:
+            continue  # Karmada's filter checks spreadByField only
         lacking = fleet.topology(constraint.by) == None  # noqa: E711 - elementwise
         passed &= ~lacking
         missing.append((constraint.by, lacking))

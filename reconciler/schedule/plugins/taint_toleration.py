@@ -3,13 +3,20 @@
 An untolerated NoExecute taint rejects the cluster, even for the replicas it holds. An
 untolerated NoSchedule taint rejects it for new work only: clusters that already hold the
 workload keep it, as in Karmada. Each untolerated PreferNoSchedule taint lowers the score.
+Matching is core/v1's `ToleratesTaint` (`Toleration.tolerates`).
+
+A NoExecute taint tolerated with `tolerationSeconds` is tolerated until the earliest
+`timeAdded + tolerationSeconds` over the tolerations used (the first one that matches each
+NoExecute taint of the cluster), as Karmada's taint manager decides eviction; from then on it
+counts as untolerated. A taint without `timeAdded` counts as added at the pass's time, as
+Karmada's webhook stamps a new NoExecute taint, so `tolerationSeconds: 0` evicts at once.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from reconciler.domain import Placement
+from reconciler.domain import Placement, Taint
 from reconciler.schedule import framework
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray
 
@@ -29,13 +36,51 @@ def untolerated(fleet: Fleet, placement: Placement, effect: str) -> BoolArray:
     return result
 
 
+def expired(fleet: Fleet, placement: Placement) -> BoolArray:
+    """(clusters × taints): NoExecute taints of clusters whose every NoExecute taint is
+    tolerated, but whose toleration time (Karmada's `GetMinTolerationTime`) is up at
+    `fleet.now`; only the taints whose own time bound it are marked."""
+    result = np.zeros((fleet.size, len(fleet.taints)), dtype=bool)
+    bounded = [t for t in placement.tolerations if t.seconds is not None]
+    if not bounded or not fleet.taints:
+        return result
+    matrix = fleet.taint_matrix
+    for row in range(fleet.size):
+        columns = [j for j in np.flatnonzero(matrix[row]) if fleet.taints[j].effect == "NoExecute"]
+        used = []
+        for j in columns:
+            first = next((t for t in placement.tolerations if t.tolerates(fleet.taints[j])), None)
+            if first is None:
+                break  # untolerated: `untolerated` rejects the cluster already
+            used.append(first)
+        else:
+            triggers = {
+                j: min(
+                    _added(fleet.taints[j], fleet.now) + float(t.seconds)
+                    for t in used
+                    if t.seconds is not None and t.tolerates(fleet.taints[j])
+                )
+                for j in columns
+                if any(t.seconds is not None and t.tolerates(fleet.taints[j]) for t in used)
+            }
+            if triggers and min(triggers.values()) <= fleet.now:
+                soonest = min(triggers.values())
+                for j, when in triggers.items():
+                    result[row, j] = when == soonest
+    return result
+
+
+def _added(taint: Taint, now: float) -> float:
+    return now if taint.time_added is None else taint.time_added
+
+
 def _blocking(fleet: Fleet, subject: framework.Subject) -> tuple[BoolArray, BoolArray]:
     key = ("taints", id(subject.placement))
     if key not in subject.cache:
-        subject.cache[key] = (
-            untolerated(fleet, subject.placement, "NoSchedule"),
-            untolerated(fleet, subject.placement, "NoExecute"),
-        )
+        no_execute = untolerated(fleet, subject.placement, "NoExecute")
+        if fleet.taints:
+            no_execute = no_execute | expired(fleet, subject.placement)
+        subject.cache[key] = (untolerated(fleet, subject.placement, "NoSchedule"), no_execute)
     pair: tuple[BoolArray, BoolArray] = subject.cache[key]
     return pair
 
@@ -54,6 +99,10 @@ def taint_filter(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
             f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
             for t in (fleet.taints[j] for j in columns)
         )
+        if not untolerated(fleet, subject.placement, "NoExecute")[row].any() and not (
+            no_schedule[row].any()
+        ):
+            return "untolerated taint", f"tolerationSeconds are up for taint {taints}"
         return "untolerated taint", f"untolerated taint {taints}"
 
     return framework.Verdict(
