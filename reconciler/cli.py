@@ -1,46 +1,41 @@
 """The `dro` command line: validate, schedule, explain, render, plan and reconcile.
 
-Exit codes: 0 ok, 1 failed (bad input, or the world was unavailable), 2 differences found
-(`plan --exit-code`, in `cli_plan`). Data goes to stdout in the format `-o` names; problems
-go to stderr one per line as `FILE:LINE: POINTER: MESSAGE`, with errors, events and progress.
+Exit codes: 0 ok, 1 failed (bad input, a usage error, or the world was unavailable), 2
+differences found (`plan --exit-code`, in `cli_plan`). Only data goes to stdout, in the format
+`-o` names (`validate -o json` prints its problems as a JSON list); problems go to stderr one
+per line as `FILE:LINE: POINTER: MESSAGE`, with errors, events and progress. An unexpected
+exception is one line, `dro COMMAND: internal error: …`, with the traceback under `-v`.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
-import os
 import sys
-from collections.abc import Iterator, Sequence
-from importlib import metadata
+import traceback
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from reconciler import (
     cli_plan,
+    cli_render,
     cli_run,
+    clihabits,
+    completion,
     durations,
     guard,
     outdir,
     pipeline,
+    progress,
     redact,
-    render,
     report,
     settings,
     summary,
+    tables,
     validate,
-    yamlio,
 )
-from reconciler.domain import Decision, Source, Spec
+from reconciler.domain import Decision, Source
 from reconciler.errors import DroError, UsageError, ValidationFailed
-
-
-def _version() -> str:
-    try:
-        return metadata.version("dro")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
 
 
 def _add_source_args(parser: argparse.ArgumentParser, *, path_required: bool = False) -> None:
@@ -61,12 +56,7 @@ def _add_source_args(parser: argparse.ArgumentParser, *, path_required: bool = F
         default=settings.env("REF", "main"),
         help="branch, tag or commit to read with --repo (default: main)",
     )
-    parser.add_argument(
-        "--state-dir",
-        type=Path,
-        default=Path(settings.env("STATE_DIR", ".dro-state") or ".dro-state"),
-        help="where dro keeps its bare git caches (default: .dro-state)",
-    )
+    add_state_dir_arg(parser)
     parser.add_argument(
         "--git-credentials-file",
         type=Path,
@@ -74,6 +64,19 @@ def _add_source_args(parser: argparse.ArgumentParser, *, path_required: bool = F
         help="file with https credentials: 'username:password' or a token",
     )
     add_guard_arg(parser)
+
+
+def add_state_dir_arg(parser: argparse.ArgumentParser) -> None:
+    """`--state-dir DIR`: the git caches, in the XDG cache directory unless told otherwise."""
+    default = settings.default_state_dir()
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=default,
+        metavar="DIR",
+        help=f"where dro keeps its bare git caches (default: {default}, from "
+        "$XDG_CACHE_HOME/dro, else ~/.cache/dro) [env DRO_STATE_DIR]",
+    )
 
 
 def add_guard_arg(parser: argparse.ArgumentParser) -> None:
@@ -89,11 +92,16 @@ def add_guard_arg(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = clihabits.Parser(
         prog="dro", description="Declarative GitOps reconciler for multi-cluster placement."
     )
-    parser.add_argument("--version", action="version", version=f"dro {_version()}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log info events to stderr")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"dro {clihabits.version()}",
+        help="print the version",
+    )
+    clihabits.add_globals(parser, top=True)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     check = commands.add_parser(
@@ -103,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
         "dro's JSON Schemas and the Kubernetes OpenAPI.",
     )
     _add_source_args(check)
+    _add_output_arg(check, "table: one FILE:LINE: POINTER: MESSAGE line per problem")
 
     sched = commands.add_parser(
         "schedule",
@@ -110,13 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Validate and schedule; print the decisions.",
     )
     _add_source_args(sched)
-    sched.add_argument(
-        "-o",
-        "--output",
-        choices=("json", "yaml", "table"),
-        default="table",
-        help="output format (default: table)",
-    )
+    _add_output_arg(sched, "table: replicas per workload and cluster")
 
     why = commands.add_parser(
         "explain",
@@ -125,11 +128,13 @@ def build_parser() -> argparse.ArgumentParser:
         "scorer's score, the weights and the final replicas.",
     )
     _add_source_args(why)
-    why.add_argument("workload", metavar="NAMESPACE/KIND/NAME", help="e.g. shop/Deployment/web")
-    why.add_argument("-o", "--output", choices=("json", "table"), default="table")
     why.add_argument(
-        "--output-branch", default=settings.env("OUTPUT_BRANCH", settings.DEFAULT_OUTPUT_BRANCH)
+        "workload",
+        metavar="NAMESPACE/KIND/NAME",
+        help="e.g. shop/Deployment/web or shop/deploy/web (kubectl's short names work)",
     )
+    _add_output_arg(why, "table: one row per cluster")
+    _add_output_branch_arg(why)
 
     rend = commands.add_parser(
         "render",
@@ -164,16 +169,37 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help="run a single pass and exit (the loop is `dro run`)",
     )
-    rec.add_argument(
-        "--output-branch", default=settings.env("OUTPUT_BRANCH", settings.DEFAULT_OUTPUT_BRANCH)
-    )
+    _add_output_branch_arg(rec)
     rec.add_argument(
         "--no-push",
         action="store_true",
         help="commit to the local cache only; do not push to the remote",
     )
     _add_cluster_args(rec)
+    clihabits.add_info_commands(commands, version=clihabits.version())
+    for sub in commands.choices.values():
+        clihabits.add_globals(sub, top=False)
     return parser
+
+
+def _add_output_arg(parser: argparse.ArgumentParser, table: str) -> None:
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=clihabits.OUTPUTS,
+        default="table",
+        help=f"json, yaml or table ({table}; the default)",
+    )
+
+
+def _add_output_branch_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--output-branch",
+        default=settings.env("OUTPUT_BRANCH", settings.DEFAULT_OUTPUT_BRANCH),
+        metavar="BRANCH",
+        help="the branch of rendered trees and decisions (default: dro/rendered) "
+        "[env DRO_OUTPUT_BRANCH]",
+    )
 
 
 def _add_cluster_args(parser: argparse.ArgumentParser) -> None:
@@ -186,17 +212,18 @@ def _add_cluster_args(parser: argparse.ArgumentParser) -> None:
         help="a kubeconfig file, or a directory of them (a mounted Secret); each Cluster's "
         "spec.kubeconfig.context names its context. Without it the pass stops after the commit",
     )
-    group.add_argument(
+    clihabits.add_bool(
+        group,
         "--in-cluster",
-        action="store_true",
         default=settings.env("IN_CLUSTER") == "true",
-        help="reach clusters marked spec.kubeconfig.inCluster with the pod's service account",
+        help="reach clusters marked spec.kubeconfig.inCluster with the pod's service account "
+        "[env DRO_IN_CLUSTER]",
     )
     group.add_argument(
         "--cluster-timeout", type=_duration, default="10s", help="per request (default 10s)"
     )
     group.add_argument(
-        "--parallel", type=int, default=8, help="clusters observed and applied at once (8)"
+        "--parallel", type=int, default=8, help="clusters observed and applied at once (default 8)"
     )
     group.add_argument(
         "--move-wait",
@@ -224,25 +251,6 @@ def _duration(text: str) -> float:
 def _path_env(name: str) -> Path | None:
     value = settings.env(name)
     return Path(value) if value else None
-
-
-@contextlib.contextmanager
-def _progress(enabled: bool) -> Iterator[pipeline.StageHook]:
-    """A transient stage spinner on stderr when it is a terminal; silent otherwise."""
-    if not enabled:
-        yield lambda _stage: None
-        return
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        transient=True,
-        console=report.console(sys.stderr),
-    ) as progress:
-        task = progress.add_task("starting", total=None)
-        yield lambda stage: progress.update(task, description=str(stage))
 
 
 def _settings(args: argparse.Namespace) -> settings.Settings:
@@ -287,12 +295,22 @@ def _cmd_validate(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     source = pipeline.read_source(config)
     hook(pipeline.Stage.VALIDATE)
     result = validate.check(source, ceiling=config.guard)
-    report.print_problems(result.problems, sys.stderr)
+    warnings = []
+    if result.spec is not None:
+        warnings = validate.removed_clusters(result.spec, pipeline.previous_decisions(config))
+    if args.output != "table":
+        document = report.problems_document(result.problems) + [
+            {"file": None, "line": None, "pointer": None, "message": w, "severity": "warning"}
+            for w in warnings
+        ]
+        report.write_document(document, args.output)
+    else:
+        report.print_problems(result.problems, sys.stderr)
+        for warning in warnings:
+            sys.stderr.write(f"warning: {warning}\n")
     if result.spec is None:
         return 1
     spec = result.spec
-    for warning in validate.removed_clusters(spec, pipeline.previous_decisions(_settings(args))):
-        sys.stderr.write(f"warning: {warning}\n")
     sys.stderr.write(
         f"ok: {len(source.files)} files, {len(spec.clusters)} clusters, "
         f"{len(spec.workloads)} objects, {len(spec.placement_policies)} placement "
@@ -313,13 +331,11 @@ def _cmd_schedule(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     config = _settings(args)
     source = pipeline.read_source(config)
     spec, decisions = pipeline.decide(source, on_stage=hook, diagnose=False, ceiling=config.guard)
-    if args.output == "json":
-        sys.stdout.write(json.dumps(_schedule_document(source, decisions), indent=2) + "\n")
-    elif args.output == "yaml":
-        sys.stdout.write(yamlio.dump(_schedule_document(source, decisions)))
+    if args.output != "table":
+        report.write_document(_schedule_document(source, decisions), args.output)
     else:
         names = [c.name for c in spec.clusters]
-        report.console(sys.stdout).print(report.placement_table(decisions, names))
+        tables.render(report.placement_table(decisions, names), sys.stdout)
     return 0
 
 
@@ -331,57 +347,23 @@ def _cmd_explain(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     _, decisions = pipeline.decide(source, on_stage=hook, previous=previous, ceiling=config.guard)
     decision = report.find_decision(decisions, args.workload)
     if decision is None:
-        raise UsageError(f"no workload {args.workload} in the source (NAMESPACE/KIND/NAME)")
-    if args.output == "json":
-        document = {
-            **summary.decision_entry(decision),
-            "diagnosis": summary.diagnosis_document(decision),
-        }
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
-    else:
-        out = report.console(sys.stdout)
-        for item in report.explanation(decision):
-            out.print(item)
+        close = report.suggestions(decisions, args.workload)
+        hint = f"; did you mean {' or '.join(close)}?" if close else " (NAMESPACE/KIND/NAME)"
+        raise UsageError(f"no workload {args.workload} in the source{hint}")
+    if args.output == "table":
+        report.show(report.explanation(decision), sys.stdout)
+        return 0
+    document = {
+        **summary.decision_entry(decision),
+        "diagnosis": summary.diagnosis_document(decision),
+    }
+    report.write_document(document, args.output)
     return 0
-
-
-def render_to(root: Path, spec: Spec, decisions: Sequence[Decision]) -> None:
-    """Render the tree into `root` on every core.
-
-    Rendering and writing tens of thousands of small files is CPU- and syscall-bound, so the
-    decisions are split into interleaved shards, each rendered and written by a forked worker
-    where the platform can fork. The union of the shards is exactly `render.tree`.
-    """
-    workers = min(os.cpu_count() or 1, max(1, len(decisions) // 50))
-    if workers == 1 or not hasattr(os, "fork"):
-        _render_shard(root, spec, decisions, (0, 1))
-        return
-    children = []
-    for index in range(1, workers):
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child
-            code = 0
-            try:
-                _render_shard(root, spec, decisions, (index, workers))
-            except Exception:
-                code = 1
-            os._exit(code)
-        children.append(pid)
-    _render_shard(root, spec, decisions, (0, workers))
-    if any(os.waitpid(pid, 0)[1] != 0 for pid in children):
-        raise DroError(f"rendering into {root} failed in a worker")
-
-
-def _render_shard(
-    root: Path, spec: Spec, decisions: Sequence[Decision], shard: tuple[int, int]
-) -> None:
-    files = render.tree(spec, decisions, shard=shard)
-    outdir.write_files(root, sorted(files.items()))
 
 
 def _cmd_render(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     out: Path = args.out
-    outdir.check(out, clean=args.clean, protected=_kept_by_render(args))
+    outdir.check(out, clean=args.clean, protected=cli_render.kept(args))
     hook(pipeline.Stage.LOAD)
     config = _settings(args)
     spec, decisions = pipeline.decide(
@@ -389,27 +371,26 @@ def _cmd_render(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     )
     hook(pipeline.Stage.RENDER)
     with outdir.staged(out) as stage:
-        render_to(stage, spec, decisions)
+        cli_render.render_to(stage, spec, decisions)
     sys.stderr.write(f"wrote the rendered tree to {out}\n")
     return 0
 
 
-def _kept_by_render(args: argparse.Namespace) -> list[Path]:
-    """The folders `render --clean` must never delete: the working directory and the source."""
-    kept = [Path.cwd()]
-    if args.path is not None or not args.repo:
-        kept.append(args.path or Path("."))
-    elif "://" not in args.repo and Path(args.repo).exists():
-        kept.append(Path(args.repo))
-    return kept
+REPORTED_EVENTS = frozenset({"cluster_unreachable"})
+"""Log events `reconcile`'s own report states: a person reads each failure once."""
 
 
 def _cmd_reconcile(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     if not args.repo:
         raise UsageError("reconcile needs --repo (a local path or URL of the source repo)")
+    if args.log_format != "json":
+        # the report below says each of these once; the log line would say it again
+        report.configure_logging(
+            verbose=args.verbose, quiet=args.quiet, log_format="console", omit=REPORTED_EVENTS
+        )
     result = pipeline.reconcile_once(_settings(args), on_stage=hook)
     names = [c.name for c in result.planned.spec.clusters]
-    report.console(sys.stdout).print(report.placement_table(result.planned.decisions, names))
+    tables.render(report.placement_table(result.planned.decisions, names), sys.stdout)
     if result.commit is None:
         print(f"output branch {args.output_branch}: unchanged (no commit)")
     else:
@@ -419,22 +400,32 @@ def _cmd_reconcile(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     if result.applied is None:
         print(f"apply skipped: {result.skipped or OFFLINE}")
         return 0
-    report.console(sys.stdout).print(report.apply_table(result.applied.clusters))
-    for line in report.apply_details(result.applied.clusters):
+    tables.render(report.apply_table(result.applied.clusters), sys.stdout)
+    done, wrong = report.apply_details(result.applied.clusters, result.unreachable)
+    for line in done:
         print(line)
-    for why in sorted(result.unreachable.values()):
-        print(f"unreachable: {why}")
+    for line in wrong:
+        sys.stderr.write(line + "\n")
     if result.applied.prune_blocked:
-        print(f"prune held back: {result.applied.prune_blocked}")
+        sys.stderr.write(f"prune held back: {result.applied.prune_blocked}\n")
     elif result.applied.prune_held:
         held = ", ".join(result.applied.prune_held)
-        print(f"prune held back for {held}: an object of that kind and namespace was not applied")
+        sys.stderr.write(
+            f"prune held back for {held}: an object of that kind and namespace was not applied\n"
+        )
     if result.passes == 2:
         print("moves completed: the new copies are Healthy and the old ones were retired")
     return 0 if result.applied.ok and not result.unreachable else 1
 
 
 OFFLINE = "offline pass (give --kubeconfig to observe and apply)"
+
+
+def _cmd_completion(args: argparse.Namespace, _hook: pipeline.StageHook) -> int:
+    sys.stdout.write(completion.script(args.shell, build_parser()))
+    return 0
+
+
 _COMMANDS = {
     "validate": _cmd_validate,
     "schedule": _cmd_schedule,
@@ -443,23 +434,51 @@ _COMMANDS = {
     "explain": _cmd_explain,
     "plan": cli_plan.run,
     "run": cli_run.run,
+    "version": clihabits.show_version,
+    "completion": _cmd_completion,
 }
+_QUIET = {"run", "version", "completion"}
+"""Commands without a stage spinner: a service logs its stages, the others have none."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `dro` console script; returns the process exit code."""
     args = build_parser().parse_args(argv)
-    report.configure_logging(verbose=args.verbose)
+    log_format = args.log_format or settings.env("LOG_FORMAT") or "console"
+    if log_format not in clihabits.LOG_FORMATS:
+        sys.stderr.write(f"dro: DRO_LOG_FORMAT={log_format}: expected console or json\n")
+        return clihabits.USAGE_ERROR
+    args.log_format = args.log_format or settings.env("LOG_FORMAT")
+    report.configure_logging(verbose=args.verbose, quiet=args.quiet, log_format=log_format)
+    spin = sys.stderr.isatty() and not args.quiet and args.command not in _QUIET
     try:
-        # a service has no progress to show: its events go to stdout as JSON
-        with _progress(sys.stderr.isatty() and args.command != "run") as hook:
+        with progress.spinner(spin) as hook:
             return _COMMANDS[args.command](args, hook)
     except ValidationFailed as failed:
-        report.print_problems(failed.problems, sys.stderr)
+        if args.command == "validate" and args.output != "table":
+            report.write_document(report.problems_document(failed.problems), args.output)
+        else:
+            report.print_problems(failed.problems, sys.stderr)
         return 1
     except DroError as error:
         sys.stderr.write(f"dro {args.command}: {redact.urls(str(error))}\n")
         return 1
+    except KeyboardInterrupt:
+        sys.stderr.write(f"dro {args.command}: interrupted\n")
+        return 130
+    except Exception as error:  # the last line of defence: one line, exit 1
+        return _internal_error(args, error)
+
+
+def _internal_error(args: argparse.Namespace, error: Exception) -> int:
+    """`dro COMMAND: internal error: …` in one line; the traceback (no frame locals) with -v."""
+    if args.verbose:
+        traceback.print_exception(error, file=sys.stderr)
+    said = redact.urls(str(error).splitlines()[0] if str(error) else "")
+    what = type(error).__name__ + (f": {said}" if said else "")
+    hint = "" if args.verbose else " (run with -v for the traceback)"
+    sys.stderr.write(f"dro {args.command}: internal error: {what}{hint}\n")
+    return 1
 
 
 if __name__ == "__main__":

@@ -13,10 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from reconciler import guard, load, pipeline, planreport, report, review, settings
+from reconciler import guard, load, pipeline, planreport, report, review, settings, yamlio
 
 DIFFERENCES = 2
-FORMATS = ("markdown", "json", "text")
+FORMATS = ("markdown", "json", "yaml", "text", "table")
+"""`-o`: every command's json, yaml and table (here the same as text), and markdown."""
 
 
 def add_parser(commands: Any) -> None:
@@ -48,18 +49,26 @@ def add_parser(commands: Any) -> None:
         "--output",
         choices=FORMATS,
         default=None,
-        help="markdown (a pull-request comment), json, or text (colour); default: text on a "
-        "terminal, markdown otherwise",
+        help="markdown (a pull-request comment), json, yaml, or text (colour; also called "
+        "table); default: text on a terminal, markdown otherwise",
     )
     plan.add_argument("--chart", type=Path, help="also draw the water levels to FILE.svg|png")
     plan.add_argument("--exit-code", action="store_true", help="exit 2 when there are differences")
+    default_state = settings.default_state_dir()
     plan.add_argument(
         "--state-dir",
         type=Path,
-        default=Path(settings.env("STATE_DIR", ".dro-state") or ".dro-state"),
-        help="where the cache of a remote --repo is kept (default: .dro-state)",
+        default=default_state,
+        metavar="DIR",
+        help=f"where the cache of a remote --repo is kept (default: {default_state}, from "
+        "$XDG_CACHE_HOME/dro, else ~/.cache/dro) [env DRO_STATE_DIR]",
     )
-    plan.add_argument("--git-credentials-file", type=Path, default=None)
+    plan.add_argument(
+        "--git-credentials-file",
+        type=Path,
+        default=None,
+        help="file with https credentials: 'username:password' or a token",
+    )
     plan.add_argument(
         "--guard",
         type=Path,
@@ -91,6 +100,8 @@ def run(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     output = args.output or ("text" if sys.stdout.isatty() else "markdown")
     if output == "json":
         sys.stdout.write(json.dumps(planreport.document(diff), indent=2) + "\n")
+    elif output == "yaml":
+        sys.stdout.write(yamlio.dump(planreport.document(diff)))
     elif output == "markdown":
         sys.stdout.write(planreport.markdown(diff))
     else:

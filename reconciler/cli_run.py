@@ -23,6 +23,7 @@ import structlog
 import yaml
 
 from reconciler import (
+    clihabits,
     durations,
     guard,
     httpguard,
@@ -41,15 +42,6 @@ from reconciler.errors import ClusterError, UsageError
 log = structlog.get_logger("dro")
 
 
-def _bool(text: str) -> bool:
-    lowered = str(text).strip().lower()
-    if lowered in ("true", "1", "yes", "on"):
-        return True
-    if lowered in ("false", "0", "no", "off"):
-        return False
-    raise ValueError(f"{text!r} is not true or false")
-
-
 def _seconds(text: str) -> float:
     return durations.seconds(str(text))
 
@@ -63,12 +55,22 @@ def _guard(raw: Any) -> guard.Guard:
 
 @dataclass(frozen=True, slots=True)
 class Option:
-    """One setting of `dro run`: its flag, default, parser and help."""
+    """One setting of `dro run`: its flag, default, parser and help.
+
+    The default is written as a user would write the flag (`60s`, not 60.0) and goes through
+    the same `convert` as a flag's value, so a default can never have another type than the
+    flag gives (a `str` where a `Path` is expected crashed every pass). A callable default is
+    read when the command starts (the XDG cache directory depends on the environment)."""
 
     name: str
-    default: Any
+    default: str | Callable[[], str] | None
     convert: Callable[[Any], Any]
     help: str
+
+    @property
+    def shown_default(self) -> str | None:
+        """The default as the help shows it and as `convert` reads it."""
+        return self.default() if callable(self.default) else self.default
 
     @property
     def env(self) -> str:
@@ -85,31 +87,41 @@ OPTIONS = (
     Option("repo", None, str, "the source repository: a local path or URL (required)"),
     Option("ref", "main", str, "the branch or tag to reconcile"),
     Option("output-branch", settings.DEFAULT_OUTPUT_BRANCH, str, "where rendered trees go"),
-    Option("state-dir", ".dro-state", Path, "where dro keeps its git caches"),
+    Option(
+        "state-dir",
+        lambda: str(settings.default_state_dir()),
+        Path,
+        "where dro keeps its git caches ($XDG_CACHE_HOME/dro, else ~/.cache/dro)",
+    ),
     Option("git-credentials-file", None, Path, "'username:password' or a token, for https"),
     Option("listen", "0.0.0.0:8080", str, "ADDR:PORT for /healthz /readyz /metrics /webhook"),
-    Option("interval", 60.0, _seconds, "time between passes, e.g. 60s or 5m"),
-    Option("jitter", 0.1, float, "up to this fraction of the interval is added at random"),
+    Option("interval", "60s", _seconds, "time between passes, e.g. 60s or 5m"),
+    Option("jitter", "0.1", float, "up to this fraction of the interval is added at random"),
     Option(
         "ready-intervals",
-        3.0,
+        "3",
         float,
         "/readyz fails unless the last pass succeeded within this many intervals",
     ),
-    Option("http-header-timeout", 10.0, _seconds, "a client's time to send its request headers"),
+    Option("http-header-timeout", "10s", _seconds, "a client's time to send its request headers"),
     Option(
         "http-body-timeout",
-        30.0,
+        "30s",
         _seconds,
         "a client's time to send its body, then to take the answer",
     ),
-    Option("http-max-connections", 128, int, "connections open at once on --listen"),
-    Option("webhook-concurrency", 4, int, "webhook bodies (25 MB at most) read at once"),
+    Option("http-max-connections", "128", int, "connections open at once on --listen"),
+    Option("webhook-concurrency", "4", int, "webhook bodies (25 MB at most) read at once"),
     Option("webhook-secret-file", None, Path, "the shared secret of GitHub/GitLab webhooks"),
-    Option("leader-elect", True, _bool, "hold a Lease so one replica runs passes (true|false)"),
+    Option(
+        "leader-elect",
+        "true",
+        clihabits.parse_bool,
+        "hold a Lease so one replica runs passes (true|false; bare means true)",
+    ),
     Option("lease-name", "dro", str, "the Lease's name"),
     Option("lease-namespace", None, str, "the Lease's namespace (default: the pod's)"),
-    Option("lease-duration", 15.0, _seconds, "how long a Lease is valid without renewal"),
+    Option("lease-duration", "15s", _seconds, "how long a Lease is valid without renewal"),
     Option(
         "lease-kubeconfig",
         None,
@@ -118,11 +130,16 @@ OPTIONS = (
         "the pod's service account (for running outside a cluster)",
     ),
     Option("kubeconfig", None, Path, "a kubeconfig or a directory of them: observe and apply"),
-    Option("in-cluster", False, _bool, "reach Clusters marked inCluster with the pod's account"),
-    Option("cluster-timeout", 10.0, _seconds, "per request to a cluster"),
-    Option("parallel", 8, int, "clusters observed and applied at once"),
-    Option("move-wait", 60.0, _seconds, "wait this long for moved replicas to become Healthy"),
-    Option("status-interval", 600.0, _seconds, "commit a status-only change at most this often"),
+    Option(
+        "in-cluster",
+        "false",
+        clihabits.parse_bool,
+        "reach Clusters marked inCluster with the pod's account (bare means true)",
+    ),
+    Option("cluster-timeout", "10s", _seconds, "per request to a cluster"),
+    Option("parallel", "8", int, "clusters observed and applied at once"),
+    Option("move-wait", "60s", _seconds, "wait this long for moved replicas to become Healthy"),
+    Option("status-interval", "10m", _seconds, "commit a status-only change at most this often"),
     Option(
         "guard",
         None,
@@ -140,18 +157,34 @@ def add_parser(commands: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    run.add_argument("--config", type=Path, default=None, help="a YAML file of settings")
+    run.add_argument(
+        "--config", type=Path, default=None, help="a YAML file of settings [env DRO_CONFIG]"
+    )
     for option in OPTIONS:
-        shown = "" if option.default is None else f" (default: {option.default})"
-        run.add_argument(
-            f"--{option.name}", dest=option.dest, default=None, help=option.help + shown
-        )
+        # shown when --help is asked, so the XDG default reads the environment of that call
+        shown = option.shown_default
+        help_text = option.help + ("" if shown is None else f" (default: {shown})")
+        help_text += f" [env {option.env}]"
+        if option.convert is clihabits.parse_bool:
+            # bare means true, `--leader-elect=false` still works
+            run.add_argument(
+                f"--{option.name}",
+                dest=option.dest,
+                nargs="?",
+                const="true",
+                default=None,
+                metavar="true|false",
+                help=help_text,
+            )
+            continue
+        run.add_argument(f"--{option.name}", dest=option.dest, default=None, help=help_text)
 
 
 def resolve(
     args: argparse.Namespace, environ: Mapping[str, str], config: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """Each option's value: flag, then environment, then config file, then default."""
+    """Each option's value: flag, then environment, then config file, then default. Every one
+    of them, the default included, goes through the option's conversion."""
     values: dict[str, Any] = {}
     for option in OPTIONS:
         raw, origin = getattr(args, option.dest), f"--{option.name}"
@@ -160,7 +193,9 @@ def resolve(
         if raw is None and config.get(option.name) is not None:
             raw, origin = config[option.name], f"{option.name} in the config file"
         if raw is None:
-            values[option.dest] = option.default
+            raw, origin = option.shown_default, f"the default of --{option.name}"
+        if raw is None:
+            values[option.dest] = None
             continue
         try:
             values[option.dest] = option.convert(raw)
@@ -199,7 +234,10 @@ def run(args: argparse.Namespace, _hook: Any) -> int:
         Path(os.environ["DRO_CONFIG"]) if os.environ.get("DRO_CONFIG") else None
     )
     values = resolve(args, os.environ, load_config(config_path))
-    report.configure_logging(verbose=True, stream=sys.stdout)
+    # a service's events are its output: on stdout, info and up, JSON unless asked otherwise
+    report.configure_logging(
+        verbose=not args.quiet, stream=sys.stdout, log_format=args.log_format or "json"
+    )
     if not values["repo"]:
         raise UsageError("dro run needs --repo (or DRO_REPO, or repo: in the config file)")
     host, _, port = str(values["listen"]).rpartition(":")
@@ -219,14 +257,18 @@ def run(args: argparse.Namespace, _hook: Any) -> int:
         loop.leading.set()
         loop.metrics.leader.set(1)
     secret = _secret(values["webhook_secret_file"])
-    http = server.Server(
-        loop,
-        host=host,
-        port=int(port),
-        webhook_secret=secret,
-        limits=_limits(values),
-        max_webhooks=values["webhook_concurrency"],
-    )
+    try:
+        http = server.Server(
+            loop,
+            host=host,
+            port=int(port),
+            webhook_secret=secret,
+            limits=_limits(values),
+            max_webhooks=values["webhook_concurrency"],
+        )
+    except OSError as error:
+        # a busy or forbidden port is the operator's to fix: one line, no traceback
+        raise UsageError(f"--listen {values['listen']}: {error.strerror or error}") from None
 
     def abandoned() -> None:
         if elector is not None:

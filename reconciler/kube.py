@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 import tempfile
 from collections.abc import Callable, Mapping
@@ -350,12 +351,31 @@ class _Translated:
             if _about_the_object(status) and not (self.conflicts and status == 409):
                 raise Rejected(self.cluster, message) from error
         elif isinstance(error, HTTPError | OSError):
-            message = f"{self.verb} {what}: cannot reach the API: {redact.urls(str(error))}"
+            message = f"{self.verb} {what}: cannot reach the API: {_network_reason(error)}"
         else:
             return False
         if self.conflicts and status == 409 and isinstance(error, ApiException):
             raise Conflict(self.cluster, message) from error
         raise ClusterError(self.cluster, message) from error
+
+
+_ERRNO = re.compile(r"\[Errno -?[0-9]+\] ([^\"')(]+)")
+
+
+def _network_reason(error: BaseException) -> str:
+    """urllib3's retry error in a few words: `127.0.0.1:6443: Connection refused`, not the
+    three nested reprs its own message holds."""
+    reason = getattr(error, "reason", None)
+    cause = reason if isinstance(reason, BaseException) else error
+    pool: Any = getattr(error, "pool", None) or getattr(cause, "pool", None)
+    host, port = getattr(pool, "host", None), getattr(pool, "port", None)
+    where = f"{host}:{port}: " if host else ""
+    found = _ERRNO.search(str(cause))
+    if found:
+        return where + found.group(1).strip()
+    if isinstance(cause, OSError) and cause.strerror:
+        return where + cause.strerror
+    return redact.urls(str(cause))
 
 
 def _about_the_object(status: Any) -> bool:

@@ -3,18 +3,32 @@
 Scheduling settings live in the source repo's `dro.yaml`; these are the operator's and come from
 flags, then environment variables (`DRO_*`), then defaults, in that order of precedence. A
 committer therefore cannot change them.
+
+State and caches (bare git caches of remote repos) go to the XDG cache directory,
+`$XDG_CACHE_HOME/dro`, else `~/.cache/dro`, never to the working directory; the container image
+sets `DRO_STATE_DIR=/var/lib/dro`.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from reconciler.guard import BUILTIN, Guard
 
 DEFAULT_OUTPUT_BRANCH = "dro/rendered"
-DEFAULT_STATE_DIR = Path(".dro-state")
+
+
+def default_state_dir() -> Path:
+    """`$DRO_STATE_DIR`, else `$XDG_CACHE_HOME/dro`, else `~/.cache/dro` (the XDG Base
+    Directory rule: a relative `XDG_CACHE_HOME` is ignored)."""
+    configured = env("STATE_DIR")
+    if configured:
+        return Path(configured)
+    cache = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(cache) if cache and Path(cache).is_absolute() else Path.home() / ".cache"
+    return base / "dro"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -27,7 +41,7 @@ class Settings:
     """A plain directory to read instead of a repository."""
     ref: str = "main"
     output_branch: str = DEFAULT_OUTPUT_BRANCH
-    state_dir: Path = DEFAULT_STATE_DIR
+    state_dir: Path = field(default_factory=default_state_dir)
     push: bool = True
     credentials_file: Path | None = None
     author_name: str = "dro"

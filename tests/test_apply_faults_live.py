@@ -154,7 +154,7 @@ def test_the_cli_names_the_rejected_object_and_the_narrow_prune_hold(
         args = ["reconcile", "--once", "--repo", str(settings.repo), "--move-wait", "0s"]
         args += ["--state-dir", str(settings.state_dir), "--kubeconfig", str(settings.kubeconfig)]
         assert cli.main(args) == 1
-        out = capsys.readouterr().out.splitlines()
+        out = capsys.readouterr().err.splitlines()
         rejected = "b: not applied: workloads/extra.yaml:1: cluster b: apply ConfigMap shop/bad"
         assert f"{rejected}: HTTP 422 Unprocessable Entity: {INVALID}" in out
         held = "prune held back for ConfigMap in shop: an object of that kind and namespace"

@@ -223,19 +223,26 @@ def test_the_cli_prints_a_summary_per_cluster(
     args += ["--kubeconfig", str(fleet.settings.kubeconfig), "--move-wait", "0s"]
     assert cli.main(args) == 0
     out = capsys.readouterr().out
-    assert "applied" in out
-    assert "unchanged" in out
-    assert "pruned" in out
-    assert "drifted" in out
-    rows = [line.split("│") for line in out.splitlines() if line.startswith("│ ")]
-    counts = {cells[1].strip(): [c.strip() for c in cells[2:-1]] for cells in rows}
+    assert "APPLIED" in out
+    assert "UNCHANGED" in out
+    assert "PRUNED" in out
+    assert "DRIFTED" in out
+    # piped: plain columns, kubectl's way, with no box drawing
+    assert not set("│┃─━") & set(out)
+    lines = out.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("CLUSTER ")))
+    rows = [line.split() for line in lines[start + 1 : start + 4]]
+    counts = {cells[0]: cells[1:] for cells in rows}
     # writes: dro-system, the inventory's intent, the three objects, its confirmation
     assert counts["a"] == counts["b"] == counts["c"] == ["3", "0", "0", "0", "0", "6"]
     fleet.apis["b"].refuse()
     assert cli.main(args) == 1
-    out = capsys.readouterr().out
-    assert "unreachable: cluster b" in out
-    assert "prune held back: clusters could not be listed (b)" in out
+    err = capsys.readouterr().err
+    # said once, on stderr: not as a log line, nor again per stage the cluster then skipped
+    assert err.count("cannot reach the API") == 1, err
+    assert "b: unreachable: discover Node: cannot reach the API: 127.0.0.1:" in err
+    assert "Connection refused" in err
+    assert "prune held back: clusters could not be listed (b)" in err
 
 
 def test_stale_observation_keeps_the_first_unreachable_time() -> None:

@@ -82,7 +82,7 @@ def test_a_commit_naming_foreign_objects_does_not_adopt_them_and_its_revert_keep
     args += ["--state-dir", str(fleet.settings.state_dir)]
     args += ["--kubeconfig", str(fleet.settings.kubeconfig)]
     assert cli.main(args) == 1
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert preexisting(fleet) == before, "not a single write to either object"
     for cluster in fleet.apis:
         deployment = (

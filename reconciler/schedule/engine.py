@@ -35,6 +35,7 @@ from reconciler.schedule import (
     moving,
     placing,
     record,
+    runs,
     spread,
     stci,
     triggers,
@@ -144,27 +145,13 @@ class Pass:
     def _charge_overrides(
         self, before: Decision | None, decided: Decision, demand: FloatArray
     ) -> Decision:
-        """Charge what runs where an override sets `spec.replicas`, and record it.
-
-        The ledger has been charged the rendered counts, this pass's minus the last pass's.
-        Where an override makes a cluster run another count, the difference (now, and as the
-        last pass recorded it) corrects the charge, so the ledger holds what runs: the
-        workloads after this one see the room it really takes."""
+        """Charge and record what runs where an override sets `spec.replicas`."""
         effective = self.replicas.of(decided) if self.replicas is not None else {}
-        was = before.effective if before is not None else {}
-        if not effective and not was:
-            return decided
-        surplus = np.zeros(self.fleet.size, dtype=np.int64)
-        for decision, runs, sign in ((decided, effective, 1), (before, was, -1)):
-            rendered = {p.cluster: p.replicas or 0 for p in decision.rendered()} if decision else {}
-            for cluster, count in runs.items():
-                row = self.fleet.index.get(cluster)
-                if row is not None:
-                    surplus[row] += sign * (count - rendered.get(cluster, 0))
+        surplus = runs.surplus(self.fleet, before, decided, effective)
         rows = rows_of(surplus)
         if len(rows):
             self.add(rows, demand, surplus[rows])
-        return replace(decided, effective=effective)
+        return decided if effective == decided.effective else replace(decided, effective=effective)
 
     def _decide(
         self, claimed: facts.Claimed, demand: FloatArray, scale: FloatArray, node_fit: BoolArray
