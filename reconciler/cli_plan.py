@@ -106,7 +106,7 @@ def run(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
         sys.stdout.write(planreport.markdown(diff))
     else:
         console = report.console(sys.stdout)
-        for item in planreport.terminal(diff):
+        for item in planreport.terminal(diff, console):
             console.print(item)
     if args.chart is not None:
         from reconciler import chart

@@ -10,16 +10,18 @@ format can show them. This module is pure; the CLI writes what it returns.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rich.console import RenderableType
+from rich.cells import cell_len
+from rich.console import Console, RenderableType
 from rich.rule import Rule
 from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from reconciler import plandiff
+from reconciler import plandiff, tables
 from reconciler.errors import Severity
 
 LIMIT = 65_536
@@ -365,7 +367,7 @@ def _workload(change: plandiff.WorkloadChange) -> dict[str, Any]:
 # --- terminal ---------------------------------------------------------------------------------
 
 
-def terminal(diff: plandiff.PlanDiff) -> list[RenderableType]:
+def terminal(diff: plandiff.PlanDiff, console: Console) -> list[RenderableType]:
     """The diff for a colour terminal (rich): summary, placements, water levels, diffs."""
     title = Rule(f"dro plan: {_side_name(diff.base)} → {_side_name(diff.head)}".replace("`", ""))
     shown: list[RenderableType] = [title]
@@ -386,20 +388,14 @@ def terminal(diff: plandiff.PlanDiff) -> list[RenderableType]:
         counts.add_row(name, str(value), style="bold" if value else "dim")
     shown += [counts, *later]
     if diff.workloads:
-        placements = Table("workload", "before", "after", "moved", "why", title="Placements")
-        for change in diff.workloads:
-            placements.add_row(
-                change.workload,
-                _spread(change.before, change.divided_before),
-                _spread(change.after, change.divided_after),
-                str(change.moved),
-                "\n".join(change.triggers),
-            )
-        shown.append(placements)
+        shown.append(_placements(diff.workloads, console))
     levels = [c for c in diff.levels if c.before != c.after]
     if levels:
         resources = _shown_resources(levels)
-        table = Table("cluster", *resources, title="Water levels")
+        table = Table(title="Water levels")
+        _name_column(table, "cluster", [level.cluster for level in levels])
+        for resource in resources:
+            table.add_column(resource)
         for level in levels:
             cells = [_level_cell(level, r).replace("`", "") for r in resources]
             table.add_row(level.cluster, *cells)
@@ -409,6 +405,50 @@ def terminal(diff: plandiff.PlanDiff) -> list[RenderableType]:
         for file in cluster.files:
             shown.append(Syntax(file.diff, "diff", theme="ansi_dark", background_color="default"))
     return shown
+
+
+def _placements(changes: Sequence[plandiff.WorkloadChange], console: Console) -> RenderableType:
+    """The placements as a table whose columns wrap, or, on a terminal too narrow for it
+    even wrapped, one block per workload (`tables.blocks`), as no name may be cut."""
+    grid = tables.Grid(
+        title="Placements",
+        headers=("workload", "before", "after", "moved", "why"),
+        rows=tuple(
+            (
+                change.workload,
+                _spread(change.before, change.divided_before),
+                _spread(change.after, change.divided_after),
+                str(change.moved),
+                "\n".join(change.triggers),
+            )
+            for change in changes
+        ),
+    )
+    table = Table(title=grid.title)
+    _name_column(table, "workload", [row[0] for row in grid.rows])
+    for header in grid.headers[1:]:
+        table.add_column(header)
+    for row in grid.rows:
+        table.add_row(*row)
+    if _fits(table, console.width):
+        return table
+    return Text(f"Placements\n{tables.blocks(grid)}")
+
+
+def _fits(table: Table, width: int) -> bool:
+    """Whether `table`, wrapped as rich wraps it at `width`, stays within it (rich's own
+    measure can promise a minimum its layout then exceeds, and the terminal would crop it)."""
+    printed = io.StringIO()
+    trial = Console(file=printed, width=width, color_system=None, legacy_windows=False)
+    trial.print(table, crop=False)
+    return all(cell_len(line) <= width for line in printed.getvalue().splitlines())
+
+
+def _name_column(table: Table, header: str, names: Sequence[str]) -> None:
+    """A column of identifying names that the table never cuts: as wide as its longest name,
+    the other columns wrap first; a terminal narrower than a name folds it, never `…`."""
+    widest = max((len(name) for name in names), default=len(header))
+    table.add_column(header, min_width=max(widest, len(header)), overflow="fold")
 
 
 def _spread(placed: Mapping[str, int | None], divided: Mapping[str, int]) -> str:

@@ -109,7 +109,11 @@ def blocks(grid: Grid) -> str:
     out = []
     for cells in grid.rows:
         out.append(cells[0])
-        out += [f"  {h}: {c}" for h, c in zip(grid.headers[1:], cells[1:], strict=True) if c]
+        out += [  # a value of several lines keeps them under its header
+            f"  {h}: " + c.replace("\n", "\n" + " " * (len(h) + 4))
+            for h, c in zip(grid.headers[1:], cells[1:], strict=True)
+            if c
+        ]
     return "\n".join(out) + "\n"
 
 

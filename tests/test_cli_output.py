@@ -118,3 +118,21 @@ def test_reconcile_logs_for_people_and_json_behind_a_flag(
     events = [json.loads(line) for line in captured.err.splitlines() if line.startswith("{")]
     assert "committed" in {e["event"] for e in events}
     assert not any(line.startswith("{") for line in captured.out.splitlines())
+
+
+@pytest.mark.parametrize("columns", [80, 140])
+def test_plan_in_a_terminal_cuts_no_name(source_repo: SourceRepo, columns: int) -> None:
+    """The plan's placements never cut a workload's name: a table when it fits, wrapped,
+    else one block per workload; no line is wider than the terminal (none is cropped)."""
+    git(source_repo.work, "checkout", "--quiet", "-b", "wide")
+    frontend = source_repo.work / "workloads/shop/frontend.yaml"
+    frontend.write_text(frontend.read_text().replace("replicas: 6", "replicas: 9", 1))
+    git(source_repo.work, "commit", "--quiet", "-am", "scale")
+    command = dro("plan", "--repo", str(source_repo.work), "--base", "main", "--head", "wide")
+    code, shown = run(command, columns=columns)
+    assert code == 0, shown
+    text = ANSI.sub("", shown)
+    assert "shop/Deployment.apps/frontend" in text
+    assert "replicas changed from 6 to 9" in text
+    # the spinner redraws its line with a carriage return: each frame is a line of its own
+    assert max(len(line) for line in re.split(r"[\r\n]", text)) <= columns
