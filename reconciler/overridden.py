@@ -7,10 +7,10 @@ object) wins (DESIGN, "Overrides stack"). What runs is that rendered count, and 
 dro shows and charges to the water level ("own replicas means the rendered count").
 
 `Replicas` answers, for one spec, which workloads have such an override, and the count a
-cluster's rendered manifest holds for a given divided count: the rules are applied exactly as
-render applies them, to the workload's own manifest. Only the operations that can reach
-`spec.replicas` make a workload overridden; the others (images, labels …) never change a
-count. A manifest whose override removes `spec.replicas` runs the API server's default, 1.
+cluster's rendered manifest holds for a given divided count: the operations that can reach
+`spec.replicas` are applied in render's order to the divided count; the others (images,
+labels …) never change a count, so they are neither applied nor make a workload overridden.
+A manifest whose override removes `spec.replicas` runs the API server's default, 1.
 This module is pure.
 """
 
@@ -22,12 +22,12 @@ from typing import Any
 
 from reconciler import overrides, render
 from reconciler.domain import Decision, OverridePolicy, OverrideRule, ResourceKey, Spec, Workload
-from reconciler.errors import ValidationFailed
 
 DEFAULT_REPLICAS = 1
 """What the API server sets when a Deployment, StatefulSet or ReplicaSet has no replicas."""
 
 Rules = tuple[tuple[OverridePolicy, int, OverrideRule], ...]
+Operations = tuple[tuple[str, Mapping[str, Any]], ...]
 
 
 def reaches_replicas(operation: str, op: Mapping[str, Any]) -> bool:
@@ -53,13 +53,13 @@ class Replicas:
         """The policies with a rule that can reach `spec.replicas`: most specs have none,
         and then no workload's rules need to be worked out here."""
         self._index = render.RuleIndex(spec.clusters)
-        self._rules: dict[ResourceKey, Mapping[str, Rules]] = {}
-        self._bases: dict[ResourceKey, dict[str, Any]] = {}
+        self._rules: dict[ResourceKey, Mapping[str, Operations]] = {}
         self._counts: dict[tuple[ResourceKey, str, int], int] = {}
+        self._reaching_ops: dict[int, Operations] = {}
 
-    def _by_cluster(self, key: ResourceKey) -> Mapping[str, Rules]:
-        """Cluster → the rules (in stacking order) that apply there, for the clusters where
-        one of them can reach `spec.replicas`; empty when none can anywhere."""
+    def _by_cluster(self, key: ResourceKey) -> Mapping[str, Operations]:
+        """Cluster → the operations that can reach `spec.replicas` there, in stacking order,
+        for the clusters where there are any; empty when there are none anywhere."""
         found = self._rules.get(key)
         if found is None:
             found = {}
@@ -74,9 +74,21 @@ class Replicas:
                 }
                 if clusters:
                     applied = self._index.by_cluster(render.rules_for(workload, self._policies))
-                    found = {c: applied[c] for c in sorted(clusters) if c in applied}
+                    found = {c: self._ops(applied[c]) for c in sorted(clusters) if c in applied}
             self._rules[key] = found
         return found
+
+    def _ops(self, applied: Rules) -> Operations:
+        """The operations of `applied` that can reach `spec.replicas`, in order (each rule's
+        worked out once: its paths are parsed once per spec, not per cluster)."""
+        found: list[tuple[str, Mapping[str, Any]]] = []
+        for _, _, rule in applied:
+            ops = self._reaching_ops.get(id(rule))
+            if ops is None:
+                ops = tuple((o, op) for o, op in rule.operations if reaches_replicas(o, op))
+                self._reaching_ops[id(rule)] = ops
+            found += ops
+        return tuple(found)
 
     def touched(self, key: ResourceKey) -> bool:
         """Whether an override can set this workload's `spec.replicas` on some cluster."""
@@ -91,20 +103,24 @@ class Replicas:
         memo = (key, cluster, divided)
         found = self._counts.get(memo)
         if found is None:
-            found = self._render(self._workloads[key], applied, cluster, divided)
+            found = self._render(self._workloads[key], applied, divided)
             self._counts[memo] = found
         return found
 
-    def _render(self, workload: Workload, applied: Rules, cluster: str, divided: int) -> int:
-        base = self._bases.get(workload.key)
-        if base is None:
-            base = self._bases[workload.key] = render.base_manifest(workload)
-        manifest = render.plain_copy(base)
-        manifest.setdefault("spec", {})["replicas"] = divided
+    def _render(self, workload: Workload, applied: Operations, divided: int) -> int:
+        """The rendered `spec.replicas`: only the operations that can reach it change it, so
+        only they are applied, in order, to the identity and the divided count (copying and
+        patching the whole manifest for every workload on every cluster cost a pass more than
+        the rest of scheduling on a fleet whose every Deployment has such an override)."""
+        manifest: dict[str, Any] = {
+            "apiVersion": workload.manifest.get("apiVersion"),
+            "kind": workload.manifest.get("kind"),
+            "spec": {"replicas": divided},
+        }
         try:
-            for policy, _, rule in applied:
-                overrides.apply_rule(manifest, policy, rule, cluster=cluster, key=workload.key)
-        except ValidationFailed:
+            for operation, op in applied:
+                overrides.apply(manifest, operation, op)
+        except (overrides.OverrideError, KeyError, TypeError, ValueError):
             return divided  # `dro validate` reports it (`overridecheck`); render fails alike
         spec = manifest.get("spec")
         value = spec.get("replicas") if isinstance(spec, dict) else None

@@ -163,12 +163,16 @@ def _schema_problems(
     """The schema errors of an overridden manifest, and the bad quantities it did not have
     before (`quantitycheck`), each at the operation that caused it."""
 
+    quantities = _may_write_quantities(steps)
+
     def errors_of(candidate: Mapping[str, Any]) -> set[tuple[str, str]]:
         found = references.schema_errors(candidate, version, crds) or ()
-        quantities = set(quantitycheck.findings(candidate, version))
-        return {(e.pointer, e.message) for e in found} | quantities
+        written = set(quantitycheck.findings(candidate, version)) if quantities else set()
+        return {(e.pointer, e.message) for e in found} | written
 
-    errors = errors_of(manifest) - set(quantitycheck.findings(base, version))
+    errors = errors_of(manifest)
+    if errors and quantities:
+        errors -= set(quantitycheck.findings(base, version))
     if not errors:
         return []
     blame = _blame(base, steps, errors, errors_of)
@@ -178,6 +182,35 @@ def _schema_problems(
         detail = f"{operation} makes {workload.key} invalid at {pointer or '/'}: {message}"
         result.append(overrides.failure(policy, rule, position, detail))
     return result
+
+
+_NO_QUANTITY = frozenset(
+    {
+        "imageOverrider",
+        "commandOverrider",
+        "argsOverrider",
+        "labelsOverrider",
+        "annotationsOverrider",
+    }
+)
+"""Karmada overriders that write only images, command lines, labels and annotations."""
+_NO_QUANTITY_PATHS = ("spec.replicas", "/spec/replicas", "metadata.", "/metadata/")
+
+
+def _may_write_quantities(steps: Steps) -> bool:
+    """Whether any of `steps` could write a resource quantity: the quantity check of an
+    overridden manifest is skipped when none could (most overrides set replicas, images,
+    labels or annotations), since the source's own quantities were checked already."""
+    for _, rule, position, _ in steps:
+        operation, op = rule.operations[position]
+        if operation in _NO_QUANTITY:
+            continue
+        path = str(op.get("path") or "") if operation in ("fieldPatch", "plaintext") else None
+        if path is None or not (
+            path.startswith(_NO_QUANTITY_PATHS) or path.endswith((".image", "/image"))
+        ):
+            return True
+    return False
 
 
 def _guard_problems(
