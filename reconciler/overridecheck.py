@@ -173,15 +173,15 @@ def _schema_problems(
     errors = errors_of(manifest)
     if errors and quantities:
         errors -= set(quantitycheck.findings(base, version))
-    if not errors:
-        return []
-    blame = _blame(base, steps, errors, errors_of)
-    result = []
-    for pointer, message in sorted(errors):
-        policy, rule, position, operation = steps[blame.get((pointer, message), -1)]
-        detail = f"{operation} makes {workload.key} invalid at {pointer or '/'}: {message}"
-        result.append(overrides.failure(policy, rule, position, detail))
-    return result
+    return _located(
+        base,
+        steps,
+        errors,
+        errors_of,
+        lambda operation, pointer, message: (
+            f"{operation} makes {workload.key} invalid at {pointer or '/'}: {message}"
+        ),
+    )
 
 
 _NO_QUANTITY = frozenset(
@@ -226,15 +226,36 @@ def _guard_problems(
     def findings(candidate: Mapping[str, Any]) -> set[tuple[str, str]]:
         return set(guard.wildcard_findings(layers, candidate))
 
-    added = findings(manifest) - findings(base)
-    if not added:
+    return _located(
+        base,
+        steps,
+        findings(manifest) - findings(base),
+        findings,
+        lambda operation, pointer, message: (
+            f"{operation} puts into {workload.key} at {pointer}: {message}"
+        ),
+    )
+
+
+def _located(
+    base: Mapping[str, Any],
+    steps: Steps,
+    found: set[tuple[str, str]],
+    findings: Findings,
+    describe: Callable[[str, str, str], str],
+) -> list[Problem]:
+    """Each (pointer, message) `found` in the overridden manifest as a problem at the line
+    of the operation that made it appear (`_blame`), worded by `describe(operation, pointer,
+    message)`; nothing is replayed when nothing was found."""
+    if not found:
         return []
-    blame = _blame(base, steps, added, findings)
+    blame = _blame(base, steps, found, findings)
     result = []
-    for pointer, message in sorted(added):
+    for pointer, message in sorted(found):
         policy, rule, position, operation = steps[blame.get((pointer, message), -1)]
-        detail = f"{operation} puts into {workload.key} at {pointer}: {message}"
-        result.append(overrides.failure(policy, rule, position, detail))
+        result.append(
+            overrides.failure(policy, rule, position, describe(operation, pointer, message))
+        )
     return result
 
 
