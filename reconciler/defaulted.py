@@ -19,7 +19,7 @@ import dataclasses
 import difflib
 from collections.abc import Collection, Iterable, Mapping
 
-from reconciler import claims, selectors
+from reconciler import claims
 from reconciler.domain import Cluster, PlacementPolicy, ResourceKey, SchedulerConfig, Workload
 from reconciler.errors import Problem, Severity
 
@@ -99,10 +99,7 @@ def _default_targets(config: SchedulerConfig, clusters: Iterable[Cluster]) -> li
         c.name
         for c in clusters
         if not (c.drain or c.cordon)
-        and (
-            not placement.targets
-            or any(selectors.affinity_matches(t, c.name, c.labels) for t in placement.targets)
-        )
+        and (not placement.targets or any(t.matches(c.name, c.labels) for t in placement.targets))
         and all(
             taint.effect not in _REPELLING or any(t.tolerates(taint) for t in placement.tolerations)
             for taint in c.taints

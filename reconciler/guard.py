@@ -238,7 +238,7 @@ def check_placement(
         hit = [
             name
             for name in sorted(denied)
-            if term is None or selectors.affinity_matches(term, name, by_name[name].labels)
+            if term is None or term.matches(name, by_name[name].labels)
         ]
         if hit:
             what = "targets every cluster, including" if term is None else "selects"

@@ -16,7 +16,6 @@ from reconciler import (
     removedapis,
     schemacheck,
     secrets,
-    selectors,
     workloads,
 )
 from reconciler.domain import (
@@ -191,24 +190,20 @@ def check_cluster_references(
     for policy in placement:
         place = policy.placement
         for term in place.targets:
-            _unknown(selectors.affinity_names(term), known, policy.origin, "/spec", problems)
+            _unknown(term.mentioned_names(), known, policy.origin, "/spec", problems)
         for weight_term, _ in place.replicas.static_weights:
-            _unknown(selectors.affinity_names(weight_term), known, policy.origin, "/spec", problems)
+            _unknown(weight_term.mentioned_names(), known, policy.origin, "/spec", problems)
         for affinity_term in place.affinity_terms:
             for affinity in (affinity_term.affinity, *(o for _, o in affinity_term.overflow)):
-                _unknown(
-                    selectors.affinity_names(affinity), known, policy.origin, "/spec", problems
-                )
+                _unknown(affinity.mentioned_names(), known, policy.origin, "/spec", problems)
     for override in overrides:
         for rule in override.rules:
             if rule.target is not None:
-                _unknown(
-                    selectors.affinity_names(rule.target), known, override.origin, "/spec", problems
-                )
+                _unknown(rule.target.mentioned_names(), known, override.origin, "/spec", problems)
     if config.origin is not None:
         for term in config.default_placement.targets:
             _unknown(
-                selectors.affinity_names(term),
+                term.mentioned_names(),
                 known,
                 config.origin,
                 "/spec/defaultPlacement",

@@ -20,7 +20,6 @@ from reconciler import (
     inventory,
     movehooks,
     overrides,
-    selectors,
     services,
     statefiles,
     summary,
@@ -158,7 +157,7 @@ class RuleIndex:
             found = frozenset(
                 c.name
                 for c in self.clusters
-                if rule.target is None or selectors.affinity_matches(rule.target, c.name, c.labels)
+                if rule.target is None or rule.target.matches(c.name, c.labels)
             )
             self._targets[id(rule)] = found
         return found

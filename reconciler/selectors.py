@@ -118,23 +118,3 @@ def resource_selector(raw: Mapping[str, Any], default_namespace: str | None) -> 
         name=raw.get("name") or None,
         label_selector=label_selector(raw.get("labelSelector")),
     )
-
-
-def affinity_names(affinity: ClusterAffinity) -> tuple[str, ...]:
-    """Every cluster name an affinity mentions (names and exclude), for reference checks."""
-    return (affinity.names or ()) + affinity.exclude
-
-
-def affinity_matches(affinity: ClusterAffinity, name: str, labels: Mapping[str, str]) -> bool:
-    """One cluster against one affinity term (the scalar twin of the scheduler's mask)."""
-    if name in affinity.exclude:
-        return False
-    if affinity.names is not None and name not in affinity.names:
-        return False
-    if affinity.label_selector is not None and not affinity.label_selector.matches(labels):
-        return False
-    for requirement in affinity.field_selector:
-        inside = labels.get(requirement.key) in requirement.values
-        if inside != (requirement.operator == "In"):
-            return False
-    return True

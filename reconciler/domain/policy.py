@@ -67,6 +67,24 @@ class ClusterAffinity:
     field_selector: tuple[FieldRequirement, ...] = ()
     exclude: tuple[str, ...] = ()
 
+    def mentioned_names(self) -> tuple[str, ...]:
+        """Every cluster name the term mentions (names and exclude), for reference checks."""
+        return (self.names or ()) + self.exclude
+
+    def matches(self, name: str, labels: Mapping[str, str]) -> bool:
+        """One cluster against this term (the scalar twin of the scheduler's mask)."""
+        if name in self.exclude:
+            return False
+        if self.names is not None and name not in self.names:
+            return False
+        if self.label_selector is not None and not self.label_selector.matches(labels):
+            return False
+        for requirement in self.field_selector:
+            inside = labels.get(requirement.key) in requirement.values
+            if inside != (requirement.operator == "In"):
+                return False
+        return True
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AffinityTerm:
