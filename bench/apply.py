@@ -36,7 +36,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reconciler import apply, kube
+from reconciler.kube import client as kube
+from reconciler.live import apply
 from tests.kubeapi import KubeAPI
 
 CLUSTERS = 3

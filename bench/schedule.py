@@ -130,7 +130,8 @@ def write_repo(root: Path, clusters: int, workloads: int) -> None:
 
 def naive(spec: object, limit: int) -> tuple[float, int]:
     """Filters and the balance score, one (workload, cluster) pair at a time, in Python."""
-    from reconciler import claims, demand
+    from reconciler.domain import claims
+    from reconciler.kube import demand
 
     started = time.perf_counter()
     workloads = spec.workloads[:limit]  # type: ignore[attr-defined]

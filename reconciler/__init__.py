@@ -1,5 +1,20 @@
 """dro: a declarative GitOps reconciler for multi-cluster placement.
 
-The pipeline is the folder listing: load → validate → schedule → render → commit (→ apply).
-`pipeline.py` reads the stages in order; each stage is one module with one public verb.
+The pipeline is the folder listing. `pipeline.py` runs one pass, one sentence per stage, and is
+the only module that knows their order:
+
+    load/       1 LOAD      the source tree at a ref, and the last pass's state
+    validate/   2 VALIDATE  Source → Spec, every problem in one pass
+    live/       3 OBSERVE   every cluster's water level, at once   (live/observe.py)
+    schedule/   4 SCHEDULE  Spec + observations → Decisions         (plugins/: one file each)
+    render/     5 RENDER    Spec + Decisions → the output-branch tree
+    commit/     6 COMMIT    the tree → one commit on the output branch
+    live/       7 APPLY     the tree → every cluster, server-side   (live/apply.py)
+
+Beneath the stages: `branch/` (the output branch's format, written and read back), `kube/`
+(Kubernetes knowledge; `kube/client.py` is the only `kubernetes` import), `git/` (the only
+`pygit2` import), `yamlio/`, `domain/` (the frozen values that flow between stages), and
+`settings.py`, `errors.py`, `redact.py`.
+
+Above them, the faces: `cli/` (the dro command), `review/` (dro plan) and `service/` (dro run).
 """

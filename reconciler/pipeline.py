@@ -15,24 +15,15 @@ from enum import StrEnum
 
 import structlog
 
-from reconciler import (
-    commit,
-    commitmessage,
-    fence,
-    gitrepo,
-    guard,
-    live,
-    load,
-    render,
-    schedule,
-    status,
-    summary,
-    takeover,
-    validate,
-)
-from reconciler.apply import ClusterSync, Identity
-from reconciler.domain import Decision, Observation, Source, Spec
+from reconciler import commit, live, load, render, schedule, validate
+from reconciler.branch import status, summary
+from reconciler.commit import describe as commitmessage
+from reconciler.domain import Decision, Observation, Source, Spec, fence
+from reconciler.git import gitrepo
+from reconciler.live import takeover
+from reconciler.live.apply import ClusterSync, Identity
 from reconciler.settings import Settings
+from reconciler.validate import guard
 
 log = structlog.get_logger("dro")
 

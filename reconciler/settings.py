@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reconciler.guard import BUILTIN, Guard
+from reconciler.validate.guard import BUILTIN, Guard
 
 DEFAULT_OUTPUT_BRANCH = "dro/rendered"
 

@@ -10,7 +10,7 @@ import struct
 import time
 from pathlib import Path
 
-from reconciler import webhook
+from reconciler.service import webhook
 
 
 def connect(port: int, timeout: float = 5.0) -> socket.socket:

@@ -15,7 +15,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from reconciler import webhook
+from reconciler.service import webhook
 
 DRO = str(Path(sys.executable).parent / "dro")
 

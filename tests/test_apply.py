@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from reconciler import apply, kube
+from reconciler.kube import client as kube
+from reconciler.live import apply
 from tests.kubeapi import KubeAPI
 from tests.test_kube import deployment
 

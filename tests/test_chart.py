@@ -1,4 +1,4 @@
-"""`reconciler.chart`: the water-level picture `dro plan --chart` writes."""
+"""`reconciler.review.chart`: the water-level picture `dro plan --chart` writes."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from reconciler import chart, plandiff
 from reconciler.errors import UsageError
+from reconciler.review import chart, plandiff
 
 
 def _diff() -> plandiff.PlanDiff:

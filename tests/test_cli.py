@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLE, SourceRepo, git
 
-from reconciler import cli, report, tables
+from reconciler import cli
+from reconciler.cli import report
 from reconciler.domain import Decision, Placed, ResourceKey
+from reconciler.review import tables
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:

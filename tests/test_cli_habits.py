@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reconciler import cli, completion, pipeline
+from reconciler import cli, pipeline
+from reconciler.cli import completion
 from tests.conftest import EXAMPLE
 from tests.terminal import DRO
 

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from reconciler import cli, report, tables
+from reconciler import cli
+from reconciler.cli import report
 from reconciler.domain import Decision, Placed, ResourceKey
+from reconciler.review import tables
 from tests.conftest import EXAMPLE, SourceRepo, git
 from tests.terminal import dro, run
 

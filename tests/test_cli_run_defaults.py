@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from reconciler import cli, cli_run, settings
+from reconciler import cli, settings
+from reconciler.cli import run as cli_run
 from tests.conftest import SourceRepo
 from tests.service import DRO, Service, wait_for
 

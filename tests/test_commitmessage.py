@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from reconciler import cli, commitmessage
+from reconciler import cli
+from reconciler.commit import describe as commitmessage
 from reconciler.domain import Decision, Diagnosis, Move, Placed, ResourceKey
 from tests.conftest import SourceRepo, git
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from reconciler import dependencies, workloads
 from reconciler.domain import Origin, ResourceKey, Workload
+from reconciler.validate import dependencies, workloads
 
 NS = "shop"
 RBAC = "rbac.authorization.k8s.io"

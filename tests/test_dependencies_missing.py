@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
-from reconciler import dependencies, workloads, yamlio
-from reconciler.dependencies import Reference
+from reconciler import yamlio
 from reconciler.errors import Severity
+from reconciler.validate import dependencies, workloads
+from reconciler.validate.dependencies import Reference
 from tests.test_dependencies import CRON, NS, POD, containers, core, deployment, key, obj, service
 
 

@@ -2,7 +2,7 @@
 
 The kustomize output is built with the real `kubectl kustomize` and every object is checked
 against Kubernetes' strict OpenAPI schemas (`kubernetes-validate`, through
-`reconciler.schemacheck`), for the oldest and newest Kubernetes of the e2e matrix.
+`reconciler.validate.schemacheck`), for the oldest and newest Kubernetes of the e2e matrix.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from reconciler import schemacheck
+from reconciler.validate import schemacheck
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"

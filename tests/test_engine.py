@@ -8,7 +8,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from reconciler import cli, schedule, summary
+from reconciler import cli, schedule
+from reconciler.branch import summary
 from reconciler.domain import (
     AffinityTerm,
     ClusterAffinity,

@@ -12,7 +12,7 @@ from types import MappingProxyType
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconciler import demand, schedule
+from reconciler import schedule
 from reconciler.domain import (
     Cluster,
     ClusterAffinity,
@@ -31,6 +31,7 @@ from reconciler.domain import (
     Taint,
     Workload,
 )
+from reconciler.kube import demand
 from reconciler.schedule import batch, engine, express, facts, framework
 from reconciler.schedule.fleet import Fleet
 from tests.test_schedule import GPU, ORIGIN, cluster, deployment

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from reconciler import durations, schedule, validate
+from reconciler import schedule, validate
 from reconciler.domain import (
     Cluster,
     Decision,
@@ -15,6 +15,7 @@ from reconciler.domain import (
     ReplicaScheduling,
     ResourceKey,
     Spec,
+    durations,
 )
 from tests.test_rebalance import counts, with_rebalance
 from tests.test_schedule import cluster, deployment, spec_of

@@ -10,8 +10,17 @@ from types import MappingProxyType
 import yaml
 from conftest import SourceRepo
 
-from reconciler import durations, pipeline, schedule, summary
-from reconciler.domain import Cluster, Decision, MoveBudget, Placement, ReplicaScheduling, Spec
+from reconciler import pipeline, schedule
+from reconciler.branch import summary
+from reconciler.domain import (
+    Cluster,
+    Decision,
+    MoveBudget,
+    Placement,
+    ReplicaScheduling,
+    Spec,
+    durations,
+)
 from reconciler.settings import Settings
 from tests.test_rebalance import counts, with_rebalance
 from tests.test_schedule import cluster, deployment, spec_of

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 from conftest import Daemon, SourceRepo, git, make_source_repo
 
-from reconciler import commit, gitrepo, load, statefiles
+from reconciler import commit, load
+from reconciler.branch import statefiles
 from reconciler.errors import UsageError
+from reconciler.git import gitrepo
 
 
 def test_clone_and_fetch_over_git_protocol(

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from reconciler import cli, cli_run, guard
+from reconciler import cli
+from reconciler.cli import run as cli_run
 from reconciler.errors import ValidationFailed
+from reconciler.validate import guard
 from tests.conftest import git, make_source_repo
 from tests.livefleet import DRO, cluster_file, source_files
 

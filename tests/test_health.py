@@ -6,8 +6,16 @@ from typing import Any
 
 import pytest
 
-from reconciler import health
-from reconciler.health import DEGRADED, HEALTHY, MISSING, PROGRESSING, SUSPENDED, UNKNOWN, Health
+from reconciler.kube import health
+from reconciler.kube.health import (
+    DEGRADED,
+    HEALTHY,
+    MISSING,
+    PROGRESSING,
+    SUSPENDED,
+    UNKNOWN,
+    Health,
+)
 
 
 def obj(

@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconciler import inventory
-from reconciler.inventory import Ref
+from reconciler.kube import inventory
+from reconciler.kube.inventory import Ref
 
 
 def manifest(api_version: str, kind: str, name: str, namespace: str = "") -> dict[str, Any]:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from reconciler import kube
 from reconciler.errors import ClusterError, UsageError
+from reconciler.kube import client as kube
 from tests.kubeapi import KubeAPI
 
 

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from reconciler import kube, leader
 from reconciler.errors import ClusterError
+from reconciler.kube import client as kube
+from reconciler.service import leader
 from tests.kubeapi import KubeAPI
 
 START = datetime(2026, 1, 1, tzinfo=UTC).timestamp()

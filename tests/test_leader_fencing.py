@@ -17,7 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from reconciler import commit, fence, kube, leader, load
+from reconciler import commit, load
+from reconciler.domain import fence
+from reconciler.kube import client as kube
+from reconciler.service import leader
 from tests.conftest import SourceRepo, make_source_repo
 from tests.kubeapi import KubeAPI
 from tests.livefleet import NAMES, source_files

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from reconciler import movehooks
 from reconciler.domain import ResourceKey
+from reconciler.kube import movehooks
 from tests.test_dependencies import obj
 
 ANNOTATION = "/metadata/annotations/multicluster.io~1data-sync-for"

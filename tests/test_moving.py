@@ -8,9 +8,11 @@ from dataclasses import replace
 
 import pytest
 
-from reconciler import observe, report, summary
+from reconciler.branch import summary
+from reconciler.cli import report
 from reconciler.domain import Decision, Observation, Placed, ResourceKey, Spec
 from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
+from reconciler.live import observe
 from reconciler.schedule import moving
 from reconciler.schedule.fleet import Fleet
 from tests.test_schedule import cluster

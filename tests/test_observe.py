@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
-from reconciler import kube, observe, schedule
+from reconciler import schedule
 from reconciler.domain import Placement, ReplicaScheduling, ResourceKey
+from reconciler.kube import client as kube
+from reconciler.live import observe
 from tests.kubeapi import KubeAPI
 from tests.test_schedule import cluster, deployment, spec_of
 

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 from conftest import git
 
-from reconciler import cli, load, render, schedule, statefiles, validate, yamlio
+from reconciler import cli, load, render, schedule, validate, yamlio
+from reconciler.branch import statefiles
 from reconciler.domain import Observation
 
 DRO = """\

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from reconciler import imageref, overrides
+from reconciler.render import imageref, overrides
 
 DIGEST = "sha256:" + "5" * 64
 DEPLOYMENT: dict[str, Any] = {

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from reconciler import cli, pipeline, settings, statefiles
+from reconciler import cli, pipeline, settings
+from reconciler.branch import statefiles
 from tests.conftest import ROOT, SourceRepo, git, make_source_repo
 
 GOLDEN = ROOT / "tests" / "golden" / "plan"

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLE, make_source_repo
 
-from reconciler import cli, quantity
+from reconciler import cli
+from reconciler.kube import quantity
 
 POD = "      containers:\n        - name: app\n          image: nginx:1.27\n"
 

@@ -8,7 +8,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconciler import durations, render, report, schedule, summary
+from reconciler import render, schedule
+from reconciler.branch import summary
+from reconciler.cli import report
 from reconciler.domain import (
     ClusterAffinity,
     Decision,
@@ -21,6 +23,7 @@ from reconciler.domain import (
     Source,
     Spec,
     Workload,
+    durations,
 )
 from tests.test_express import labelled, policy
 from tests.test_schedule import cluster, deployment, spec_of

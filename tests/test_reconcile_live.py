@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reconciler import cli, load, status
+from reconciler import cli, load
+from reconciler.branch import status
 from reconciler.domain import Cluster, Decision, Origin
 from reconciler.pipeline import PassResult
 from tests.livefleet import Fleet, cluster_file, deployment, running_fleet, source_files

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLE, git
 
-from reconciler import cli, outdir, render
+from reconciler import cli, render
+from reconciler.cli import outdir
 from reconciler.errors import Problem, ValidationFailed
 
 EVIL = (

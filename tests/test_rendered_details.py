@@ -9,8 +9,11 @@ from typing import Any
 import pytest
 from conftest import EXAMPLE
 
-from reconciler import cli, inventory, load, observe, statefiles, status, validate, yamlio
+from reconciler import cli, load, validate, yamlio
+from reconciler.branch import statefiles, status
 from reconciler.domain import Observation, ResourceKey
+from reconciler.kube import inventory
+from reconciler.live import observe
 
 PLACEMENT = "multicluster.io/placement"
 AT = "2026-01-01T00:00:00Z"

@@ -15,8 +15,11 @@ from typing import Any, cast
 
 import pytest
 
-from reconciler import cli_run, deliveries, live, metrics, pipeline, runner, server, webhook
+from reconciler import live, pipeline
+from reconciler import service as runner
+from reconciler.cli import run as cli_run
 from reconciler.errors import GitError, Problem, ValidationFailed
+from reconciler.service import deliveries, metrics, server, webhook
 from reconciler.settings import Settings
 
 SECRET = b"s3cret"

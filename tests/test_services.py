@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from reconciler import services
 from reconciler.domain import ResourceKey
+from reconciler.render import services
 from tests.servicerepo import BACKEND, CONTAINER, FRONTEND, REPO, deployment, env, key, service
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from reconciler import services
 from reconciler.domain import Decision, Placed, Workload
+from reconciler.render import services
 from tests.servicerepo import (
     BACKEND,
     FRONTEND,

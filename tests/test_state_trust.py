@@ -18,7 +18,8 @@ import pytest
 import yaml
 from conftest import EXAMPLE, SourceRepo, git, make_source_repo
 
-from reconciler import cli, load, pipeline, schedule, statefiles, status
+from reconciler import cli, load, pipeline, schedule
+from reconciler.branch import statefiles, status
 from reconciler.domain import Observation
 from reconciler.schedule import standing
 

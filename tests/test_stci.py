@@ -11,13 +11,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from reconciler import datamodel, schedule
+from reconciler import schedule
 from reconciler.domain import Cluster, Origin
 from reconciler.domain.data import DataAccess, DataSet, Link, Topology
 from reconciler.errors import Problem
 from reconciler.schedule import framework, stci
 from reconciler.schedule.fleet import Fleet
 from reconciler.schedule.plugins import data_locality
+from reconciler.validate import datamodel
 from tests.test_schedule import deployment, spec_of, subject
 
 ORIGIN = Origin(path="datasets/d.yaml", line=1)

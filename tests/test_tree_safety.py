@@ -16,8 +16,10 @@ import pygit2
 import pytest
 from conftest import Daemon, SourceRepo, git
 
-from reconciler import cli, gitrepo, render, status
+from reconciler import cli, render
+from reconciler.branch import status
 from reconciler.domain import ResourceKey, paths
+from reconciler.git import gitrepo
 
 GROUP = ".".join(["g" * 61, "h" * 61, "i" * 61, "example"])  # 245 characters
 LONG = "a" * 253

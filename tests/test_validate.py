@@ -207,7 +207,7 @@ BY_KIND = "{apiVersion: apps/v1, kind: Deployment}"
 def test_precedence_namespaced_then_priority_then_specificity(
     policies: dict[str, str], winner: str
 ) -> None:
-    from reconciler import claims
+    from reconciler.domain import claims
 
     files = {f"policies/{n}.yaml": text for n, text in policies.items()}
     spec = validate.spec(source({"workloads/web.yaml": DEPLOY, **files}))

@@ -5,7 +5,9 @@
 by `ResourceKey`; there is no class per Kubernetes kind. Nothing here does I/O.
 
 One module per responsibility: `base` (keys, origins, the source), `cluster`, `policy`,
-`spec` (workloads, settings, the validated Spec) and `decision`.
+`spec` (workloads, settings, the validated Spec) and `decision`; beside them the rules every
+stage shares: `claims` (which policy claims a workload), `durations`, `fence` (a write only
+while the Lease is held) and `paths`.
 """
 
 from reconciler.domain.base import (

@@ -114,7 +114,7 @@ class Observation:
     """Workloads with pods pending (unschedulable) here: key → (pods, pending since, RFC 3339)."""
     health: Mapping[ResourceKey, tuple[str, str]] = field(default_factory=dict)
     """The health of each workload dro applied here: key → (status, message), Argo CD's
-    states (`reconciler.health`). A move's old copies retire once its new copies are Healthy."""
+    states (`kube.health`). A move's old copies retire once its new copies are Healthy."""
     synced: Mapping[ResourceKey, str] = field(default_factory=dict)
     """Workloads dro applied here whose live object carries `multicluster.io/data-synced`
     (set by a data-sync job or by hand): key → the annotation's value. A stateful move

@@ -112,7 +112,7 @@ class Decision:
     effective: Mapping[str, int] = field(default_factory=empty)
     """Cluster → the `spec.replicas` its rendered manifest holds, where an override of
     `spec.replicas` makes that differ from the count rendered there (`rendered`): the
-    replicas that run, and that the water level is charged for (`reconciler.overridden`).
+    replicas that run, and that the water level is charged for (`reconciler.render.overridden`).
     The counts in `clusters` stay the division's."""
 
     def rendered(self) -> tuple[Placed, ...]:

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reconciler import claims, demand, overridden
-from reconciler.domain import Decision, Observation, ResourceKey, Spec
+from reconciler.domain import Decision, Observation, ResourceKey, Spec, claims
 from reconciler.domain.data import DataAccess
+from reconciler.kube import demand
+from reconciler.render import overridden
 from reconciler.schedule import (
     batch,
     bundle,

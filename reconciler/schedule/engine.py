@@ -21,12 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from reconciler import durations, movehooks, overridden
 from reconciler.domain import (
     Decision,
     Placed,
     SchedulerConfig,
+    durations,
 )
+from reconciler.kube import movehooks
+from reconciler.render import overridden
 from reconciler.schedule import (
     division,
     express,

@@ -38,7 +38,7 @@ class Claimed:
     priority: int
     extensions: bool
     replicas_overridden: bool = False
-    """An override sets its `spec.replicas` on some cluster (`reconciler.overridden`)."""
+    """An override sets its `spec.replicas` on some cluster (`reconciler.render.overridden`)."""
     movable: bool = field(init=False)
     """Re-balancing may move its replicas: a stateless DynamicWeight or Aggregated workload
     under dro's policies (or a Karmada policy that opts in), whose `spec.replicas` no

@@ -21,9 +21,16 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from reconciler import durations
-from reconciler.domain import EMPTY, Cluster, ClusterAffinity, Observation, ResourceKey, Taint
-from reconciler.health import HEALTHY
+from reconciler.domain import (
+    EMPTY,
+    Cluster,
+    ClusterAffinity,
+    Observation,
+    ResourceKey,
+    Taint,
+    durations,
+)
+from reconciler.kube.health import HEALTHY
 
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]

@@ -12,7 +12,7 @@ stands; one phase per pass at most:
 
 - `Provisioning`: the new copy is rendered on the target at full size, beside the old one,
   which keeps its replicas. Over when the new copy is observed Healthy.
-- `Syncing`: the data-sync hook runs on the target (`reconciler.movehooks`). Over when the
+- `Syncing`: the data-sync hook runs on the target (`reconciler.kube.movehooks`). Over when the
   data is in sync: the hook Job is Complete there, or the new copy's live object carries
   `multicluster.io/data-synced`, or there is no volume to carry.
 - `CutOver`: the old copy is scaled to zero, its volumes kept; the new copy serves. Over when
@@ -42,9 +42,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from reconciler import health, movehooks
 from reconciler.domain import Decision, Diagnosis, Placed, Placement, ResourceKey, Workload
 from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
+from reconciler.kube import health, movehooks
 from reconciler.schedule import bundle
 from reconciler.schedule.fleet import Fleet
 

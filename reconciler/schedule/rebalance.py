@@ -42,8 +42,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from reconciler import durations
-from reconciler.domain import Decision, Move, Placed
+from reconciler.domain import Decision, Move, Placed, durations
 from reconciler.schedule import engine, express, facts, triggers
 from reconciler.schedule.fleet import BoolArray, FloatArray, IntArray, rows_of
 

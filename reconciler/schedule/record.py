@@ -15,8 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from reconciler import durations
-from reconciler.domain import Decision, Diagnosis, Move, Placed
+from reconciler.domain import Decision, Diagnosis, Move, Placed, durations
 from reconciler.schedule import facts, framework, triggers
 from reconciler.schedule.fleet import Fleet, IntArray, rows_of
 

@@ -9,8 +9,7 @@ a decision served asks for a Fresh division; nothing else does.
 
 from __future__ import annotations
 
-from reconciler import durations
-from reconciler.domain import Decision, Placement, Workload
+from reconciler.domain import Decision, Placement, Workload, durations
 from reconciler.schedule import framework
 from reconciler.schedule.fleet import BoolArray, Fleet, rows_of
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from reconciler import durations
+from reconciler.domain import durations
 from reconciler.schedule import framework
 from reconciler.schedule.fleet import Fleet
 

@@ -1,0 +1,287 @@
+"""Status: what a pass observed, as the output branch's `status/` files, and back.
+
+- `status/clusters/<cluster>.yaml` holds a cluster's observation: capacity, used, the largest
+  free node and the water level per resource, its reachability, the health of the workloads
+  dro placed there, and when it was observed. `cluster_status` writes the `status` part from
+  an `Observation`; `stale_observation` reads it back for a cluster that cannot be reached,
+  marked stale, so the scheduler keeps using the last committed figures.
+- `status/workloads/<namespace>/<kind>-<name>.yaml` holds one workload's health across its
+  clusters, aggregated like Argo CD's (`health.workload`).
+- Status files are committed at most once per `--status-interval` when only they changed,
+  unless health or reachability changed (`urgent`, `due`).
+
+Amounts are written as Kubernetes quantities (`cpu: "96"`, `memory: 300Gi`) and read back in
+base units (cores, bytes), as in an `Observation`; files of earlier versions, which held plain
+numbers, read as well (`quantities`). Water levels are plain ratios. This module is pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from reconciler import yamlio
+from reconciler.branch import statefiles
+from reconciler.domain import (
+    DRO_API_VERSION,
+    Cluster,
+    Decision,
+    Observation,
+    ResourceKey,
+    durations,
+)
+from reconciler.kube import health, inventory, quantities
+
+CLUSTERS = "status/clusters/"
+WORKLOADS = "status/workloads/"
+OBSERVED = "observed"
+_URGENT_KEYS = ("reachable", "stale", "suspended", "health", "phase")
+
+
+def cluster_status(observation: Observation, *, suspended: bool = False) -> dict[str, Any]:
+    """The `status` of a cluster's status file, from its observation this pass."""
+    result: dict[str, Any] = {
+        "source": OBSERVED,
+        "observedAt": observation.observed_at,
+        "reachable": not observation.unreachable_since and not suspended,
+        "capacity": quantities.texts(observation.capacity),
+        "used": quantities.texts(observation.used),
+        "largestNodeFree": quantities.texts(observation.largest_node_free),
+        "waterLevel": water_level(observation.capacity, observation.used),
+    }
+    if observation.stale:
+        result["stale"] = True
+    if suspended:
+        result["suspended"] = True
+    if observation.unreachable_since:
+        result["unreachableSince"] = observation.unreachable_since
+    states = [status for status, _ in observation.health.values()]
+    if states:
+        result["health"] = health.worst(health.Health(s) for s in states).status
+        result["workloads"] = {s: states.count(s) for s in sorted(set(states))}
+    if observation.pending:
+        result["pending"] = [
+            {"workload": _name(key), "pods": pods, "since": since}
+            for key, (pods, since) in sorted(observation.pending.items())
+        ]
+    return result
+
+
+def water_level(capacity: Mapping[str, float], used: Mapping[str, float]) -> dict[str, float]:
+    """RWL = used / capacity per resource with a capacity, rounded to 4 places."""
+    return {
+        resource: round(used.get(resource, 0.0) / total, 4)
+        for resource, total in sorted(capacity.items())
+        if total > 0
+    }
+
+
+def stale_observation(
+    cluster: Cluster,
+    previous: Mapping[str, Any] | None,
+    *,
+    unreachable_since: str | None,
+) -> Observation:
+    """The last committed observation of a cluster not observed this pass, marked stale: its
+    status file's figures when it was observed before, else its declared ones.
+    `unreachable_since` is when its API first failed to list (None for a suspended cluster);
+    an earlier time in the status file wins, so the clock of failover keeps running."""
+    status = previous or {}
+    if status.get("unreachableSince") and unreachable_since is not None:
+        unreachable_since = str(status["unreachableSince"])
+    if status.get("source") == OBSERVED:
+        capacity = quantities.amounts(status.get("capacity"))
+        used = quantities.amounts(status.get("used"))
+        largest = quantities.amounts(status.get("largestNodeFree"))
+        observed_at = status.get("observedAt")
+    else:
+        capacity, used = dict(cluster.capacity), dict(cluster.allocated)
+        largest, observed_at = dict(cluster.largest_node_free), None
+    return Observation(
+        cluster=cluster.name,
+        capacity=capacity,
+        used=used,
+        largest_node_free=largest,
+        observed_at=str(observed_at) if observed_at else None,
+        stale=True,
+        unreachable_since=unreachable_since,
+    )
+
+
+def previous_statuses(files: Mapping[str, bytes]) -> dict[str, dict[str, Any]]:
+    """Cluster name → the `status` of its file on the output branch (unreadable ones skipped)."""
+    return {
+        path[len(CLUSTERS) : -len(".yaml")]: dict(status)
+        for path, status in _statuses(files, CLUSTERS)
+    }
+
+
+def _statuses(files: Mapping[str, bytes], folder: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(path, `status`) of every file under `folder` that is as dro wrote it, by path; the
+    others are skipped (`statefiles`; `load.previous_phases` warns about them)."""
+    for path, data in sorted(files.items()):
+        if not path.startswith(folder) or not path.endswith(".yaml"):
+            continue
+        try:
+            yield path, statefiles.status_of(path, data)
+        except (yamlio.YamlError, statefiles.StateError):
+            continue
+
+
+def committed_observations(
+    files: Mapping[str, bytes], clusters: Iterable[Cluster]
+) -> dict[str, Observation]:
+    """The observations the last pass committed (`status/` of the output branch), for the
+    `clusters` that were observed then: figures, reachability, pending pods and the health
+    of each workload. `dro plan` schedules both sides of a review from them."""
+    statuses = previous_statuses(files)
+    healths = _committed_health(files)
+    result: dict[str, Observation] = {}
+    for cluster in clusters:
+        status = statuses.get(cluster.name)
+        if status is None or status.get("source") != OBSERVED:
+            continue
+        since = status.get("unreachableSince")
+        result[cluster.name] = Observation(
+            cluster=cluster.name,
+            capacity=quantities.amounts(status.get("capacity")),
+            used=quantities.amounts(status.get("used")),
+            largest_node_free=quantities.amounts(status.get("largestNodeFree")),
+            observed_at=str(status["observedAt"]) if status.get("observedAt") else None,
+            stale=bool(status.get("stale")),
+            unreachable_since=str(since) if since else None,
+            pending=_pending(status.get("pending")),
+            health=healths.get(cluster.name, {}),
+        )
+    return result
+
+
+def committed_water_levels(status: Mapping[str, Any]) -> dict[str, float]:
+    """The `waterLevel` of a cluster's committed status, per resource."""
+    return _floats(status.get("waterLevel"))
+
+
+def _pending(raw: Any) -> dict[ResourceKey, tuple[int, str]]:
+    pending: dict[ResourceKey, tuple[int, str]] = {}
+    for entry in raw if isinstance(raw, list) else ():
+        key = _key(entry.get("workload")) if isinstance(entry, Mapping) else None
+        if key is not None:
+            pending[key] = (int(entry.get("pods") or 0), str(entry.get("since") or ""))
+    return pending
+
+
+def _committed_health(files: Mapping[str, bytes]) -> dict[str, dict[ResourceKey, tuple[str, str]]]:
+    """Cluster → workload → (health, message), from the `status/workloads/` files."""
+    result: dict[str, dict[ResourceKey, tuple[str, str]]] = {}
+    for _, status in _statuses(files, WORKLOADS):
+        key = _key(status.get("resource"))
+        if key is None:
+            continue
+        for entry in status.get("clusters") or ():
+            if isinstance(entry, Mapping) and entry.get("name"):
+                state = (str(entry.get("health", "")), str(entry.get("message", "")))
+                result.setdefault(str(entry["name"]), {})[key] = state
+    return result
+
+
+def _key(name: Any) -> ResourceKey | None:
+    """The `ResourceKey` of a placement name (`_name`), or None; earlier versions' names,
+    with empty segments, read too."""
+    parts = inventory.parse_placement_name(name)
+    return None if parts is None else ResourceKey(*parts)
+
+
+def workload_files(
+    decisions: Iterable[Decision], observations: Mapping[str, Observation]
+) -> dict[str, bytes]:
+    """`status/workloads/...` for every workload with a rollout (`health.ROLLOUT_KINDS`)
+    placed on an observed cluster: its health on each of those clusters (Unknown on a stale
+    observation), and the worst of them."""
+    files: dict[str, bytes] = {}
+    for decision in decisions:
+        if not health.has_rollout(decision.key.group, decision.key.kind):
+            continue
+        per_cluster: dict[str, health.Health] = {}
+        for placed in decision.rendered():
+            seen = observations.get(placed.cluster)
+            if seen is None:
+                continue
+            if seen.stale:
+                per_cluster[placed.cluster] = health.Health(
+                    health.UNKNOWN, f"not observed since {seen.observed_at or 'never'}"
+                )
+                continue
+            state, message = seen.health.get(decision.key, (health.MISSING, "not found"))
+            per_cluster[placed.cluster] = health.Health(state, message)
+        if per_cluster:
+            files[workload_path(decision.key)] = statefiles.seal(
+                yamlio.dump(_workload_document(decision.key, per_cluster)).encode()
+            )
+    return files
+
+
+def workload_path(key: ResourceKey) -> str:
+    """`status/workloads/<namespace|_cluster>/<kind>[.<group>]-<name>.yaml`, lowercase."""
+    return f"{WORKLOADS}{key.folder}/{key.file_stem}.yaml".lower()
+
+
+def urgent(before: Mapping[str, bytes], after: Mapping[str, bytes]) -> bool:
+    """Whether health or reachability differ between two sets of `status/` files: such a
+    change is committed at once, not held back by `--status-interval`."""
+    paths = {p for p in (*before, *after) if p.startswith("status/")}
+    if any((p in before) != (p in after) for p in paths):
+        return True
+    # a file whose bytes did not change cannot have changed its vitals: parse only the rest
+    changed = (p for p in sorted(paths) if before[p] != after[p])
+    return any(_vital(p, before[p]) != _vital(p, after[p]) for p in changed)
+
+
+def due(before: Mapping[str, bytes], now: float, interval: float) -> bool:
+    """Whether the last committed observation is at least `interval` seconds older than
+    `now` (or there is none): a status-only change may then be committed."""
+    times = [
+        durations.epoch(str(status["observedAt"]))
+        for status in previous_statuses(before).values()
+        if status.get("observedAt") and status.get("source") == OBSERVED
+    ]
+    return not times or now - max(times) >= interval
+
+
+def _vital(path: str, data: bytes) -> Any:
+    """What of one status file counts as health or reachability (None for a file that is not
+    as dro wrote it, so that a fresh one replaces it at once)."""
+    try:
+        status = statefiles.status_of(path, data)
+    except (yamlio.YamlError, statefiles.StateError):
+        return None
+    if path.startswith(WORKLOADS):
+        return [(c.get("name"), c.get("health")) for c in status.get("clusters") or ()]
+    return [status.get(key) for key in _URGENT_KEYS]
+
+
+def _workload_document(key: ResourceKey, per_cluster: Mapping[str, health.Health]) -> Any:
+    overall = health.workload(per_cluster)
+    return {
+        "apiVersion": DRO_API_VERSION,
+        "kind": "WorkloadHealth",
+        "metadata": {"name": key.name, **({"namespace": key.namespace} if key.namespace else {})},
+        "status": {
+            "resource": _name(key),
+            "health": overall.status,
+            "message": overall.message,
+            "clusters": [
+                {"name": name, "health": h.status, "message": h.message}
+                for name, h in sorted(per_cluster.items())
+            ],
+        },
+    }
+
+
+def _name(key: ResourceKey) -> str:
+    return inventory.placement_name(key.group, key.kind, key.namespace, key.name)
+
+
+def _floats(raw: Any) -> dict[str, float]:
+    if not isinstance(raw, Mapping):
+        return {}
+    return {str(k): float(v) for k, v in raw.items() if isinstance(v, int | float)}

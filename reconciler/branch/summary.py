@@ -1,0 +1,297 @@
+"""The documents dro writes beside the manifests: decisions, kustomizations, status, README.
+
+`decision_entry` is the single shape of a decision in `dro schedule -o json` and in the
+`status` of every `decisions/` file. The generated README carries no sha and no time, so an
+unchanged placement renders the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from reconciler.branch import status as observed
+from reconciler.domain import (
+    DRO_API_VERSION,
+    Cluster,
+    Decision,
+    Move,
+    Placed,
+    PolicyRef,
+    ResourceKey,
+    Spec,
+    group_of,
+)
+from reconciler.kube import quantities
+
+
+def decision_entry(decision: Decision) -> dict[str, Any]:
+    """One decision as pinned: resource, policy (null for the default), clusters, unschedulable.
+
+    A cluster's `replicas` is the division's count (what the next pass divides from, summing
+    to the workload's replicas); where an override of `spec.replicas` makes the cluster run
+    another count, the entry adds `effectiveReplicas`, the count in its rendered manifest."""
+    key = decision.key
+    policy = decision.policy
+    return {
+        "resource": {
+            "apiVersion": decision.api_version,
+            "kind": key.kind,
+            "namespace": key.namespace,
+            "name": key.name,
+        },
+        "policy": None
+        if policy is None
+        else {"kind": policy.kind, "namespace": policy.namespace, "name": policy.name},
+        "clusters": [
+            _with_effective({"name": p.cluster, "replicas": p.replicas}, decision)
+            for p in sorted(decision.clusters, key=lambda p: p.cluster)
+        ],
+        "unschedulable": decision.unschedulable,
+    }
+
+
+def _with_effective(entry: dict[str, Any], decision: Decision) -> dict[str, Any]:
+    """A `clusters` or `retiring` entry, with `effectiveReplicas` where an override of
+    `spec.replicas` makes the cluster run another count than the division's `replicas`."""
+    runs = decision.effective.get(entry["name"])
+    return entry if runs is None else {**entry, "effectiveReplicas": runs}
+
+
+def diagnosis_document(decision: Decision) -> dict[str, Any]:
+    """The why of a decision: strategy, trigger, weights and one entry per cluster."""
+    verdicts: list[dict[str, Any]] = []
+    for verdict in decision.diagnosis.verdicts:
+        entry: dict[str, Any] = {"name": verdict.cluster, "feasible": verdict.rejected_by is None}
+        if verdict.rejected_by is not None:
+            entry["rejectedBy"] = verdict.rejected_by
+            entry["reason"] = verdict.reason
+        else:
+            entry["scores"] = dict(verdict.scores)
+            entry["score"] = verdict.total_score
+        verdicts.append(entry)
+    diagnosis = decision.diagnosis
+    return {
+        "strategy": diagnosis.strategy,
+        "trigger": diagnosis.trigger,
+        "fleetWaterLevel": diagnosis.fleet_water_level,
+        "weights": dict(diagnosis.weights),
+        "clusters": verdicts,
+    }
+
+
+def decision_document(decision: Decision) -> dict[str, Any]:
+    """The PlacementDecision written to `decisions/`: the entry plus the diagnosis."""
+    key = decision.key
+    metadata: dict[str, Any] = {"name": key.file_stem}
+    if key.namespace:
+        metadata["namespace"] = key.namespace
+    status = {**decision_entry(decision), "placementDigest": decision.placement_digest}
+    if decision.affinity_term is not None:
+        status["affinityTerm"] = decision.affinity_term
+    if decision.retiring:
+        placed = {p.cluster for p in decision.clusters}
+        status["retiring"] = [
+            retiring_entry(p)
+            if p.cluster in placed
+            else _with_effective(retiring_entry(p), decision)
+            for p in decision.retiring
+        ]
+    if decision.moves:
+        status["moves"] = [
+            {
+                "from": m.source,
+                "to": m.target,
+                "replicas": m.replicas,
+                "reason": m.reason,
+                "at": m.at,
+            }
+            for m in decision.moves
+        ]
+    if decision.rebalance_served is not None:
+        status["rebalanceServed"] = decision.rebalance_served
+    recorded = decision.recorded
+    if recorded is None:
+        status["diagnosis"] = diagnosis_document(decision)
+    else:
+        status["diagnosis"] = recorded if isinstance(recorded, str) else dict(recorded)
+    return {
+        "apiVersion": DRO_API_VERSION,
+        "kind": "PlacementDecision",
+        "metadata": metadata,
+        "status": status,
+    }
+
+
+def retiring_entry(placed: Placed) -> dict[str, Any]:
+    """One `status.retiring` item: the old cluster and its replicas, and for a stateful move
+    its phase and since when."""
+    entry: dict[str, Any] = {"name": placed.cluster, "replicas": placed.replicas}
+    if placed.phase is not None:
+        entry["phase"] = placed.phase
+        entry["since"] = placed.since
+    return entry
+
+
+def decision_from_document(document: Mapping[str, Any]) -> Decision:
+    """Read back what `decision_document` wrote: the placement the next pass starts from.
+
+    Raises KeyError, TypeError or ValueError on a document of another shape.
+    """
+    if document.get("kind") != "PlacementDecision":
+        raise ValueError("not a PlacementDecision")
+    status = document["status"]
+    resource = status["resource"]
+    policy = status.get("policy")
+    return Decision(
+        key=ResourceKey(
+            group_of(resource["apiVersion"]),
+            resource["kind"],
+            resource.get("namespace") or "",
+            resource["name"],
+        ),
+        api_version=resource["apiVersion"],
+        policy=None
+        if policy is None
+        else PolicyRef(kind=policy["kind"], namespace=policy.get("namespace"), name=policy["name"]),
+        clusters=tuple(
+            Placed(
+                cluster=str(c["name"]),
+                replicas=None if c.get("replicas") is None else int(c["replicas"]),
+            )
+            for c in status.get("clusters") or ()
+        ),
+        unschedulable=status.get("unschedulable"),
+        placement_digest=str(status.get("placementDigest") or ""),
+        affinity_term=status.get("affinityTerm"),
+        recorded=status.get("diagnosis"),
+        retiring=tuple(
+            Placed(
+                str(r["name"]),
+                int(r["replicas"]),
+                None if r.get("phase") is None else str(r["phase"]),
+                None if r.get("since") is None else str(r["since"]),
+            )
+            for r in status.get("retiring") or ()
+        ),
+        moves=tuple(
+            Move(str(m["from"]), str(m["to"]), int(m["replicas"]), str(m["reason"]), str(m["at"]))
+            for m in status.get("moves") or ()
+        ),
+        rebalance_served=status.get("rebalanceServed"),
+        effective={
+            str(entry["name"]): int(entry["effectiveReplicas"])
+            for entry in (*(status.get("clusters") or ()), *(status.get("retiring") or ()))
+            if entry.get("effectiveReplicas") is not None
+        },
+    )
+
+
+def kustomization(resources: Sequence[str]) -> dict[str, Any]:
+    """A kustomization listing one cluster's files, so Argo CD or Flux can sync the folder."""
+    return {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": list(resources),
+    }
+
+
+def water_levels(cluster: Cluster) -> dict[str, float]:
+    """RWL = allocated / capacity per declared resource, rounded to 4 places."""
+    return observed.water_level(cluster.capacity, cluster.allocated)
+
+
+FILLING = "Filling"
+"""`status.phase` of a cluster that re-balancing is still filling (added or recovered)."""
+UNREACHABLE = "Unreachable"
+"""`status.phase` of a cluster whose observation says it could not be listed; the first pass
+that reaches it again fills it."""
+
+
+def observation(
+    cluster: Cluster, observed: Mapping[str, Any] | None, *, filling: bool = False
+) -> dict[str, Any]:
+    """`status/clusters/<name>.yaml`: the observation the decisions were made from, and the
+    cluster's phase while re-balancing fills it."""
+    if observed is not None:
+        status = dict(observed)
+    else:
+        status = {
+            "source": "declared",
+            "capacity": quantities.texts(cluster.capacity),
+            "allocated": quantities.texts(cluster.allocated),
+            "waterLevel": water_levels(cluster),
+        }
+    if filling:
+        status = {**status, "phase": FILLING}
+    elif observed is not None and observed.get("unreachableSince"):
+        status = {**status, "phase": UNREACHABLE}
+    return {
+        "apiVersion": DRO_API_VERSION,
+        "kind": "ClusterObservation",
+        "metadata": {"name": cluster.name},
+        "status": status,
+    }
+
+
+def replicas_label(decision: Decision, cluster: str, replicas: int | None) -> str:
+    """A cluster's count as users should read it: the count that runs there. `2`; `✓` for
+    a kind without replicas; `5 (override; divided 2)` where an override of `spec.replicas`
+    makes the cluster run another count than the division gave it."""
+    if replicas is None:
+        return "✓"
+    runs = decision.effective.get(cluster)
+    return str(replicas) if runs is None else f"{runs} (override; divided {replicas})"
+
+
+def _cell(decision: Decision, cluster: str) -> str:
+    retiring = {p.cluster: _retiring_label(p) for p in decision.retiring}
+    for placed in decision.clusters:
+        if placed.cluster == cluster:
+            shown = replicas_label(decision, cluster, placed.replicas)
+            return f"{shown} ({retiring[cluster]})" if cluster in retiring else shown
+    if cluster in retiring:
+        return f"{replicas_label(decision, cluster, 0)} ({retiring[cluster]})"
+    return "—"
+
+
+def _retiring_label(placed: Placed) -> str:
+    """`+2 retiring`, and for a stateful move its phase: `+1 retiring, Syncing`, `removed, Done`."""
+    if placed.phase is None:
+        return f"+{placed.replicas} retiring"
+    running = placed.running
+    shown = "removed" if running is None else f"+{running} retiring"
+    return f"{shown}, {placed.phase}"
+
+
+def readme(spec: Spec, decisions: Sequence[Decision]) -> str:
+    """The generated README of the output branch: placements, unschedulable, water levels."""
+    names = [c.name for c in spec.clusters]
+    ordered = sorted(decisions, key=lambda d: d.key.sort_key)
+    lines = [
+        "# Rendered by dro",
+        "",
+        "Generated from the source repository named in each commit's `Dro-Source-Commit` "
+        "trailer. Do not edit: the next pass rewrites this branch.",
+        "",
+        "## Placements",
+        "",
+        "| workload | " + " | ".join(names) + " |",
+        "|---|" + "---:|" * len(names),
+    ]
+    lines += [f"| `{d.key}` | " + " | ".join(_cell(d, n) for n in names) + " |" for d in ordered]
+    blocked = [d for d in ordered if d.unschedulable]
+    if blocked:
+        lines += ["", "## Unschedulable", ""]
+        lines += [f"- `{d.key}`: {d.unschedulable}" for d in blocked]
+    lines += [
+        "",
+        "## Water levels (declared)",
+        "",
+        "| cluster | resource | RWL |",
+        "|---|---|---:|",
+    ]
+    for cluster in spec.clusters:
+        for resource, level in water_levels(cluster).items():
+            lines.append(f"| {cluster.name} | {resource} | {level:.2f} |")
+    return "\n".join(lines) + "\n"

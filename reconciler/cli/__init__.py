@@ -1,0 +1,473 @@
+"""The `dro` command line: validate, schedule, explain, render, plan and reconcile.
+
+Exit codes: 0 ok, 1 failed (bad input, a usage error, or the world was unavailable), 2
+differences found (`plan --exit-code`, in `cli_plan`). Only data goes to stdout, in the format
+`-o` names (`validate -o json` prints its problems as a JSON list); problems go to stderr one
+per line as `FILE:LINE: POINTER: MESSAGE`, with errors, events and progress. An unexpected
+exception is one line, `dro COMMAND: internal error: …`, with the traceback under `-v`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from reconciler import pipeline, redact, settings, validate
+from reconciler.branch import summary
+from reconciler.cli import completion, outdir, progress, report
+from reconciler.cli import habits as clihabits
+from reconciler.cli import plan as cli_plan
+from reconciler.cli import render as cli_render
+from reconciler.cli import run as cli_run
+from reconciler.domain import Decision, Source, durations
+from reconciler.errors import DroError, UsageError, ValidationFailed
+from reconciler.review import tables
+from reconciler.validate import guard
+
+
+def _add_source_args(parser: argparse.ArgumentParser, *, path_required: bool = False) -> None:
+    parser.add_argument(
+        "path",
+        nargs=None if path_required else "?",
+        type=Path,
+        help="a plain directory holding the source repo (default: .)",
+    )
+    parser.add_argument(
+        "--repo",
+        default=settings.env("REPO"),
+        help="read a git repository instead: a local path or URL "
+        "(file://, git://, https://) [env DRO_REPO]",
+    )
+    parser.add_argument(
+        "--ref",
+        default=settings.env("REF", "main"),
+        help="branch, tag or commit to read with --repo (default: main)",
+    )
+    add_state_dir_arg(parser)
+    parser.add_argument(
+        "--git-credentials-file",
+        type=Path,
+        default=None,
+        help="file with https credentials: 'username:password' or a token",
+    )
+    add_guard_arg(parser)
+
+
+def add_state_dir_arg(parser: argparse.ArgumentParser) -> None:
+    """`--state-dir DIR`: the git caches, in the XDG cache directory unless told otherwise."""
+    default = settings.default_state_dir()
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=default,
+        metavar="DIR",
+        help=f"where dro keeps its bare git caches (default: {default}, from "
+        "$XDG_CACHE_HOME/dro, else ~/.cache/dro) [env DRO_STATE_DIR]",
+    )
+
+
+def add_guard_arg(parser: argparse.ArgumentParser) -> None:
+    """`--guard FILE`: the operator's ceiling on what the repo may place."""
+    parser.add_argument(
+        "--guard",
+        type=Path,
+        default=_path_env("GUARD"),
+        metavar="FILE",
+        help=guard.FLAG_HELP + " [env DRO_GUARD]",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for every subcommand."""
+    parser = clihabits.Parser(
+        prog="dro", description="Declarative GitOps reconciler for multi-cluster placement."
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"dro {clihabits.version()}",
+        help="print the version",
+    )
+    clihabits.add_globals(parser, top=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    check = commands.add_parser(
+        "validate",
+        help="check every file against the schemas",
+        description="Validate every file of the source repo against "
+        "dro's JSON Schemas and the Kubernetes OpenAPI.",
+    )
+    _add_source_args(check)
+    _add_output_arg(check, "table: one FILE:LINE: POINTER: MESSAGE line per problem")
+
+    sched = commands.add_parser(
+        "schedule",
+        help="print the placement decisions",
+        description="Validate and schedule; print the decisions.",
+    )
+    _add_source_args(sched)
+    _add_output_arg(sched, "table: replicas per workload and cluster")
+
+    why = commands.add_parser(
+        "explain",
+        help="show why a workload is placed where it is",
+        description="One row per cluster: the filter that rejected it and why, or each "
+        "scorer's score, the weights and the final replicas.",
+    )
+    _add_source_args(why)
+    why.add_argument(
+        "workload",
+        metavar="NAMESPACE/KIND/NAME",
+        help="e.g. shop/Deployment/web or shop/deploy/web (kubectl's short names work)",
+    )
+    _add_output_arg(why, "table: one row per cluster")
+    _add_output_branch_arg(why)
+
+    rend = commands.add_parser(
+        "render",
+        help="write the output-branch tree to a directory",
+        description="Validate, schedule and render the per-cluster "
+        "manifests and decisions into DIR.",
+    )
+    _add_source_args(rend)
+    rend.add_argument(
+        "--out", type=Path, required=True, metavar="DIR", help="directory to write the tree to"
+    )
+    rend.add_argument(
+        "--clean",
+        action="store_true",
+        help="replace DIR if an earlier dro render made it (otherwise it must be empty); "
+        "never the working directory, the source or a folder holding .git",
+    )
+
+    cli_plan.add_parser(commands)
+    cli_run.add_parser(commands)
+
+    rec = commands.add_parser(
+        "reconcile",
+        help="run one pass: pull, plan, commit, push",
+        description="Pull the source repo, validate, schedule, render, "
+        "and commit the result to the output branch.",
+    )
+    _add_source_args(rec)
+    rec.add_argument(
+        "--once",
+        action="store_true",
+        required=True,
+        help="run a single pass and exit (the loop is `dro run`)",
+    )
+    _add_output_branch_arg(rec)
+    rec.add_argument(
+        "--no-push",
+        action="store_true",
+        help="commit to the local cache only; do not push to the remote",
+    )
+    _add_cluster_args(rec)
+    clihabits.add_info_commands(commands, version=clihabits.version())
+    for sub in commands.choices.values():
+        clihabits.add_globals(sub, top=False)
+    return parser
+
+
+def _add_output_arg(parser: argparse.ArgumentParser, table: str) -> None:
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=clihabits.OUTPUTS,
+        default="table",
+        help=f"json, yaml or table ({table}; the default)",
+    )
+
+
+def _add_output_branch_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--output-branch",
+        default=settings.env("OUTPUT_BRANCH", settings.DEFAULT_OUTPUT_BRANCH),
+        metavar="BRANCH",
+        help="the branch of rendered trees and decisions (default: dro/rendered) "
+        "[env DRO_OUTPUT_BRANCH]",
+    )
+
+
+def _add_cluster_args(parser: argparse.ArgumentParser) -> None:
+    """Flags of the cluster stages: without --kubeconfig (or --in-cluster) a pass is offline."""
+    group = parser.add_argument_group("clusters (observe and apply)")
+    group.add_argument(
+        "--kubeconfig",
+        type=Path,
+        default=_path_env("KUBECONFIG"),
+        help="a kubeconfig file, or a directory of them (a mounted Secret); each Cluster's "
+        "spec.kubeconfig.context names its context. Without it the pass stops after the commit",
+    )
+    clihabits.add_bool(
+        group,
+        "--in-cluster",
+        default=settings.env("IN_CLUSTER") == "true",
+        help="reach clusters marked spec.kubeconfig.inCluster with the pod's service account "
+        "[env DRO_IN_CLUSTER]",
+    )
+    group.add_argument(
+        "--cluster-timeout", type=_duration, default="10s", help="per request (default 10s)"
+    )
+    group.add_argument(
+        "--parallel", type=int, default=8, help="clusters observed and applied at once (default 8)"
+    )
+    group.add_argument(
+        "--move-wait",
+        type=_duration,
+        default="60s",
+        help="how long to wait for a move's new copies to become Healthy before the old ones "
+        "retire in a second pass; after that, the next pass resumes (default 60s)",
+    )
+    group.add_argument(
+        "--status-interval",
+        type=_duration,
+        default=settings.env("STATUS_INTERVAL", "10m"),
+        help="commit a change to status/ alone at most this often, unless health or "
+        "reachability changed (default 10m)",
+    )
+
+
+def _duration(text: str) -> float:
+    try:
+        return durations.seconds(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+
+
+def _path_env(name: str) -> Path | None:
+    value = settings.env(name)
+    return Path(value) if value else None
+
+
+def _settings(args: argparse.Namespace) -> settings.Settings:
+    path = args.path if args.path is not None else (None if args.repo else Path("."))
+    if args.repo and args.path is not None:
+        raise UsageError("give either PATH or --repo, not both")
+    if path is not None and not path.is_dir():
+        raise UsageError(f"{path}: not a directory")
+    return settings.Settings(
+        repo=args.repo,
+        path=path,
+        ref=args.ref,
+        state_dir=args.state_dir,
+        credentials_file=args.git_credentials_file,
+        output_branch=getattr(args, "output_branch", settings.DEFAULT_OUTPUT_BRANCH),
+        push=not getattr(args, "no_push", False),
+        guard=guard.load_ceiling(args.guard),
+        **_cluster_settings(args),
+    )
+
+
+def _cluster_settings(args: argparse.Namespace) -> dict[str, Any]:
+    if getattr(args, "kubeconfig", None) is None and not getattr(args, "in_cluster", False):
+        return {}
+    if args.kubeconfig is not None and not args.kubeconfig.exists():
+        raise UsageError(f"--kubeconfig {args.kubeconfig}: no such file or directory")
+    if args.parallel < 1:
+        raise UsageError("--parallel must be at least 1")
+    return {
+        "kubeconfig": args.kubeconfig,
+        "in_cluster": args.in_cluster,
+        "cluster_timeout": args.cluster_timeout,
+        "parallel": args.parallel,
+        "move_wait": args.move_wait,
+        "status_interval": args.status_interval,
+    }
+
+
+def _cmd_validate(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
+    hook(pipeline.Stage.LOAD)
+    config = _settings(args)
+    source = pipeline.read_source(config)
+    hook(pipeline.Stage.VALIDATE)
+    result = validate.check(source, ceiling=config.guard)
+    warnings = []
+    if result.spec is not None:
+        warnings = validate.removed_clusters(result.spec, pipeline.previous_decisions(config))
+    if args.output != "table":
+        document = report.problems_document(result.problems) + [
+            {"file": None, "line": None, "pointer": None, "message": w, "severity": "warning"}
+            for w in warnings
+        ]
+        report.write_document(document, args.output)
+    else:
+        report.print_problems(result.problems, sys.stderr)
+        for warning in warnings:
+            sys.stderr.write(f"warning: {warning}\n")
+    if result.spec is None:
+        return 1
+    spec = result.spec
+    sys.stderr.write(
+        f"ok: {len(source.files)} files, {len(spec.clusters)} clusters, "
+        f"{len(spec.workloads)} objects, {len(spec.placement_policies)} placement "
+        f"and {len(spec.override_policies)} override policies\n"
+    )
+    return 0
+
+
+def _schedule_document(source: Source, decisions: Sequence[Decision]) -> dict[str, Any]:
+    return {
+        "source": source.commit,
+        "decisions": [summary.decision_entry(d) for d in decisions],
+    }
+
+
+def _cmd_schedule(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
+    hook(pipeline.Stage.LOAD)
+    config = _settings(args)
+    source = pipeline.read_source(config)
+    spec, decisions = pipeline.decide(source, on_stage=hook, diagnose=False, ceiling=config.guard)
+    if args.output != "table":
+        report.write_document(_schedule_document(source, decisions), args.output)
+    else:
+        names = [c.name for c in spec.clusters]
+        tables.render(report.placement_table(decisions, names), sys.stdout)
+    return 0
+
+
+def _cmd_explain(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
+    hook(pipeline.Stage.LOAD)
+    config = _settings(args)
+    source = pipeline.read_source(config)
+    previous = pipeline.previous_decisions(config)
+    _, decisions = pipeline.decide(source, on_stage=hook, previous=previous, ceiling=config.guard)
+    decision = report.find_decision(decisions, args.workload)
+    if decision is None:
+        close = report.suggestions(decisions, args.workload)
+        hint = f"; did you mean {' or '.join(close)}?" if close else " (NAMESPACE/KIND/NAME)"
+        raise UsageError(f"no workload {args.workload} in the source{hint}")
+    if args.output == "table":
+        report.show(report.explanation(decision), sys.stdout)
+        return 0
+    document = {
+        **summary.decision_entry(decision),
+        "diagnosis": summary.diagnosis_document(decision),
+    }
+    report.write_document(document, args.output)
+    return 0
+
+
+def _cmd_render(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
+    out: Path = args.out
+    outdir.check(out, clean=args.clean, protected=cli_render.kept(args))
+    hook(pipeline.Stage.LOAD)
+    config = _settings(args)
+    spec, decisions = pipeline.decide(
+        pipeline.read_source(config), on_stage=hook, ceiling=config.guard
+    )
+    hook(pipeline.Stage.RENDER)
+    with outdir.staged(out) as stage:
+        cli_render.render_to(stage, spec, decisions)
+    sys.stderr.write(f"wrote the rendered tree to {out}\n")
+    return 0
+
+
+REPORTED_EVENTS = frozenset({"cluster_unreachable"})
+"""Log events `reconcile`'s own report states: a person reads each failure once."""
+
+
+def _cmd_reconcile(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
+    if not args.repo:
+        raise UsageError("reconcile needs --repo (a local path or URL of the source repo)")
+    if args.log_format != "json":
+        # the report below says each of these once; the log line would say it again
+        report.configure_logging(
+            verbose=args.verbose, quiet=args.quiet, log_format="console", omit=REPORTED_EVENTS
+        )
+    result = pipeline.reconcile_once(_settings(args), on_stage=hook)
+    names = [c.name for c in result.planned.spec.clusters]
+    tables.render(report.placement_table(result.planned.decisions, names), sys.stdout)
+    if result.commit is None:
+        print(f"output branch {args.output_branch}: unchanged (no commit)")
+    else:
+        where = "pushed to" if result.pushed else "committed in the cache of"
+        remote = redact.urls(args.repo)
+        print(f"output branch {args.output_branch}: {result.commit[:12]} {where} {remote}")
+    if result.applied is None:
+        print(f"apply skipped: {result.skipped or OFFLINE}")
+        return 0
+    tables.render(report.apply_table(result.applied.clusters), sys.stdout)
+    done, wrong = report.apply_details(result.applied.clusters, result.unreachable)
+    for line in done:
+        print(line)
+    for line in wrong:
+        sys.stderr.write(line + "\n")
+    if result.applied.prune_blocked:
+        sys.stderr.write(f"prune held back: {result.applied.prune_blocked}\n")
+    elif result.applied.prune_held:
+        held = ", ".join(result.applied.prune_held)
+        sys.stderr.write(
+            f"prune held back for {held}: an object of that kind and namespace was not applied\n"
+        )
+    if result.passes == 2:
+        print("moves completed: the new copies are Healthy and the old ones were retired")
+    return 0 if result.applied.ok and not result.unreachable else 1
+
+
+OFFLINE = "offline pass (give --kubeconfig to observe and apply)"
+
+
+def _cmd_completion(args: argparse.Namespace, _hook: pipeline.StageHook) -> int:
+    sys.stdout.write(completion.script(args.shell, build_parser()))
+    return 0
+
+
+_COMMANDS = {
+    "validate": _cmd_validate,
+    "schedule": _cmd_schedule,
+    "render": _cmd_render,
+    "reconcile": _cmd_reconcile,
+    "explain": _cmd_explain,
+    "plan": cli_plan.run,
+    "run": cli_run.run,
+    "version": clihabits.show_version,
+    "completion": _cmd_completion,
+}
+_QUIET = {"run", "version", "completion"}
+"""Commands without a stage spinner: a service logs its stages, the others have none."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `dro` console script; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    log_format = args.log_format or settings.env("LOG_FORMAT") or "console"
+    if log_format not in clihabits.LOG_FORMATS:
+        sys.stderr.write(f"dro: DRO_LOG_FORMAT={log_format}: expected console or json\n")
+        return clihabits.USAGE_ERROR
+    args.log_format = args.log_format or settings.env("LOG_FORMAT")
+    report.configure_logging(verbose=args.verbose, quiet=args.quiet, log_format=log_format)
+    spin = sys.stderr.isatty() and not args.quiet and args.command not in _QUIET
+    try:
+        with progress.spinner(spin) as hook:
+            return _COMMANDS[args.command](args, hook)
+    except ValidationFailed as failed:
+        if args.command == "validate" and args.output != "table":
+            report.write_document(report.problems_document(failed.problems), args.output)
+        else:
+            report.print_problems(failed.problems, sys.stderr)
+        return 1
+    except DroError as error:
+        sys.stderr.write(f"dro {args.command}: {redact.urls(str(error))}\n")
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write(f"dro {args.command}: interrupted\n")
+        return 130
+    except Exception as error:  # the last line of defence: one line, exit 1
+        return _internal_error(args, error)
+
+
+def _internal_error(args: argparse.Namespace, error: Exception) -> int:
+    """`dro COMMAND: internal error: …` in one line; the traceback (no frame locals) with -v."""
+    if args.verbose:
+        traceback.print_exception(error, file=sys.stderr)
+    said = redact.urls(str(error).splitlines()[0] if str(error) else "")
+    what = type(error).__name__ + (f": {said}" if said else "")
+    hint = "" if args.verbose else " (run with -v for the traceback)"
+    sys.stderr.write(f"dro {args.command}: internal error: {what}{hint}\n")
+    return 1
+

@@ -1,0 +1,416 @@
+"""`dro run`: the long-running service: a pass on a timer and on webhooks, leader election,
+probes and metrics on one port, JSON logs on stdout.
+
+Every setting comes from, in this order of precedence: the command-line flag, the environment
+variable `DRO_<NAME>` (upper case, `-` → `_`), the config file (`--config` / `DRO_CONFIG`, a
+YAML mapping keyed by the flag's name without dashes, e.g. `interval: 30s`), then the default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import structlog
+import yaml
+
+from reconciler import redact, settings
+from reconciler import service as runner
+from reconciler.cli import habits as clihabits
+from reconciler.cli import report
+from reconciler.domain import Origin, durations
+from reconciler.errors import ClusterError, UsageError
+from reconciler.kube import client as kube
+from reconciler.service import httpguard, leader, metrics, server
+from reconciler.validate import guard
+
+log = structlog.get_logger("dro")
+
+
+def _seconds(text: str) -> float:
+    return durations.seconds(str(text))
+
+
+def _guard(raw: Any) -> guard.Guard:
+    """`--guard FILE`, or `guard:` in the config file: a file name or the guard itself."""
+    if isinstance(raw, dict):
+        return guard.ceiling_from(raw, origin=Origin(path="guard in the config file", line=1))
+    return guard.load_ceiling(Path(str(raw)))
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One setting of `dro run`: its flag, default, parser and help.
+
+    The default is written as a user would write the flag (`60s`, not 60.0) and goes through
+    the same `convert` as a flag's value, so a default can never have another type than the
+    flag gives (a `str` where a `Path` is expected crashed every pass). A callable default is
+    read when the command starts (the XDG cache directory depends on the environment)."""
+
+    name: str
+    default: str | Callable[[], str] | None
+    convert: Callable[[Any], Any]
+    help: str
+
+    @property
+    def shown_default(self) -> str | None:
+        """The default as the help shows it and as `convert` reads it."""
+        return self.default() if callable(self.default) else self.default
+
+    @property
+    def env(self) -> str:
+        """The environment variable read after the flag."""
+        return "DRO_" + self.name.upper().replace("-", "_")
+
+    @property
+    def dest(self) -> str:
+        """The attribute name on the parsed arguments."""
+        return self.name.replace("-", "_")
+
+
+OPTIONS = (
+    Option("repo", None, str, "the source repository: a local path or URL (required)"),
+    Option("ref", "main", str, "the branch or tag to reconcile"),
+    Option("output-branch", settings.DEFAULT_OUTPUT_BRANCH, str, "where rendered trees go"),
+    Option(
+        "state-dir",
+        lambda: str(settings.default_state_dir()),
+        Path,
+        "where dro keeps its git caches ($XDG_CACHE_HOME/dro, else ~/.cache/dro)",
+    ),
+    Option("git-credentials-file", None, Path, "'username:password' or a token, for https"),
+    Option("listen", "0.0.0.0:8080", str, "ADDR:PORT for /healthz /readyz /metrics /webhook"),
+    Option("interval", "60s", _seconds, "time between passes, e.g. 60s or 5m"),
+    Option("jitter", "0.1", float, "up to this fraction of the interval is added at random"),
+    Option(
+        "ready-intervals",
+        "3",
+        float,
+        "/readyz fails unless the last pass succeeded within this many intervals",
+    ),
+    Option("http-header-timeout", "10s", _seconds, "a client's time to send its request headers"),
+    Option(
+        "http-body-timeout",
+        "30s",
+        _seconds,
+        "a client's time to send its body, then to take the answer",
+    ),
+    Option("http-max-connections", "128", int, "connections open at once on --listen"),
+    Option("webhook-concurrency", "4", int, "webhook bodies (25 MB at most) read at once"),
+    Option("webhook-secret-file", None, Path, "the shared secret of GitHub/GitLab webhooks"),
+    Option(
+        "leader-elect",
+        "true",
+        clihabits.parse_bool,
+        "hold a Lease so one replica runs passes (true|false; bare means true)",
+    ),
+    Option("lease-name", "dro", str, "the Lease's name"),
+    Option("lease-namespace", None, str, "the Lease's namespace (default: the pod's)"),
+    Option("lease-duration", "15s", _seconds, "how long a Lease is valid without renewal"),
+    Option(
+        "lease-kubeconfig",
+        None,
+        Path,
+        "reach the Lease through this kubeconfig, not "
+        "the pod's service account (for running outside a cluster)",
+    ),
+    Option("kubeconfig", None, Path, "a kubeconfig or a directory of them: observe and apply"),
+    Option(
+        "in-cluster",
+        "false",
+        clihabits.parse_bool,
+        "reach Clusters marked inCluster with the pod's account (bare means true)",
+    ),
+    Option("cluster-timeout", "10s", _seconds, "per request to a cluster"),
+    Option("parallel", "8", int, "clusters observed and applied at once"),
+    Option("move-wait", "60s", _seconds, "wait this long for moved replicas to become Healthy"),
+    Option("status-interval", "10m", _seconds, "commit a status-only change at most this often"),
+    Option(
+        "guard",
+        None,
+        _guard,
+        guard.FLAG_HELP + "; in the config file, a file name or the guard's mapping itself",
+    ),
+)
+
+
+def add_parser(commands: Any) -> None:
+    """The `run` subcommand: every option defaults to None, resolved later by precedence."""
+    run = commands.add_parser(
+        "run",
+        help="run as a service: passes on a timer and on webhooks, with probes and metrics",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument(
+        "--config", type=Path, default=None, help="a YAML file of settings [env DRO_CONFIG]"
+    )
+    for option in OPTIONS:
+        # shown when --help is asked, so the XDG default reads the environment of that call
+        shown = option.shown_default
+        help_text = option.help + ("" if shown is None else f" (default: {shown})")
+        help_text += f" [env {option.env}]"
+        if option.convert is clihabits.parse_bool:
+            # bare means true, `--leader-elect=false` still works
+            run.add_argument(
+                f"--{option.name}",
+                dest=option.dest,
+                nargs="?",
+                const="true",
+                default=None,
+                metavar="true|false",
+                help=help_text,
+            )
+            continue
+        run.add_argument(f"--{option.name}", dest=option.dest, default=None, help=help_text)
+
+
+def resolve(
+    args: argparse.Namespace, environ: Mapping[str, str], config: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Each option's value: flag, then environment, then config file, then default. Every one
+    of them, the default included, goes through the option's conversion."""
+    values: dict[str, Any] = {}
+    for option in OPTIONS:
+        raw, origin = getattr(args, option.dest), f"--{option.name}"
+        if raw is None and environ.get(option.env):
+            raw, origin = environ[option.env], option.env
+        if raw is None and config.get(option.name) is not None:
+            raw, origin = config[option.name], f"{option.name} in the config file"
+        if raw is None:
+            raw, origin = option.shown_default, f"the default of --{option.name}"
+        if raw is None:
+            values[option.dest] = None
+            continue
+        try:
+            values[option.dest] = option.convert(raw)
+        except ValueError as error:
+            raise UsageError(f"{origin}: {error}") from error
+    return values
+
+
+def load_config(path: Path | None) -> dict[str, Any]:
+    """The config file as a mapping (empty without one)."""
+    if path is None:
+        return {}
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+        raise UsageError(f"{path}: cannot read the config file: {reason}") from None
+    except yaml.YAMLError as error:
+        # its line and problem only: PyYAML's own message quotes the line (a URL's token)
+        problem = redact.yaml_problem(error)
+        raise UsageError(f"{path}: cannot read the config file: {problem}") from None
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise UsageError(f"{path}: the config file must be a mapping of settings")
+    known = {o.name for o in OPTIONS}
+    unknown = sorted(set(document) - known)
+    if unknown:
+        raise UsageError(f"{path}: unknown settings {', '.join(unknown)}")
+    return document
+
+
+def run(args: argparse.Namespace, _hook: Any) -> int:
+    """Serve until SIGTERM or SIGINT; 1 when the settings do not allow starting."""
+    config_path = args.config or (
+        Path(os.environ["DRO_CONFIG"]) if os.environ.get("DRO_CONFIG") else None
+    )
+    values = resolve(args, os.environ, load_config(config_path))
+    # a service's events are its output: on stdout, info and up, JSON unless asked otherwise
+    report.configure_logging(
+        verbose=not args.quiet, stream=sys.stdout, log_format=args.log_format or "json"
+    )
+    if not values["repo"]:
+        raise UsageError("dro run needs --repo (or DRO_REPO, or repo: in the config file)")
+    host, _, port = str(values["listen"]).rpartition(":")
+    if not host or not port.isdigit():
+        raise UsageError(f"--listen {values['listen']}: expected ADDR:PORT")
+    loop = runner.Runner(
+        _settings(values),
+        runner.RunOptions(
+            interval=values["interval"],
+            jitter=values["jitter"],
+            ready_intervals=values["ready_intervals"],
+        ),
+        metrics.Metrics(),
+    )
+    elector = _elector(values, loop) if values["leader_elect"] else None
+    if elector is None:
+        loop.leading.set()
+        loop.metrics.leader.set(1)
+    secret = _secret(values["webhook_secret_file"])
+    try:
+        http = server.Server(
+            loop,
+            host=host,
+            port=int(port),
+            webhook_secret=secret,
+            limits=_limits(values),
+            max_webhooks=values["webhook_concurrency"],
+        )
+    except OSError as error:
+        # a busy or forbidden port is the operator's to fix: one line, no traceback
+        raise UsageError(f"--listen {values['listen']}: {error.strerror or error}") from None
+
+    def abandoned() -> None:
+        if elector is not None:
+            elector.stop()  # release the Lease: a follower takes over at once
+        http.close()
+
+    _on_signals(loop, abandoned)
+    http.start()
+    if elector is not None:
+        elector.start()
+    try:
+        loop.loop()
+    finally:
+        if elector is not None:
+            elector.stop()
+        http.close()
+    return 0
+
+
+def _limits(values: Mapping[str, Any]) -> httpguard.Limits:
+    """The HTTP limits, or UsageError naming the one that cannot work."""
+    for name in ("http-header-timeout", "http-body-timeout", "http-max-connections"):
+        if values[name.replace("-", "_")] <= 0:
+            raise UsageError(f"--{name} must be greater than zero")
+    if values["webhook_concurrency"] < 1:
+        raise UsageError("--webhook-concurrency must be at least 1")
+    return httpguard.Limits(
+        header_timeout=values["http_header_timeout"],
+        body_timeout=values["http_body_timeout"],
+        max_connections=values["http_max_connections"],
+    )
+
+
+def _settings(values: Mapping[str, Any]) -> settings.Settings:
+    kubeconfig = values["kubeconfig"]
+    if kubeconfig is not None and not kubeconfig.exists():
+        raise UsageError(f"--kubeconfig {kubeconfig}: no such file or directory")
+    if kubeconfig is not None and kubeconfig.is_dir() and not _has_files(kubeconfig):
+        # an optional Secret mounted empty: commit only, as without --kubeconfig
+        log.warning("kubeconfigs_empty", path=str(kubeconfig), effect="apply skipped")
+        kubeconfig = None
+    return settings.Settings(
+        repo=values["repo"],
+        ref=values["ref"],
+        output_branch=values["output_branch"],
+        state_dir=values["state_dir"],
+        credentials_file=values["git_credentials_file"],
+        kubeconfig=kubeconfig,
+        in_cluster=values["in_cluster"],
+        cluster_timeout=values["cluster_timeout"],
+        parallel=values["parallel"],
+        move_wait=values["move_wait"],
+        status_interval=values["status_interval"],
+        guard=values["guard"] or guard.BUILTIN,
+    )
+
+
+def _has_files(folder: Path) -> bool:
+    return any(p.is_file() and not p.name.startswith(".") for p in folder.iterdir())
+
+
+def _elector(values: Mapping[str, Any], loop: runner.Runner) -> leader.LeaderLoop:
+    """The leader election, or UsageError when it cannot reach a Lease."""
+    namespace = values["lease_namespace"] or leader.pod_namespace()
+    try:
+        if namespace is None:
+            raise ClusterError("lease", "no namespace: not running in a pod")
+        # requests must end well within the renew deadline, or a hung API keeps a stale leader
+        timeout = min(2.0, values["lease_duration"] / 5)
+        connection = kube.connect(
+            "lease", context=None, kubeconfig=values["lease_kubeconfig"], timeout=timeout
+        )
+    except ClusterError as error:
+        raise UsageError(
+            f"leader election needs in-cluster credentials ({error}); outside a cluster, pass "
+            "--leader-elect=false (one replica only) or --lease-kubeconfig PATH"
+        ) from error
+    if values["lease_duration"] < 2:
+        raise UsageError("--lease-duration must be at least 2s")
+    # client-go's proportions: 15s lease, 10s renew deadline, 2s between attempts
+    config = leader.LeaseConfig(
+        namespace=namespace,
+        name=values["lease_name"],
+        identity=leader.default_identity(),
+        lease_duration=values["lease_duration"],
+        renew_deadline=values["lease_duration"] * 2 / 3,
+        retry_period=values["lease_duration"] / 7.5,
+    )
+
+    def started() -> None:
+        loop.leading.set()
+        loop.metrics.leader.set(1)
+        loop.trigger("became leader")
+
+    def stopped() -> None:
+        loop.leading.clear()
+        loop.metrics.leader.set(0)
+
+    def requested() -> None:
+        loop.trigger("a follower received a webhook")
+
+    elector = leader.Elector(connection, config)
+    loop.forward = elector.request_pass
+    leading = leader.LeaderLoop(
+        elector,
+        on_started=started,
+        on_stopped=stopped,
+        on_requested=requested,
+    )
+    loop.fence = leading  # every write of a pass checks the renew deadline
+    return leading
+
+
+def _secret(path: Path | None) -> bytes | None:
+    if path is None:
+        return None
+    if not path.exists():  # an optional Secret that is not there: no webhooks
+        log.warning("webhook_disabled", reason=f"{path} does not exist")
+        return None
+    try:
+        secret = path.read_bytes().strip()
+    except OSError as error:
+        raise UsageError(f"--webhook-secret-file {path}: {error}") from error
+    if not secret:
+        raise UsageError(f"--webhook-secret-file {path}: the file is empty")
+    return secret
+
+
+def _on_signals(loop: runner.Runner, abandoned: Callable[[], None]) -> None:
+    """SIGTERM and SIGINT stop the loop. A pass that has written nothing yet is abandoned at
+    once (its reads of slow clusters are not waited for); one that has committed finishes.
+
+    The handler itself only writes a byte to a pipe: a handler runs in the middle of whatever
+    the main thread was doing, and taking a lock there (logging, `Event.set`) can deadlock
+    against the same lock held below it. A watcher thread does the work."""
+    read_end, write_end = os.pipe()
+
+    def note(signum: int, _frame: FrameType | None) -> None:
+        os.write(write_end, bytes([signum]))
+
+    def watch() -> None:
+        signum = os.read(read_end, 1)[0]  # later signals change nothing
+        log.info("shutting_down", signal=signal.Signals(signum).name)
+        loop.shutdown()
+        if loop.abandon():
+            abandoned()
+            sys.stdout.flush()
+            os._exit(0)
+
+    threading.Thread(target=watch, name="dro-signals", daemon=True).start()
+    signal.signal(signal.SIGTERM, note)
+    signal.signal(signal.SIGINT, note)

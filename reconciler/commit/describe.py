@@ -1,0 +1,227 @@
+"""Commit messages for the output branch: what a pass changed, and why.
+
+A commit on `dro/rendered` reads like one a person would write: a subject under
+`SUBJECT_LIMIT` characters naming the biggest change (`scale shop/web 4 → 6`, `filling
+eu-central-1: moved 2 shop/checkout replicas`, `place shop/cart on eu-west-1, us-east-1`,
+`status: water levels of 3 clusters`) and how many more there are, then a body with one entry
+per workload change and its triggers. `commit` appends the trailers.
+
+The placements are compared by `plandiff.workload_changes`, the comparison `dro plan` shows, so
+a commit and the review of the same change say the same thing. The biggest change is the one
+that touches the most replicas, a workload that became unschedulable first; ties go to the
+(namespace, kind, name) order. This module is pure: the same decisions and files give the same
+message, byte for byte, so a commit rebuilt after a lost push race is the same commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from reconciler.domain import Decision, Move
+from reconciler.review import plandiff
+
+SUBJECT_LIMIT = 72
+BODY_ENTRIES = 200
+"""Workload changes listed in the body; the rest are counted."""
+LISTED_CLUSTERS = 3
+"""Clusters named in a subject's `place … on …`; more are counted."""
+STATUS_CLUSTERS = "status/clusters/"
+STATUS_WORKLOADS = "status/workloads/"
+
+
+def compose(
+    *,
+    before: Sequence[Decision],
+    after: Sequence[Decision],
+    state: Mapping[str, bytes],
+    tree: Mapping[str, bytes],
+    source: str | None,
+) -> str:
+    """The subject, a blank line and the body (no trailers), comparing the output branch's
+    decisions and status files (`before`, `state`) with the pass's (`after`, `tree`)."""
+    changes = plandiff.workload_changes(before, after)
+    first = not before
+    levels = _changed(state, tree, STATUS_CLUSTERS)
+    health = _changed(state, tree, STATUS_WORKLOADS)
+    status = _status(levels, health)
+    if first and changes:
+        clusters = {c for change in changes for c in change.after}
+        subject = (
+            f"first placement: {len(changes)} {_plural(len(changes), 'workload')} on "
+            f"{len(clusters)} {_plural(len(clusters), 'cluster')}"
+        )
+    elif changes:
+        ranked = sorted(changes, key=weight, reverse=True)  # stable: ties keep key order
+        subject = _subject(ranked[0], changes)
+    elif status:
+        subject = f"status: {status}"
+    else:
+        shown = f"source {source[:12]}" if source else "a local source"
+        subject = f"update manifests from {shown}: placements unchanged"
+    body = [_entry(change, first) for change in changes[:BODY_ENTRIES]]
+    if len(changes) > BODY_ENTRIES:
+        body.append(f"- … and {len(changes) - BODY_ENTRIES} more workload changes")
+    if levels:
+        body.append(_listed("water levels", levels))
+    if health:
+        body.append(_listed("workload health", health))
+    return subject + ("\n\n" + "\n".join(body) if body else "") + "\n"
+
+
+def _subject(biggest: plandiff.WorkloadChange, changes: Sequence[plandiff.WorkloadChange]) -> str:
+    """The biggest change, or every move made for the same reason as its first one (`filling
+    c: moved 3 replicas of 2 workloads`), and how many other workload changes there are."""
+    covered = [biggest]
+    if biggest.moves and not _phrase(biggest).startswith(("place", "remove", "move ")):
+        reason = _move_reason(biggest.moves[0])
+        covered = [c for c in changes if any(_move_reason(m) == reason for m in c.moves)]
+    more = len(changes) - len(covered)
+    tail = f" and {more} more" if more else ""
+    for compact in (False, True):
+        if len(covered) > 1:
+            moved = sum(m.replicas for c in covered for m in c.moves if _move_reason(m) == reason)
+            phrase = f"{reason}: moved {moved} replicas of {len(covered)} workloads"
+        else:
+            phrase = _phrase(biggest, compact=compact)
+        subject = phrase + tail
+        if len(subject) <= SUBJECT_LIMIT:
+            return subject
+    return subject[: SUBJECT_LIMIT - len(tail) - 1].rstrip() + "…" + tail
+
+
+def weight(change: plandiff.WorkloadChange) -> tuple[bool, int, int]:
+    """How big a change is: whether it made the workload unschedulable, then the replicas it
+    adds, removes or retires, then the copies of a kind without replicas (a ConfigMap that
+    follows a Deployment counts after the Deployment) and a policy change."""
+    replicas = copies = 0
+    for cluster in {*change.before, *change.after}:
+        old, new = change.before.get(cluster), change.after.get(cluster)
+        if old is None and new is None:  # a kind without replicas, or absent on one side
+            copies += (cluster in change.before) != (cluster in change.after)
+        else:
+            replicas += abs((new or 0) - (old or 0))
+    replicas += abs(sum(change.retiring_before.values()) - sum(change.retiring_after.values()))
+    copies += change.policy_before != change.policy_after
+    return change.schedulability == "unschedulable", replicas, copies
+
+
+def _phrase(change: plandiff.WorkloadChange, *, compact: bool = False) -> str:
+    """The change in a few words, as in a subject line; `compact` counts clusters."""
+    name = label(change.workload)
+    if change.status == "removed":
+        return f"remove {name}"
+    if change.schedulability == "unschedulable":
+        return f"{name} became unschedulable"
+    if change.status == "added" and change.unschedulable_after:
+        return f"{name} is unschedulable"
+    if change.status == "added" or change.schedulability == "schedulable":
+        return f"place {name} on {_clusters(change.after, compact)}"
+    if change.move_after is not None and change.move_after != change.move_before:
+        return f"move {name} {change.move_after}"
+    if change.moves:
+        return _moved(name, change.moves)
+    total = change.divided_totals
+    if any(t.startswith("replicas changed from") for t in change.triggers):
+        return f"scale {name} {total[0]} → {total[1]}"
+    retired = _retired(change)
+    if retired:
+        return f"retire {retired} old {name} {_plural(retired, 'replica')}"
+    if change.policy_before != change.policy_after:
+        return f"{name}: policy {change.policy_before or '(default)'} → {change.policy_after}"
+    deltas = change.deltas()
+    if not deltas:
+        return f"{name}: placement changed"
+    return f"{name}: {', '.join(deltas if not compact else deltas[:LISTED_CLUSTERS])}"
+
+
+def _moved(name: str, moves: Sequence[Move]) -> str:
+    """`filling eu-central-1: moved 2 shop/checkout replicas`, for the first reason."""
+    first = _move_reason(moves[0])
+    replicas = sum(m.replicas for m in moves if _move_reason(m) == first)
+    return f"{first}: moved {replicas} {name} {_plural(replicas, 'replica')}"
+
+
+def _move_reason(move: Move) -> str:
+    """A move's reason in a few words: `filling c`, `drain a`, `relieve a`, `failover from a`."""
+    reason = move.reason
+    if reason.startswith("filling"):
+        return reason.split(":", 1)[0]
+    if reason.startswith("cluster drained"):
+        return f"drain {move.source}"
+    if reason.startswith("water level"):
+        return f"relieve {move.source}"
+    if reason.startswith("failover"):
+        return f"failover from {move.source}"
+    if reason.startswith("pods pending"):
+        return f"pods pending on {move.source}"
+    return reason.split(":", 1)[0]
+
+
+def _retired(change: plandiff.WorkloadChange) -> int:
+    return max(0, sum(change.retiring_before.values()) - sum(change.retiring_after.values()))
+
+
+def _entry(change: plandiff.WorkloadChange, first: bool) -> str:
+    """One body entry: the phrase, the per-cluster deltas, and every trigger."""
+    text = f"- {_phrase(change)}"
+    deltas = change.deltas()
+    if deltas and change.status == "changed" and not text.endswith(", ".join(deltas)):
+        text += f" ({', '.join(deltas)})"
+    retired = _retired(change)
+    if retired and not text.startswith("- retire"):
+        text += f"; {retired} old {_plural(retired, 'replica')} retired"
+    why = [] if first else [_source_words(t) for t in change.triggers]
+    return text + (f"\n  why: {'; '.join(why)}" if why else "")
+
+
+def _source_words(trigger: str) -> str:
+    """The review's words for a workload only one side has, said of a pass instead."""
+    if trigger == plandiff.NEW:
+        return "new in the source"
+    if trigger == plandiff.REMOVED:
+        return "removed from the source"
+    return trigger
+
+
+def label(workload: str) -> str:
+    """A short name: `shop/web` for a Deployment, `shop/service/web` for other kinds,
+    `namespace/shop` for a cluster-scoped object."""
+    namespace, kind, name = workload.split("/", 2)
+    kind = kind.split(".", 1)[0]
+    if namespace == "_cluster":
+        return f"{kind.lower()}/{name}"
+    return f"{namespace}/{name}" if kind == "Deployment" else f"{namespace}/{kind.lower()}/{name}"
+
+
+def _clusters(placed: Mapping[str, int | None], compact: bool) -> str:
+    names = sorted(placed)
+    if not names:
+        return "no cluster"
+    if compact or len(names) > LISTED_CLUSTERS:
+        return f"{len(names)} {_plural(len(names), 'cluster')}"
+    return ", ".join(names)
+
+
+def _changed(state: Mapping[str, bytes], tree: Mapping[str, bytes], folder: str) -> list[str]:
+    """The names of the status files under `folder` that differ (added, changed, removed)."""
+    paths = {p for p in (*state, *tree) if p.startswith(folder)}
+    changed = sorted(p for p in paths if state.get(p) != tree.get(p))
+    return [p[len(folder) :].removesuffix(".yaml") for p in changed]
+
+
+def _status(levels: Sequence[str], health: Sequence[str]) -> str:
+    parts = []
+    if levels:
+        parts.append(f"water levels of {len(levels)} {_plural(len(levels), 'cluster')}")
+    if health:
+        parts.append(f"health of {len(health)} {_plural(len(health), 'workload')}")
+    return ", ".join(parts)
+
+
+def _listed(what: str, names: Sequence[str]) -> str:
+    shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+    return f"- {what}: {shown}"
+
+
+def _plural(count: int, word: str) -> str:
+    return word if count == 1 else f"{word}s"

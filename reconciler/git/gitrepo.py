@@ -1,0 +1,407 @@
+"""Git through libgit2 (pygit2): bare caches, fetch, reading trees, writing commits, push.
+
+The only module that imports pygit2. Nothing here checks out a work tree or runs the git
+command (`worktree_changes` only reads a work tree's status, for `dro plan`): blobs are read
+from trees and trees are written from memory. A `TreeWriter` remembers the blobs and subtrees
+it wrote, so a commit that changes one file rehashes only that file, and refuses any path that
+`git fsck` would reject (`domain.paths`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pygit2
+
+from reconciler import redact as redaction
+from reconciler.domain import paths
+from reconciler.errors import GitError, UsageError
+from reconciler.git import packfile
+
+Repository = pygit2.Repository
+Commit = pygit2.Commit
+SAFE_NAMES_KEPT = 500_000
+"""Path components a `TreeWriter` remembers as checked, so a steady pass checks none again."""
+FETCH_REFSPECS = ["+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Credentials:
+    """https credentials; `token` is sent as the password with username `x-access-token`.
+    Its `repr` names the fields that are set, never their values (a token may stand in the
+    username of a URL too): a logged or crashed pass shows `Credentials(token=<redacted>)`."""
+
+    username: str | None = field(default=None, repr=False)
+    password: str | None = field(default=None, repr=False)
+    token: str | None = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        names = ("username", "password", "token")
+        shown = (f"{name}={redaction.HIDDEN}" for name in names if getattr(self, name) is not None)
+        return f"Credentials({', '.join(shown)})"
+
+    __str__ = __repr__
+
+
+def redact(url: str) -> str:
+    """The URL without any user information, safe to log and to put in errors."""
+    return redaction.urls(url)
+
+
+def url_credentials(url: str, given: Credentials | None) -> Credentials | None:
+    """The credentials to use for `url`: those `given` (flag, file or environment), else the
+    user information written in the URL itself (`https://user:token@host/repo`), which dro
+    never stores in its cache's configuration."""
+    if given is not None:
+        return given
+    _, username, password = redaction.userinfo(url)
+    if username is None and password is None:
+        return None
+    return Credentials(username=username, password=password)
+
+
+class _Callbacks(pygit2.RemoteCallbacks):
+    """Credentials for https, and a record of refs the remote refused on push."""
+
+    def __init__(self, credentials: Credentials | None) -> None:
+        user_pass = None
+        if credentials is not None and credentials.token:
+            user_pass = pygit2.UserPass(credentials.username or "x-access-token", credentials.token)
+        elif credentials is not None:
+            user_pass = pygit2.UserPass(credentials.username or "", credentials.password or "")
+        super().__init__(credentials=user_pass)
+        self.rejected: list[str] = []
+
+    def push_update_reference(self, refname: str, message: str | None) -> None:
+        """Remember a refused ref update (libgit2 reports it here, not as an error)."""
+        if message:
+            self.rejected.append(f"{refname}: {message}")
+
+
+def _callbacks(credentials: Credentials | None) -> _Callbacks:
+    return _Callbacks(credentials)
+
+
+def cache_path(state_dir: Path, url: str) -> Path:
+    """Where the bare cache of `url` lives under the state directory."""
+    digest = hashlib.sha256(redact(url).encode()).hexdigest()[:16]
+    tail = re.sub(r"[^A-Za-z0-9._-]+", "-", redact(url).rstrip("/").rsplit("/", 1)[-1])[:40]
+    return state_dir / "repos" / f"{tail}-{digest}.git"
+
+
+def open_cache(url: str, state_dir: Path) -> pygit2.Repository:
+    """The bare cache for `url`, created on first use with `origin` pointing at it."""
+    path = cache_path(state_dir, url)
+    # The cache's config on disk names the remote without user information: a token in
+    # the URL is passed to libgit2 per request (`url_credentials`), never written down.
+    stored = redact(url)
+    try:
+        if path.exists():
+            repo = pygit2.Repository(str(path))
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            repo = pygit2.init_repository(str(path), bare=True)
+            repo.remotes.create("origin", stored, FETCH_REFSPECS[0])
+        if repo.remotes["origin"].url != stored:
+            repo.remotes.set_url("origin", stored)
+    except pygit2.GitError as error:
+        raise GitError(
+            f"cannot open the cache of {stored} at {path}: {redact(str(error))}"
+        ) from error
+    return repo
+
+
+def open_local(path: Path) -> pygit2.Repository:
+    """The repository holding `path` (a work tree or a bare repository), opened in place."""
+    found = pygit2.discover_repository(str(path))
+    if found is None:
+        raise UsageError(f"{path} is not inside a git repository")
+    try:
+        return pygit2.Repository(found)
+    except pygit2.GitError as error:
+        raise GitError(f"cannot open the git repository at {path}: {redact(str(error))}") from error
+
+
+def fetch(repo: pygit2.Repository, credentials: Credentials | None = None) -> None:
+    """Fetch every branch and tag of `origin` into the cache, pruning the ones the remote no
+    longer has (`git fetch --prune`): a deleted branch must not live on in the cache."""
+    remote = repo.remotes["origin"]
+    try:
+        remote.fetch(
+            FETCH_REFSPECS, callbacks=_callbacks(credentials), prune=pygit2.enums.FetchPrune.PRUNE
+        )
+    except (pygit2.GitError, OSError) as error:
+        raise GitError(
+            f"fetch from {redact(remote.url or '')} failed: {redact(str(error))}"
+        ) from error
+
+
+def resolve(repo: pygit2.Repository, ref: str, *, local: bool = False) -> pygit2.Commit:
+    """A fetched branch, a tag or a commit sha; raises UsageError naming the ref.
+
+    In a cache, the fetched `origin/<ref>` comes first. In a repository opened in place
+    (`local`), any revision git itself accepts comes first: `HEAD`, `origin/main`, a sha."""
+    names = [f"refs/remotes/origin/{ref}", f"refs/tags/{ref}", f"refs/heads/{ref}", ref]
+    if local:
+        names.insert(0, ref)
+    for name in names:
+        try:
+            found = repo.revparse_single(name)
+        except (KeyError, ValueError, pygit2.GitError):
+            continue
+        commit = found.peel(pygit2.Commit)
+        if isinstance(commit, pygit2.Commit):
+            return commit
+    raise UsageError(
+        f"ref {ref!r} not found in {_where(repo, local)}: no such branch, tag or commit"
+    )
+
+
+def _where(repo: pygit2.Repository, local: bool) -> str:
+    """How an error names a repository: the remote's URL for a cache, else its path."""
+    if not local and "origin" in [remote.name for remote in repo.remotes]:
+        return redact(repo.remotes["origin"].url or "the source repository")
+    return str(Path(repo.workdir or repo.path))
+
+
+def branch_tip(repo: pygit2.Repository, branch: str) -> pygit2.Commit | None:
+    """The commit a local or fetched branch points at, or None when it does not exist."""
+    for name in (f"refs/heads/{branch}", f"refs/remotes/origin/{branch}"):
+        reference = repo.references.get(name)
+        if reference is not None:
+            commit = repo[reference.target]
+            assert isinstance(commit, pygit2.Commit)
+            return commit
+    return None
+
+
+SYMLINK = "a symbolic link"
+SUBMODULE = "a submodule (gitlink)"
+
+
+def walk(
+    repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = ""
+) -> Iterator[tuple[str, pygit2.Object | str]]:
+    """(path, blob) for every file under `tree`, depth first, in git's (sorted) order, and
+    (path, `SYMLINK` or `SUBMODULE`) for a symbolic link or a gitlink, which have no file."""
+    for entry in tree:
+        path = f"{prefix}{entry.name}"
+        if entry.type_str == "tree":
+            subtree = repo[entry.id]
+            assert isinstance(subtree, pygit2.Tree)
+            yield from walk(repo, subtree, f"{path}/")
+        elif entry.type_str == "commit":
+            yield path, SUBMODULE
+        elif entry.filemode == pygit2.enums.FileMode.LINK:
+            yield path, SYMLINK
+        elif entry.type_str == "blob":
+            yield path, repo[entry.id]
+
+
+def read_tree(
+    repo: pygit2.Repository, commit: pygit2.Commit, wanted: tuple[str, ...] = ()
+) -> tuple[dict[str, bytes], dict[str, str]]:
+    """Files of a commit whose path starts with one of `wanted` (all files when empty), and
+    the symbolic links and gitlinks among them (path → `SYMLINK` or `SUBMODULE`)."""
+    files, links = {}, {}
+    for path, found in walk(repo, commit.tree):
+        if wanted and not path.startswith(wanted):
+            continue
+        if isinstance(found, str):
+            links[path] = found
+        else:
+            assert isinstance(found, pygit2.Blob)
+            files[path] = found.data
+    return files, links
+
+
+def read_files(
+    repo: pygit2.Repository, commit: pygit2.Commit, wanted: tuple[str, ...] = ()
+) -> dict[str, bytes]:
+    """Files of a commit whose path starts with one of `wanted` (all files when empty)."""
+    return read_tree(repo, commit, wanted)[0]
+
+
+class TreeWriter:
+    """Writes nested trees from a path → bytes mapping, reusing what it wrote last time.
+
+    New blobs and trees go into one packfile per write (`packfile`), not one loose file per
+    object; objects the repository already has, or that this writer stored, are not written
+    again. After one file changes, only that blob and the trees above it are new.
+    """
+
+    def __init__(self, repo: pygit2.Repository) -> None:
+        self.repo = repo
+        self._blobs: dict[str, tuple[bytes, bytes]] = {}
+        self._trees: dict[str, tuple[tuple[tuple[str, bytes, bool], ...], bytes]] = {}
+        self._stored: set[bytes] = set()
+        self._pending: list[tuple[str, bytes, bytes]] = []
+        self._safe: set[str] = set()
+        # Every oid a TreeWriter references was just written or checked, so libgit2's
+        # existence check on object creation is redundant work.
+        pygit2.option(pygit2.enums.Option.ENABLE_STRICT_OBJECT_CREATION, False)
+
+    def _store(self, kind: str, oid: bytes, content: bytes) -> None:
+        if oid in self._stored:
+            return
+        self._stored.add(oid)
+        if not self.repo.odb.exists(pygit2.Oid(raw=oid)):
+            self._pending.append((kind, oid, content))
+
+    def _blob(self, path: str, data: bytes) -> bytes:
+        known = self._blobs.get(path)
+        if known is not None and known[0] == data:
+            return known[1]
+        oid = packfile.object_id("blob", data)
+        self._store("blob", oid, data)
+        self._blobs[path] = (data, oid)
+        return oid
+
+    def write(self, files: Mapping[str, bytes]) -> pygit2.Oid:
+        """The oid of the root tree holding exactly `files`, written to the repository."""
+        root: dict[str, object] = {}
+        for path, data in files.items():
+            node = root
+            *folders, name = parts = path.split("/")
+            self._refuse_unsafe(path, parts)
+            for folder in folders:
+                child = node.setdefault(folder, {})
+                assert isinstance(child, dict)
+                node = child
+            node[name] = data
+        oid = self._tree("", root)
+        pending, self._pending = self._pending, []
+        packfile.write_pack(Path(self.repo.path) / "objects", pending)
+        return pygit2.Oid(raw=oid)
+
+    def _refuse_unsafe(self, path: str, parts: list[str]) -> None:
+        """Raise ValueError for a path git would refuse (`paths.unsafe_component`): validation
+        keeps such names out, so one reaching here is a bug, never committed."""
+        if len(self._safe) > SAFE_NAMES_KEPT:
+            self._safe.clear()
+        for part in parts:
+            if part not in self._safe:
+                reason = paths.unsafe_component(part)
+                if reason:
+                    raise ValueError(f"refusing to commit the path {path!r}: {part!r} {reason}")
+                self._safe.add(part)
+
+    def _tree(self, prefix: str, node: Mapping[str, object]) -> bytes:
+        entries = []
+        for name, value in node.items():
+            if isinstance(value, dict):
+                entries.append((name, self._tree(f"{prefix}{name}/", value), True))
+            else:
+                assert isinstance(value, bytes)
+                entries.append((name, self._blob(f"{prefix}{name}", value), False))
+        key = tuple(sorted(entries))
+        known = self._trees.get(prefix)
+        if known is not None and known[0] == key:
+            return known[1]
+        content = packfile.tree_content(entries)
+        oid = packfile.object_id("tree", content)
+        self._store("tree", oid, content)
+        self._trees[prefix] = (key, oid)
+        return oid
+
+
+def commit(
+    repo: pygit2.Repository,
+    *,
+    branch: str,
+    tree: pygit2.Oid,
+    parent: pygit2.Commit | None,
+    message: str,
+    author: tuple[str, str],
+    time: int,
+) -> pygit2.Oid:
+    """Create a commit on `refs/heads/<branch>` with one parent (or none)."""
+    signature = pygit2.Signature(author[0], author[1], time, 0)
+    parents = [parent.id] if parent is not None else []
+    oid = repo.create_commit(None, signature, signature, message, tree, parents)
+    repo.references.create(f"refs/heads/{branch}", oid, force=True)
+    return oid
+
+
+class NonFastForward(GitError):
+    """The remote refused the ref update because the branch moved (or is being moved)."""
+
+
+def push(repo: pygit2.Repository, branch: str, credentials: Credentials | None = None) -> None:
+    """Push `refs/heads/<branch>` to origin; raises NonFastForward when the remote moved."""
+    remote = repo.remotes["origin"]
+    spec = f"refs/heads/{branch}:refs/heads/{branch}"
+    callbacks = _callbacks(credentials)
+    where = redact(remote.url or "")
+    try:
+        remote.push([spec], callbacks=callbacks)
+    except pygit2.GitError as error:
+        text = redact(str(error))
+        if any(
+            sign in text
+            for sign in ("fastforward", "fast-forward", "fetch first", "not present locally")
+        ):
+            raise NonFastForward(f"push to {where} rejected: {text}") from error
+        raise GitError(f"push to {where} failed: {text}") from error
+    if callbacks.rejected:
+        # The remote refused the update: not a fast-forward, or another pusher holds the
+        # ref's lock. Either way the branch moved under us: fetch and rebuild.
+        raise NonFastForward(f"push to {where} rejected: {'; '.join(callbacks.rejected)}")
+
+
+def tree_of(commit_: pygit2.Commit) -> pygit2.Oid:
+    """The root tree oid of a commit."""
+    return commit_.tree_id
+
+
+def sha(oid: pygit2.Oid) -> str:
+    """The hex sha of an oid."""
+    return str(oid)
+
+
+def commit_info(commit_: pygit2.Commit) -> tuple[str, int, str]:
+    """(sha, committer time, message) of a commit."""
+    return str(commit_.id), int(commit_.commit_time), commit_.message
+
+
+def author_of(commit_: pygit2.Commit) -> str:
+    """`Name <email>` of a commit's author."""
+    return f"{commit_.author.name} <{commit_.author.email}>"
+
+
+def remote_tip(repo: pygit2.Repository, branch: str) -> pygit2.Commit | None:
+    """The fetched `origin/<branch>`, or None when the remote has no such branch."""
+    reference = repo.references.get(f"refs/remotes/origin/{branch}")
+    if reference is None:
+        return None
+    found = repo[reference.target]
+    assert isinstance(found, pygit2.Commit)
+    return found
+
+
+def worktree_changes(path: Path) -> dict[str, str]:
+    """The uncommitted changes of the work tree holding `path`, staged or not: repo-relative
+    path → `new`, `modified`, `deleted`, `renamed` or `untracked` (ignored files left out).
+    Empty for a bare repository, which has no work tree."""
+    repo = open_local(path)
+    if repo.is_bare or repo.workdir is None:
+        return {}
+    flags = pygit2.enums.FileStatus
+    kinds = (
+        (flags.WT_NEW, "untracked"),
+        (flags.INDEX_NEW, "new"),
+        (flags.INDEX_DELETED | flags.WT_DELETED, "deleted"),
+        (flags.INDEX_RENAMED | flags.WT_RENAMED, "renamed"),
+        (flags.INDEX_MODIFIED | flags.WT_MODIFIED | flags.INDEX_TYPECHANGE, "modified"),
+        (flags.WT_TYPECHANGE | flags.CONFLICTED, "modified"),
+    )
+    changes = {}
+    for name, status in repo.status(untracked_files="all", ignored=False).items():
+        said = next((word for flag, word in kinds if status & flag), None)
+        if said is not None:
+            changes[name] = said
+    return dict(sorted(changes.items()))

@@ -1,0 +1,408 @@
+"""The one module that touches the official `kubernetes` client package.
+
+It offers Kubernetes' own quantity parsing (`500m`, `1Gi`, `1e3`) to the pure stages, and
+cluster access to the observe and apply stages: kubeconfig contexts, and a `Connection` per
+cluster (discovery, server-side apply, reads, deletes) with a timeout on every request. The
+client is imported only when a cluster is reached, and its quantity module on its own, so
+commands that reach no cluster do not pay its ~0.4 s import.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+import tempfile
+from collections.abc import Callable, Mapping
+from decimal import Decimal
+from functools import cache, lru_cache
+from pathlib import Path
+from typing import Any, cast
+from urllib.parse import urlsplit
+
+from reconciler import redact
+from reconciler.domain import fence as fencing
+from reconciler.errors import ClusterError, UsageError
+
+
+@cache
+def _quantity_parser() -> Callable[[Any], Decimal]:
+    package = importlib.util.find_spec("kubernetes")
+    if package is None or not package.submodule_search_locations:
+        raise ImportError("the kubernetes client package is not installed")
+    source = Path(next(iter(package.submodule_search_locations))) / "utils" / "quantity.py"
+    spec = importlib.util.spec_from_file_location("reconciler._kubernetes_quantity", source)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {source}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return cast(Callable[[Any], Decimal], module.parse_quantity)
+
+
+def parse_quantity(quantity: str | int | float) -> Decimal:
+    """Parse a Kubernetes resource quantity into a Decimal in base units.
+
+    Raises ValueError, naming the bad value, for anything Kubernetes would reject. Results are
+    memoised: a repo repeats the same few quantities thousands of times.
+    """
+    return _parse_cached(type(quantity).__name__, quantity)
+
+
+@lru_cache(maxsize=4096)
+def _parse_cached(_kind: str, quantity: str | int | float) -> Decimal:
+    try:
+        value = Decimal(_quantity_parser()(quantity))
+    except (ValueError, TypeError, ArithmeticError) as exc:
+        raise ValueError(f"invalid quantity {quantity!r}") from exc
+    if not value.is_finite() or abs(value) > _LARGEST:
+        raise QuantityOutOfRange(f"quantity {quantity!r} is out of range (above {_LARGEST:.3g})")
+    return value
+
+
+class QuantityOutOfRange(ValueError):
+    """A well-formed quantity too large for the float64 that dro computes with."""
+
+
+_LARGEST = Decimal(sys.float_info.max)
+"""dro computes with float64: a larger quantity (`1e309`) would become infinity."""
+
+
+# --- cluster access -------------------------------------------------------------------------
+
+FIELD_MANAGER = "dro"
+"""The one field manager dro applies with."""
+
+
+def kubeconfig_contexts(path: Path) -> dict[str, Path]:
+    """Context name → the kubeconfig file that defines it. `path` is one kubeconfig file or a
+    directory of them (a mounted Secret holds one file per key). A context defined in two
+    files is an error naming both."""
+    import yaml
+
+    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+    found: dict[str, Path] = {}
+    for file in files:
+        # the messages name the file and the line, never quote it: a kubeconfig holds tokens
+        try:
+            document = yaml.safe_load(file.read_text(encoding="utf-8"))
+        except OSError as error:
+            raise UsageError(f"{file}: not a readable kubeconfig: {error.strerror}") from None
+        except UnicodeDecodeError:
+            raise UsageError(f"{file}: not a readable kubeconfig: not UTF-8 text") from None
+        except yaml.YAMLError as error:
+            problem = redact.yaml_problem(error)
+            raise UsageError(f"{file}: not a readable kubeconfig: {problem}") from None
+        contexts = document.get("contexts") if isinstance(document, dict) else None
+        for context in contexts or ():
+            name = str(context.get("name", ""))
+            if name in found:
+                raise UsageError(f"context {name!r} is defined in both {found[name]} and {file}")
+            found[name] = file
+    return found
+
+
+def connect(
+    cluster: str,
+    *,
+    context: str | None,
+    kubeconfig: Path | None,
+    timeout: float = 10.0,
+    fence: fencing.Fence = fencing.UNFENCED,
+) -> Connection:
+    """A connection to `cluster`: through `context` of the `kubeconfig` file, or in-cluster
+    (the pod's service account) when `kubeconfig` is None. TLS and tokens are handled by the
+    client exactly as the kubeconfig says; nothing is set to skip verification. `fence` is
+    checked just before every write is sent (`fence.is_write`)."""
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    try:
+        if kubeconfig is None:
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        else:
+            config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=str(kubeconfig), context=context, client_configuration=configuration
+            )
+    except (config.ConfigException, OSError, TypeError, ValueError) as error:
+        # the client's messages name fields and files; a URL in them loses its user part
+        reason = redact.urls(str(error))
+        raise ClusterError(cluster, f"cannot load its credentials: {reason}") from None
+    configuration.retries = 1
+    return Connection(cluster, _timed_client_class()(configuration, timeout, fence), timeout)
+
+
+@cache
+def _timed_client_class() -> type:
+    from kubernetes import client
+
+    class TimedApiClient(client.ApiClient):
+        """An ApiClient whose every request, discovery included, has a timeout, and whose
+        every write is fenced: the last moment before the request leaves."""
+
+        def __init__(self, configuration: Any, timeout: float, fence: fencing.Fence) -> None:
+            super().__init__(configuration)
+            self.dro_timeout = timeout
+            self.dro_fence = fence
+
+        def call_api(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+            if fencing.is_write(method, url):
+                self.dro_fence.check(f"{method.upper()} {urlsplit(url).path}")
+            if kwargs.get("_request_timeout") is None:
+                kwargs["_request_timeout"] = self.dro_timeout
+            return super().call_api(method, url, *args, **kwargs)
+
+    return TimedApiClient
+
+
+class Conflict(ClusterError):
+    """The API answered 409 Conflict to a create or replace: the name is taken, or the object
+    changed since the resourceVersion the write was based on. Read it again and retry."""
+
+
+class Rejected(ClusterError):
+    """The API refused this one object (a 4xx such as 422 Invalid, 400, 403 or 404, but not
+    401, 408 or 429, which say nothing about the object): the cluster works, the object is
+    wrong for it. The message carries the API server's own."""
+
+
+class UnservedKind(Rejected):
+    """The cluster serves no such kind (no CRD for it, or a removed API version)."""
+
+
+_NOT_ABOUT_THE_OBJECT = frozenset({401, 408, 429})
+
+
+class Connection:
+    """One cluster's API through the official client: discovery, server-side apply with the
+    field manager `dro`, reads and deletes, creates and guarded replaces (a Lease's). Errors
+    become `ClusterError`s naming the cluster, the verb and the object; a 409 on a create or
+    replace is a `Conflict`."""
+
+    def __init__(self, cluster: str, api_client: Any, timeout: float) -> None:
+        self.cluster = cluster
+        self.timeout = timeout
+        self._api = api_client
+        self._cache = tempfile.TemporaryDirectory(prefix="dro-discovery-")
+        """The client's discovery cache, this connection's own: its default file is shared
+        by host and port, so a new server on a reused port would read a stale one."""
+        self._dynamic: Any = None
+        self._resources: dict[tuple[str, str], Any] = {}
+
+    def __repr__(self) -> str:
+        # the client's configuration holds the cluster's bearer token or client key
+        return f"Connection(cluster={self.cluster!r})"
+
+    def apply(self, obj: Mapping[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        """Server-side apply `obj`, forcing conflicts (dro's manifests win, as in Flux);
+        `dry_run` asks what would result and changes nothing."""
+        resource = self._resource(str(obj["apiVersion"]), str(obj["kind"]))
+        metadata = obj.get("metadata") or {}
+        with _Translated(self.cluster, "apply", obj):
+            result = resource.server_side_apply(
+                body=dict(obj),
+                namespace=metadata.get("namespace"),
+                field_manager=FIELD_MANAGER,
+                force_conflicts=True,
+                dry_run="All" if dry_run else None,
+            )
+        return dict(result.to_dict())
+
+    def get(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> dict[str, Any] | None:
+        """The live object, or None when it does not exist."""
+        resource = self._resource(api_version, kind)
+        where = _where(kind, name, namespace)
+        with _Translated(self.cluster, "get", where, missing_ok=True):
+            return _json(resource.get(name=name, namespace=namespace, serialize=False))
+        return None
+
+    def list(
+        self,
+        api_version: str,
+        kind: str,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every object of a kind (in one namespace, or in all), optionally selected."""
+        resource = self._resource(api_version, kind)
+        with _Translated(self.cluster, "list", _where(kind, None, namespace)):
+            found = _json(
+                resource.get(
+                    namespace=namespace,
+                    label_selector=label_selector,
+                    field_selector=field_selector,
+                    serialize=False,
+                )
+            )
+        return [dict(item) for item in found.get("items") or ()]
+
+    def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """Create `obj` (a POST with the field manager `dro`) and return it as stored. Raises
+        `Conflict` when an object of that name exists already."""
+        resource = self._resource(str(obj["apiVersion"]), str(obj["kind"]))
+        metadata = obj.get("metadata") or {}
+        with _Translated(self.cluster, "create", obj, conflicts=True):
+            response = resource.create(
+                body=dict(obj),
+                namespace=metadata.get("namespace"),
+                field_manager=FIELD_MANAGER,
+                serialize=False,
+            )
+        return _json(response)
+
+    def replace(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """Replace the whole object (a PUT with the field manager `dro`) and return it as
+        stored. Guarded by `metadata.resourceVersion` when `obj` carries one: raises `Conflict`
+        when the object changed since that version was read."""
+        resource = self._resource(str(obj["apiVersion"]), str(obj["kind"]))
+        metadata = obj.get("metadata") or {}
+        with _Translated(self.cluster, "replace", obj, conflicts=True):
+            response = resource.replace(
+                body=dict(obj),
+                name=metadata.get("name"),
+                namespace=metadata.get("namespace"),
+                field_manager=FIELD_MANAGER,
+                serialize=False,
+            )
+        return _json(response)
+
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> bool:
+        """Delete an object, its dependents in the background; False when it was gone."""
+        resource = self._resource(api_version, kind)
+        with _Translated(self.cluster, "delete", _where(kind, name, namespace), missing_ok=True):
+            resource.delete(name=name, namespace=namespace, propagation_policy="Background")
+            return True
+        return False
+
+    def close(self) -> None:
+        """Release the connection pool and the discovery cache."""
+        self._api.close()
+        self._cache.cleanup()
+
+    def _resource(self, api_version: str, kind: str) -> Any:
+        key = (api_version, kind)
+        if key not in self._resources:
+            with _Translated(self.cluster, "discover", _where(kind, None, None)):
+                if self._dynamic is None:
+                    from kubernetes.dynamic import DynamicClient
+
+                    self._dynamic = DynamicClient(  # type: ignore[no-untyped-call]
+                        self._api, cache_file=f"{self._cache.name}/discovery.json"
+                    )
+                found = self._dynamic.resources.get(api_version=api_version, kind=kind)
+            self._resources[key] = found
+        return self._resources[key]
+
+
+def _json(response: Any) -> dict[str, Any]:
+    """The body of a raw response as plain dicts: the dynamic client's own wrapping of every
+    field in objects costs more than the request on large lists."""
+    body = json.loads(response.data)
+    return body if isinstance(body, dict) else {}
+
+
+def _where(kind: str, name: str | None, namespace: str | None) -> dict[str, Any]:
+    return {"kind": kind, "metadata": {"name": name, "namespace": namespace}}
+
+
+class _Translated:
+    """Turns the client's exceptions into `ClusterError`s; swallows a tolerated 404; raises
+    `Conflict` for a 409 when `conflicts` is set."""
+
+    def __init__(
+        self,
+        cluster: str,
+        verb: str,
+        obj: Mapping[str, Any],
+        *,
+        missing_ok: bool = False,
+        conflicts: bool = False,
+    ) -> None:
+        self.cluster, self.verb, self.obj, self.missing_ok = cluster, verb, obj, missing_ok
+        self.conflicts = conflicts
+
+    def __enter__(self) -> _Translated:
+        return self
+
+    def __exit__(self, _kind: Any, error: BaseException | None, _trace: Any) -> bool:
+        if error is None:
+            return False
+        from kubernetes.client.exceptions import ApiException
+        from kubernetes.dynamic.exceptions import ResourceNotFoundError
+        from urllib3.exceptions import HTTPError
+
+        status = getattr(error, "status", None)
+        if self.missing_ok and status == 404:
+            return True
+        what = _describe(self.obj)
+        if isinstance(error, ResourceNotFoundError):
+            raise UnservedKind(
+                self.cluster, f"{self.verb} {what}: the API serves no such kind"
+            ) from error
+        if isinstance(error, ApiException):
+            message = f"{self.verb} {what}: HTTP {status} {getattr(error, 'reason', '')}".strip()
+            said = _server_message(error, self.obj)
+            if said:
+                message = f"{message}: {said}"
+            if _about_the_object(status) and not (self.conflicts and status == 409):
+                raise Rejected(self.cluster, message) from error
+        elif isinstance(error, HTTPError | OSError):
+            message = f"{self.verb} {what}: cannot reach the API: {_network_reason(error)}"
+        else:
+            return False
+        if self.conflicts and status == 409 and isinstance(error, ApiException):
+            raise Conflict(self.cluster, message) from error
+        raise ClusterError(self.cluster, message) from error
+
+
+_ERRNO = re.compile(r"\[Errno -?[0-9]+\] ([^\"')(]+)")
+
+
+def _network_reason(error: BaseException) -> str:
+    """urllib3's retry error in a few words: `127.0.0.1:6443: Connection refused`, not the
+    three nested reprs its own message holds."""
+    reason = getattr(error, "reason", None)
+    cause = reason if isinstance(reason, BaseException) else error
+    pool: Any = getattr(error, "pool", None) or getattr(cause, "pool", None)
+    host, port = getattr(pool, "host", None), getattr(pool, "port", None)
+    where = f"{host}:{port}: " if host else ""
+    found = _ERRNO.search(str(cause))
+    if found:
+        return where + found.group(1).strip()
+    if isinstance(cause, OSError) and cause.strerror:
+        return where + cause.strerror
+    return redact.urls(str(cause))
+
+
+def _about_the_object(status: Any) -> bool:
+    """A 4xx that says the object is wrong, not that the client or the cluster is."""
+    return isinstance(status, int) and 400 <= status < 500 and status not in _NOT_ABOUT_THE_OBJECT
+
+
+def _server_message(error: Any, obj: Mapping[str, Any]) -> str:
+    """The `message` of the API's Status body, one line, without any value of a Secret."""
+    try:
+        body = json.loads(getattr(error, "body", None) or "{}")
+    except (TypeError, ValueError):
+        return ""
+    message = body.get("message") if isinstance(body, dict) else None
+    if not isinstance(message, str):
+        return ""
+    message = " ".join(message.split())[:500]
+    if obj.get("kind") == "Secret":
+        for field in ("data", "stringData"):
+            for value in (obj.get(field) or {}).values():
+                if isinstance(value, str) and value:
+                    message = message.replace(value, "(hidden)")
+    return message
+
+
+def _describe(obj: Mapping[str, Any]) -> str:
+    metadata = obj.get("metadata") or {}
+    namespace, name = metadata.get("namespace"), metadata.get("name")
+    where = f"{namespace}/{name}" if namespace and name else (name or namespace or "")
+    return f"{obj.get('kind', '')} {where}".strip()

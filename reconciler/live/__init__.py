@@ -1,0 +1,285 @@
+"""Live: the steps of a pass that talk to clusters, for every cluster at once.
+
+- `Members.open` connects to each cluster dro can reach (a kubeconfig context from the file or
+  directory given with `--kubeconfig`, or in-cluster), skipping suspended clusters.
+- `Members.observe`, before scheduling: each reachable cluster's Nodes, Pods and workload
+  health (`observe.live`). A cluster that cannot be listed keeps its last committed
+  observation, marked stale and unreachable since the first pass that failed; a suspended one
+  keeps it too, marked stale only.
+- `Members.apply`, after the commit: every cluster's rendered folder (`apply.apply_all`), then
+  the fleet-wide prune gate, then `apply.finish` everywhere. Nothing is pruned anywhere when
+  any cluster failed or could not be reached: a partial view never deletes. An object a
+  cluster rejected holds back, everywhere, only the prune of stale objects of its kind in its
+  namespace (`apply`'s docstring says why); the rest of the fleet prunes as usual.
+- `Members.await_moves`: the bounded wait for the new copies of moves to become Healthy, so
+  that the next pass may retire the old ones.
+
+Clusters are handled in parallel, at most `Access.parallel` at a time; each request has the
+per-cluster `Access.timeout`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import structlog
+
+from reconciler import yamlio
+from reconciler.branch import status
+from reconciler.domain import Cluster, Decision, Observation, ResourceKey, Spec, durations
+from reconciler.domain import fence as fencing
+from reconciler.errors import ClusterError
+from reconciler.kube import client as kube
+from reconciler.kube import health
+from reconciler.kube.client import Connection
+from reconciler.live import apply, observe
+from reconciler.live.apply import ClusterSync
+from reconciler.live.takeover import Provenance
+
+log = structlog.get_logger("dro")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Access:
+    """How dro reaches clusters in a pass (operational settings, from flags)."""
+
+    kubeconfig: Path | None
+    """A kubeconfig file or a directory of them; None: only in-cluster clusters are reached."""
+    in_cluster: bool = False
+    """Whether clusters marked `kubeconfig.inCluster` are reached with the pod's account."""
+    timeout: float = 10.0
+    parallel: int = 8
+    move_wait: float = 0.0
+    """How long a pass waits for the new copies of its moves to become Healthy."""
+    fence: fencing.Fence = fencing.UNFENCED
+    """Checked before every write to a cluster (`fencing`): a deposed leader writes nothing."""
+
+
+@dataclass(slots=True)
+class Observed:
+    """What `Members.observe` found: an observation per observed cluster, and why the
+    unreachable ones could not be listed."""
+
+    observations: dict[str, Observation] = field(default_factory=dict)
+    unreachable: dict[str, str] = field(default_factory=dict)
+    suspended: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Applied:
+    """What `Members.apply` did: a report per cluster, and why prune was held back."""
+
+    clusters: list[ClusterSync] = field(default_factory=list)
+    prune_blocked: str | None = None
+    prune_held: tuple[str, ...] = ()
+    """Kinds in namespaces whose stale objects were not pruned because an object of that
+    kind and namespace was rejected (`Deployment in shop`)."""
+
+    @property
+    def ok(self) -> bool:
+        """Every cluster was reached and applied without a failure or a rejected object."""
+        return all(report.ok for report in self.clusters)
+
+
+class Members:
+    """The connections of one pass to the clusters of a spec. Close it when the pass ends."""
+
+    def __init__(self, spec: Spec, access: Access) -> None:
+        self.spec = spec
+        self.access = access
+        self.connections: dict[str, Connection] = {}
+        self.errors: dict[str, str] = {}
+        """Clusters that dro should reach but cannot even connect to: why."""
+        self._versions = {w.key: str(w.manifest.get("apiVersion", "")) for w in spec.workloads}
+
+    def open(self) -> Members:
+        """Connect to every cluster dro can reach that is not suspended."""
+        contexts = (
+            kube.kubeconfig_contexts(self.access.kubeconfig) if self.access.kubeconfig else {}
+        )
+        for cluster in self.spec.clusters:
+            if cluster.suspend or not cluster.reachable_by_dro:
+                continue
+            try:
+                self.connections[cluster.name] = self._connect(cluster, contexts)
+            except ClusterError as error:
+                self.errors[cluster.name] = str(error)
+        return self
+
+    def close(self) -> None:
+        """Close every connection."""
+        for connection in self.connections.values():
+            connection.close()
+        self.connections.clear()
+
+    def __enter__(self) -> Members:
+        return self.open()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def observe(self, previous: Mapping[str, Mapping[str, Any]], now: float) -> Observed:
+        """Observe every reachable cluster at `now`; `previous` is each cluster's last
+        committed status (`status.previous_statuses`)."""
+        at = durations.rfc3339(now)
+        found = self._each(lambda c: _observe_one(c, at))
+        result = Observed()
+        for cluster in self.spec.clusters:
+            if cluster.suspend and cluster.reachable_by_dro:
+                result.suspended.append(cluster.name)
+                result.observations[cluster.name] = status.stale_observation(
+                    cluster, previous.get(cluster.name), unreachable_since=None
+                )
+                continue
+            outcome = found.get(cluster.name)
+            if isinstance(outcome, Observation):
+                result.observations[cluster.name] = outcome
+                continue
+            why = str(outcome) if outcome is not None else self.errors.get(cluster.name)
+            if why is None:
+                continue  # dro has no way to reach it: placed from its declared figures
+            result.unreachable[cluster.name] = why
+            result.observations[cluster.name] = status.stale_observation(
+                cluster, previous.get(cluster.name), unreachable_since=at
+            )
+            log.warning("cluster_unreachable", stage="observe", cluster=cluster.name, error=why)
+        return result
+
+    def apply(
+        self,
+        tree: Mapping[str, bytes],
+        *,
+        held_back: str | None = None,
+        provenance: Mapping[apply.Identity, Provenance] | None = None,
+    ) -> Applied:
+        """Apply each reachable cluster's folder of `tree`; then prune, only when nothing
+        holds it back (`held_back` says why the pass before apply forbids it) and no cluster
+        failed, sparing the kinds in namespaces where an object was rejected. `provenance`
+        names each object's source file and line and its takeover rule."""
+        reports = self._each(
+            lambda c: apply.apply_all(c, cluster_objects(tree, c.cluster), provenance=provenance)
+        )
+        result = Applied()
+        for name in sorted(self.errors):
+            result.clusters.append(ClusterSync(name, reachable=False, failed=[self.errors[name]]))
+        result.clusters += [
+            # a ClusterError escaped apply_all: e.g. reading a CRD it waited for failed
+            ClusterSync(name, reachable=False, failed=[str(r)])
+            if isinstance(r, ClusterError)
+            else r
+            for name, r in reports.items()
+        ]
+        result.clusters.sort(key=lambda r: r.cluster)
+        if held_back is not None:
+            result.prune_blocked = held_back
+        elif not all(r.clean for r in result.clusters):
+            broken = ", ".join(r.cluster for r in result.clusters if not r.clean)
+            result.prune_blocked = f"not every cluster applied cleanly ({broken})"
+        hold = {scope for r in result.clusters for scope in r.holds}
+        result.prune_held = tuple(
+            f"{kind} in {namespace}" if namespace else f"{kind} (cluster-scoped)"
+            for _, kind, namespace in sorted(hold)
+        )
+        by_name = {r.cluster: r for r in result.clusters}
+        allowed = result.prune_blocked is None
+        self._each(lambda c: apply.finish(c, by_name[c.cluster], prune=allowed, hold=hold))
+        return result
+
+    def await_moves(
+        self,
+        decisions: Iterable[Decision],
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> bool:
+        """Wait up to `Access.move_wait` seconds until every workload with retiring copies
+        is Healthy on each of its reachable target clusters. True when there were such
+        moves and they all became Healthy: the next pass can retire the old copies."""
+        waiting = [
+            (placed.cluster, decision.key)
+            for decision in decisions
+            if decision.retiring
+            for placed in decision.clusters
+            if placed.cluster in self.connections
+        ]
+        if not waiting:
+            return False
+        deadline = clock() + self.access.move_wait
+        while True:
+            waiting = [
+                (cluster, key) for cluster, key in waiting if not self._healthy(cluster, key)
+            ]
+            if not waiting or clock() >= deadline:
+                return not waiting
+            sleep(min(1.0, max(0.0, deadline - clock())))
+
+    def _healthy(self, cluster: str, key: ResourceKey) -> bool:
+        api_version = self._versions.get(key, f"{key.group}/v1" if key.group else "v1")
+        try:
+            live = self.connections[cluster].get(api_version, key.kind, key.name, key.namespace)
+        except ClusterError:
+            return False
+        return health.of(live).status == health.HEALTHY
+
+    def _connect(self, cluster: Cluster, contexts: Mapping[str, Path]) -> Connection:
+        if cluster.in_cluster:
+            if not self.access.in_cluster:
+                raise ClusterError(cluster.name, "it is marked inCluster; pass --in-cluster")
+            return kube.connect(
+                cluster.name,
+                context=None,
+                kubeconfig=None,
+                timeout=self.access.timeout,
+                fence=self.access.fence,
+            )
+        context = str(cluster.kubeconfig_context)
+        if context not in contexts:
+            where = self.access.kubeconfig or "(no --kubeconfig given)"
+            raise ClusterError(cluster.name, f"context {context!r} is not in {where}")
+        return kube.connect(
+            cluster.name,
+            context=context,
+            kubeconfig=contexts[context],
+            timeout=self.access.timeout,
+            fence=self.access.fence,
+        )
+
+    def _each(self, work: Callable[[Connection], R]) -> dict[str, R | ClusterError]:
+        """`work` on every connection, at most `parallel` at once; a ClusterError is kept as
+        that cluster's result."""
+
+        def guarded(connection: Connection) -> R | ClusterError:
+            try:
+                return work(connection)
+            except ClusterError as error:
+                return error
+
+        items = sorted(self.connections.items())
+        if not items:
+            return {}
+        workers = max(1, min(self.access.parallel, len(items)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dro-cluster") as pool:
+            results = list(pool.map(guarded, [c for _, c in items]))
+        return {name: result for (name, _), result in zip(items, results, strict=True)}
+
+
+def cluster_objects(tree: Mapping[str, bytes], cluster: str) -> list[dict[str, Any]]:
+    """The manifests rendered for `cluster`: its folder of `tree`, without the kustomization."""
+    prefix = f"clusters/{cluster}/".lower()
+    objects = []
+    for path, data in sorted(tree.items()):
+        if path.startswith(prefix) and not path.endswith("/kustomization.yaml"):
+            body = yamlio.load_own(path, data)
+            if isinstance(body, dict):
+                objects.append(body)
+    return objects
+
+
+def _observe_one(connection: Connection, at: str) -> Observation:
+    return observe.live(connection, observed_at=at)

@@ -1,0 +1,432 @@
+"""Apply: bring one cluster to its rendered manifests, Flux's way, safely.
+
+`sync` takes one cluster's rendered objects and a `kube.Connection`:
+
+1. It reads the cluster's inventory (what dro holds there). A cluster whose inventory cannot
+   be read is unreachable: nothing is applied and nothing pruned there.
+2. Survey: every rendered object the inventory does not hold as dro's is read. One that does
+   not exist, or that dro itself applied in a pass killed before it could record it, will be
+   created. One that exists and is someone else's is adopted only as its takeover rule says
+   (`takeover.py`); otherwise it is reported, with its source file and line, and never
+   written.
+3. Intent first: the inventory is written before any object it names, holding the union of
+   what it held and what this pass may create (`intended`) or adopt, so a pass killed at any
+   point leaves nothing a later pass cannot prune.
+4. It applies in stages (`inventory.apply_order`): CRDs, which it waits for until they are
+   Established, then Namespaces, prerequisites and workloads. Each object is first compared
+   with the live one (a LIST by dro's label, or a server-side dry run), so an object already
+   as rendered costs no write: a steady pass writes nothing. A difference is an update when
+   the manifest changed since dro last applied it (its digest in the inventory), and drift
+   when it did not; both are applied (server-side apply, field manager `dro`, conflicts
+   forced), and drift is reported.
+5. One bad object does not stop the others: an object the API server rejects (`kube.Rejected`:
+   422 Invalid, 400, 403, 404 …) or that may not be taken over is reported with its source
+   file and line and the server's message, and every other object, in every stage, is still
+   applied. A failure of the cluster itself (unreachable, timeouts, 5xx, 401, 429, a CRD not
+   Established, the inventory not writable) stops that cluster's later stages.
+6. Prune, when the caller allows it, deletes what the inventory holds and is no longer
+   rendered, in reverse order, and only what dro created: the live object must still carry
+   dro's `managed-by` label (and, for an entry only `intended`, dro's field manager). An
+   adopted object is released (dropped from the inventory, left in place), and one annotated
+   `multicluster.io/deletion-protected: Always` is spared.
+
+   **When prune is held back.** Nowhere in the fleet while any cluster could not be listed,
+   failed as a cluster (step 5), or any stage before apply failed. A rejected or refused
+   object holds back, on every cluster, the prune of stale objects of the same kind in the
+   same namespace (the same kind, cluster-wide, for a cluster-scoped kind): those are what it
+   may be replacing (a rename, a move between clusters), and removing them before their
+   successor runs would cut service. Every other stale object is pruned.
+7. Confirm: the inventory is written back with what this pass applied, what is still to be
+   pruned, and the intended entries it could not settle; only when it changed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.errors import ClusterError
+from reconciler.kube import inventory
+from reconciler.kube.client import Connection, Rejected, UnservedKind
+from reconciler.kube.inventory import ADOPTED, CREATED, INTENDED, Record, Ref
+from reconciler.live import takeover
+from reconciler.live.takeover import Provenance
+
+ESTABLISH_TIMEOUT_S = 60.0
+Identity = tuple[str, str, str, str]
+"""(group, kind, namespace, name): one object whatever apiVersion it is applied with."""
+KindInNamespace = tuple[str, str, str]
+"""(group, kind, namespace): the scope a rejected object holds prune back in."""
+NO_PROVENANCE = Provenance()
+
+
+@dataclass(slots=True)
+class ClusterSync:
+    """What one cluster's pass did: counts per outcome, and a line per drift or failure."""
+
+    cluster: str
+    reachable: bool = True
+    applied: int = 0
+    unchanged: int = 0
+    pruned: int = 0
+    drifted: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    """Failures of the cluster itself: its later stages were not applied."""
+    rejected: list[str] = field(default_factory=list)
+    """`FILE:LINE: cluster …: why` for each object the API rejected or dro would not adopt."""
+    protected: list[str] = field(default_factory=list)
+    released: list[str] = field(default_factory=list)
+    """Stale objects left in place because dro did not create them, and why."""
+    writes: int = 0
+    written: list[str] = field(default_factory=list)
+    """Objects written this pass (applied or pruned), for the audit log."""
+    held: dict[Ref, Record] = field(default_factory=dict, repr=False)
+    """The inventory as read."""
+    stored: dict[Ref, Record] = field(default_factory=dict, repr=False)
+    """The inventory as it stands on the cluster now (after the intent was written)."""
+    stale: tuple[Ref, ...] = field(default=(), repr=False)
+    """Inventory objects no longer rendered: what a prune would delete, in reverse order."""
+    done: dict[Ref, Record] = field(default_factory=dict, repr=False)
+    """Objects applied (or already as rendered) this pass → their record."""
+    refused: set[Identity] = field(default_factory=set, repr=False)
+    """Objects rejected or not adopted this pass."""
+    holds: set[KindInNamespace] = field(default_factory=set, repr=False)
+    """Where a rejected object holds prune back."""
+
+    @property
+    def clean(self) -> bool:
+        """Reached, and the cluster itself did not fail (objects may have been rejected)."""
+        return self.reachable and not self.failed
+
+    @property
+    def ok(self) -> bool:
+        """Reached, and nothing failed or was rejected."""
+        return self.clean and not self.rejected
+
+    def reject(self, ref: Ref, provenance: Provenance, why: str) -> None:
+        """Record one object that cannot be applied here, and where it was written."""
+        where = f"{provenance.where}: " if provenance.where else ""
+        self.rejected.append(f"{where}{why}")
+        self.refused.add(identity(ref))
+        self.holds.add((ref.group, ref.kind, ref.namespace))
+
+
+def sync(
+    connection: Connection,
+    rendered: Iterable[Mapping[str, Any]],
+    *,
+    prune: bool,
+    provenance: Mapping[Identity, Provenance] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> ClusterSync:
+    """Apply one cluster's rendered objects; prune only when `prune` and nothing failed."""
+    report = apply_all(connection, rendered, provenance=provenance, sleep=sleep, clock=clock)
+    return finish(connection, report, prune=prune, hold=report.holds)
+
+
+def apply_all(
+    connection: Connection,
+    rendered: Iterable[Mapping[str, Any]],
+    *,
+    provenance: Mapping[Identity, Provenance] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> ClusterSync:
+    """Steps 1-5: read the inventory, survey, write the intent, and apply every rendered
+    object, stage by stage. `provenance` names each object's source and takeover rule. The
+    caller then calls `finish`, once it knows whether the whole pass allows pruning."""
+    sources = provenance or {}
+    report = ClusterSync(connection.cluster)
+    try:
+        held = inventory.decode(
+            connection.get(
+                "v1", "ConfigMap", inventory.INVENTORY_NAME, inventory.INVENTORY_NAMESPACE
+            )
+        )
+    except ClusterError as error:
+        report.reachable = False
+        report.failed.append(str(error))
+        return report
+    planned = inventory.plan(rendered, held)
+    report.held, report.stored, report.stale = held, dict(held), planned.prune
+    owned = {identity(ref): record for ref, record in held.items() if record.owned}
+    try:
+        intent = _survey(connection, planned.apply, owned, sources, report)
+    except ClusterError as error:
+        report.failed.append(str(error))
+        return report
+    if not _write_inventory(connection, report, {**held, **intent}):
+        return report  # nothing is applied that the inventory could not name first
+    for stage in inventory.in_stages(planned.apply):
+        live = _listed(connection, stage)
+        for obj in stage:
+            ref = Ref.of(obj)
+            if identity(ref) in report.refused:
+                continue
+            record = owned.get(identity(ref)) or intent.get(ref) or Record(state=INTENDED)
+            where = sources.get(identity(ref), NO_PROVENANCE)
+            try:
+                _apply_one(connection, obj, record.digest or None, report, live)
+                state = ADOPTED if record.state == ADOPTED else CREATED
+                report.done[ref] = Record(inventory.digest(obj), state)
+            except Rejected as error:
+                report.reject(ref, where, str(error))
+            except ClusterError as error:
+                report.failed.append(str(error))
+        crds = [o for o in stage if Ref.of(o) in report.done]
+        if inventory.stage(Ref.of(stage[0])) == inventory.CRDS and crds and not report.failed:
+            _await_established(connection, crds, report, sleep, clock)
+        if report.failed:
+            break  # the cluster itself is in trouble: a later stage may depend on this one
+    return report
+
+
+def finish(
+    connection: Connection,
+    report: ClusterSync,
+    *,
+    prune: bool,
+    hold: Collection[KindInNamespace] = (),
+) -> ClusterSync:
+    """Steps 6-7: when `prune` and this cluster did not fail, prune what the inventory holds
+    and is no longer rendered, except objects of a kind and namespace in `hold`; then write
+    the inventory back with what this pass settled."""
+    if not report.reachable:
+        return report
+    remaining = {ref: report.held[ref] for ref in report.stale}
+    if prune and report.clean:
+        for ref in report.stale:
+            if (ref.group, ref.kind, ref.namespace) in hold:
+                continue
+            if _prune_one(connection, ref, report.held[ref], report):
+                del remaining[ref]
+    stale, settled = set(report.stale), {identity(ref) for ref in report.done}
+    unsettled = {  # still rendered but not applied this pass: kept, unless never dro's
+        ref: record
+        for ref, record in report.stored.items()
+        if ref not in stale
+        and identity(ref) not in settled
+        and not (identity(ref) in report.refused and not record.owned)
+    }
+    _write_inventory(connection, report, {**unsettled, **report.done, **remaining})
+    return report
+
+
+def identity(ref: Ref) -> Identity:
+    """The object whatever its apiVersion: (group, kind, namespace, name)."""
+    return (ref.group, ref.kind, ref.namespace, ref.name)
+
+
+def _survey(
+    connection: Connection,
+    objects: Sequence[Mapping[str, Any]],
+    owned: Mapping[Identity, Record],
+    sources: Mapping[Identity, Provenance],
+    report: ClusterSync,
+) -> dict[Ref, Record]:
+    """Read every rendered object dro does not hold: the intent entries of those it will
+    create or adopt. Those it may not adopt, and those the API rejects, go to `report`."""
+    intent: dict[Ref, Record] = {}
+    for obj in objects:
+        ref = Ref.of(obj)
+        if identity(ref) in owned:
+            continue
+        where = sources.get(identity(ref), NO_PROVENANCE)
+        try:
+            live = _read(connection, ref)
+            if live is None or takeover.applied_by_dro(live):
+                intent[ref] = Record(state=INTENDED)
+                continue
+            why = takeover.refusal(connection, obj, live, where.takeover)
+        except Rejected as error:
+            report.reject(ref, where, str(error))
+            continue
+        if why is None:
+            intent[ref] = Record(state=ADOPTED)
+        else:
+            report.reject(
+                ref,
+                where,
+                f"cluster {connection.cluster}: {ref} exists and dro did not create it; "
+                f"not adopted, left as it is: {why}",
+            )
+    return intent
+
+
+def _read(connection: Connection, ref: Ref) -> dict[str, Any] | None:
+    """The live object, or None when it does not exist (its kind not served yet included:
+    the CRD that serves it may come in this very pass)."""
+    try:
+        return connection.get(ref.api_version, ref.kind, ref.name, ref.namespace or None)
+    except Rejected as error:
+        if isinstance(error, UnservedKind):
+            return None
+        raise
+
+
+def _listed(
+    connection: Connection, stage: Sequence[Mapping[str, Any]]
+) -> dict[tuple[str, str, str, str], dict[str, Any] | None]:
+    """The live objects of a stage, by (apiVersion, kind, namespace, name), from one LIST per
+    kind of what dro manages (its `managed-by` label): a steady pass reads each kind once
+    instead of every object. A kind that cannot be listed is left out; its objects are then
+    read one by one."""
+    found: dict[tuple[str, str, str, str], dict[str, Any] | None] = {}
+    kinds = sorted({(str(o["apiVersion"]), str(o["kind"])) for o in stage if takeover.labelled(o)})
+    for api_version, kind in kinds:
+        try:
+            items = connection.list(api_version, kind, label_selector=inventory.MANAGED_BY_SELECTOR)
+        except ClusterError:
+            continue
+        for obj in stage:
+            if (obj["apiVersion"], obj["kind"]) == (api_version, kind) and takeover.labelled(obj):
+                found[_key(obj)] = None  # absent unless listed below
+        for item in items:
+            metadata = item.get("metadata") or {}
+            key = (api_version, kind, metadata.get("namespace") or "", metadata.get("name", ""))
+            if key in found:
+                found[key] = {"apiVersion": api_version, "kind": kind, **item}
+    return found
+
+
+def _apply_one(
+    connection: Connection,
+    obj: Mapping[str, Any],
+    recorded: str | None,
+    report: ClusterSync,
+    listed: Mapping[tuple[str, str, str, str], dict[str, Any] | None],
+) -> None:
+    """Apply one object unless the live one is already as rendered. An object listed absent
+    is applied at once; one listed live that holds every rendered field unchanged, with the
+    manifest dro last applied, costs no request; anything else is settled by a server-side
+    dry run compared with the live object."""
+    ref = Ref.of(obj)
+    wanted = inventory.digest(obj)
+    key = _key(obj)
+    if key in listed:
+        live = listed[key]
+        if live is not None and recorded == wanted and _holds(live, obj):
+            report.unchanged += 1
+            return
+    else:
+        live = connection.get(ref.api_version, ref.kind, ref.name, ref.namespace or None)
+    if live is not None:
+        preview = connection.apply(obj, dry_run=True)
+        before, after = takeover.comparable(live), takeover.comparable(preview)
+        if before == after:
+            report.unchanged += 1
+            return
+        if recorded == wanted:
+            fields = ", ".join(takeover.differences_of(before, after))
+            report.drifted.append(f"{ref}: {fields or 'metadata'}")
+    connection.apply(obj)
+    report.applied += 1
+    report.writes += 1
+    report.written.append(f"apply {ref}")
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    metadata = obj.get("metadata") or {}
+    namespace = str(metadata.get("namespace") or "")
+    return (str(obj["apiVersion"]), str(obj["kind"]), namespace, str(metadata.get("name", "")))
+
+
+def _holds(live: Any, wanted: Any) -> bool:
+    """Whether `live` has every field of `wanted` with the same value: maps may hold more
+    keys (server defaults, other managers' fields), lists must match item by item."""
+    if isinstance(wanted, Mapping):
+        return isinstance(live, Mapping) and all(
+            key in live and _holds(live[key], value) for key, value in wanted.items()
+        )
+    if isinstance(wanted, list):
+        return (
+            isinstance(live, list)
+            and len(live) == len(wanted)
+            and all(_holds(a, b) for a, b in zip(live, wanted, strict=True))
+        )
+    return bool(live == wanted) and type(live) is type(wanted)
+
+
+def _await_established(
+    connection: Connection,
+    crds: Sequence[Mapping[str, Any]],
+    report: ClusterSync,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+) -> None:
+    """Wait (bounded) until every CRD of the stage is Established."""
+    deadline = clock() + ESTABLISH_TIMEOUT_S
+    waiting = [Ref.of(crd) for crd in crds]
+    while waiting:
+        waiting = [ref for ref in waiting if not _established(connection, ref)]
+        if not waiting:
+            return
+        if clock() >= deadline:
+            names = ", ".join(ref.name for ref in waiting)
+            report.failed.append(f"cluster {connection.cluster}: CRD not Established: {names}")
+            return
+        sleep(0.2)
+
+
+def _established(connection: Connection, ref: Ref) -> bool:
+    live = connection.get(ref.api_version, ref.kind, ref.name)
+    conditions = ((live or {}).get("status") or {}).get("conditions") or ()
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
+def _prune_one(connection: Connection, ref: Ref, record: Record, report: ClusterSync) -> bool:
+    """Delete one stale object that dro created; False when it must stay in the inventory
+    (the delete failed). An adopted, protected or foreign object leaves the inventory
+    without being deleted."""
+    if record.state == ADOPTED:
+        report.released.append(f"{ref}: adopted, not created by dro: released, not deleted")
+        return True
+    try:
+        live = _read(connection, ref)
+        if live is None:
+            return True
+        if inventory.protected(live):
+            report.protected.append(str(ref))
+            return True
+        mine = (
+            takeover.applied_by_dro(live) if record.state == INTENDED else takeover.labelled(live)
+        )
+        if not mine:
+            report.released.append(f"{ref}: does not carry dro's label: left in place")
+            return True
+        if connection.delete(ref.api_version, ref.kind, ref.name, ref.namespace or None):
+            report.pruned += 1
+            report.writes += 1
+            report.written.append(f"prune {ref}")
+        return True
+    except ClusterError as error:
+        report.failed.append(str(error))
+        return False
+
+
+def _write_inventory(
+    connection: Connection, report: ClusterSync, now: Mapping[Ref, Record]
+) -> bool:
+    """Store `now` as the cluster's inventory unless it holds that already; False when the
+    write failed (recorded in `report`)."""
+    if dict(report.stored) == dict(now):
+        return True
+    try:
+        if not report.stored:
+            namespace = {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": inventory.INVENTORY_NAMESPACE},
+            }
+            connection.apply(namespace)
+            report.writes += 1
+        connection.apply(inventory.encode(now))
+        report.writes += 1
+    except ClusterError as error:
+        report.failed.append(str(error))
+        return False
+    report.stored = dict(now)
+    return True

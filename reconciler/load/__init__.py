@@ -1,0 +1,262 @@
+"""Load: read the source files from a plain directory or from git, and dro's own state.
+
+Only the folders dro understands are read: `dro.yaml`, `topology.yaml`, `clusters/`,
+`datasets/`, `workloads/` and `policies/`, YAML files only. From the output branch dro reads
+only its state (`decisions/`, `status/`); only `dro plan` reads the rendered manifests, and
+only when the base side of a review is invalid (`Revisions`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import structlog
+
+from reconciler import redact, yamlio
+from reconciler.branch import statefiles
+from reconciler.domain import Decision, ResourceKey, Source, SourceFile
+from reconciler.errors import GitError, UsageError
+from reconciler.git import gitrepo
+from reconciler.load import sourcecheck
+
+log = structlog.get_logger("dro")
+
+SOURCE_FILES = ("dro.yaml", "topology.yaml")
+SOURCE_FOLDERS = ("clusters/", "datasets/", "workloads/", "policies/")
+STATE_FOLDERS = statefiles.STATE_FOLDERS
+Credentials = gitrepo.Credentials
+
+
+def is_source_path(path: str) -> bool:
+    """True for the repo-relative paths that make up a source."""
+    if path in SOURCE_FILES:
+        return True
+    if not path.startswith(SOURCE_FOLDERS) or not path.endswith((".yaml", ".yml")):
+        return False
+    return not any(part.startswith(".") for part in path.split("/"))
+
+
+def in_source(path: str) -> bool:
+    """True for `dro.yaml`, `topology.yaml`, the source folders and anything not hidden in
+    them: where a symbolic link or a submodule is reported instead of silently skipped."""
+    if path in SOURCE_FILES or f"{path}/" in SOURCE_FOLDERS:
+        return True
+    if not path.startswith(SOURCE_FOLDERS):
+        return False
+    return not any(part.startswith(".") for part in path.split("/"))
+
+
+def from_directory(root: Path) -> Source:
+    """The source files of a plain directory. Symbolic links and nested git repositories
+    (submodules) are not read but listed in `Source.links`, as when reading git. A directory
+    that is no dro repository (`sourcecheck`) is a UsageError naming what is missing."""
+    if not root.is_dir():
+        raise UsageError(f"{root}: not a directory")
+    source = _directory_source(root)
+    where = f"the current directory ({Path.cwd()})" if str(root) == "." else str(root)
+    sourcecheck.require_dro_files(source, where, nested=sourcecheck.nested_repos(root))
+    return source
+
+
+def _directory_source(root: Path) -> Source:
+    base = root.resolve()
+    files, links = [], {}
+    for dirpath, dirnames, filenames in os.walk(base):
+        here = Path(dirpath)
+        for name in sorted([*dirnames, *filenames]):
+            full = here / name
+            relative = full.relative_to(base).as_posix()
+            if not in_source(relative):
+                continue
+            if full.is_symlink():
+                links[relative] = gitrepo.SYMLINK
+            elif name in dirnames and (full / ".git").exists():
+                links[relative] = gitrepo.SUBMODULE
+            elif name in filenames and is_source_path(relative):
+                files.append(SourceFile(path=relative, data=full.read_bytes()))
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if not d.startswith(".") and (here / d).relative_to(base).as_posix() not in links
+        )
+    return Source(
+        files=tuple(sorted(files, key=lambda f: f.path)),
+        links=tuple(sorted(links.items())),
+    )
+
+
+def credentials_from(path: Path | None) -> Credentials | None:
+    """https credentials from a file (`user:password` or a token) or DRO_GIT_* variables.
+    A file that cannot be read is a UsageError naming it (never quoting it)."""
+    if path is not None:
+        try:
+            text = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as error:
+            reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+            raise UsageError(f"--git-credentials-file {path}: {reason}") from None
+        name, sep, secret = text.partition(":")
+        return Credentials(username=name, password=secret) if sep else Credentials(token=text)
+    token = os.environ.get("DRO_GIT_TOKEN")
+    user, password = os.environ.get("DRO_GIT_USERNAME"), os.environ.get("DRO_GIT_PASSWORD")
+    if token:
+        return Credentials(username=user, token=token)
+    if user or password:
+        return Credentials(username=user, password=password)
+    return None
+
+
+def from_git(
+    url: str, ref: str, state_dir: Path, *, credentials: Credentials | None = None
+) -> Source:
+    """The source files at `ref` of the repository at `url`, via a fetched bare cache.
+    A local path that does not exist, a repository without commits and a ref without dro's
+    files are UsageErrors; a cache this call created is removed again when its first fetch
+    fails, so a typo leaves nothing behind in the state directory."""
+    sourcecheck.require_local_repo(url)
+    with sourcecheck.removed_on_failure(gitrepo.cache_path(state_dir, url), state_dir):
+        repo = gitrepo.open_cache(url, state_dir)
+        gitrepo.fetch(repo, gitrepo.url_credentials(url, credentials))
+        sourcecheck.require_commits(repo, url)
+    source = _source(repo, gitrepo.resolve(repo, ref))
+    sourcecheck.require_dro_files(source, f"{redact.urls(url)} at {ref}")
+    return source
+
+
+def _source(repo: gitrepo.Repository, commit: gitrepo.Commit) -> Source:
+    sha, when, _ = gitrepo.commit_info(commit)
+    author = gitrepo.author_of(commit)
+    # the folders without their slash, so that a link in place of a whole folder is seen too
+    wanted = SOURCE_FILES + tuple(folder.rstrip("/") for folder in SOURCE_FOLDERS)
+    files, links = gitrepo.read_tree(repo, commit, wanted)
+    return Source(
+        files=tuple(
+            SourceFile(path=p, data=d) for p, d in sorted(files.items()) if is_source_path(p)
+        ),
+        links=tuple((p, what) for p, what in sorted(links.items()) if in_source(p)),
+        commit=sha,
+        commit_time=when,
+        author=author,
+    )
+
+
+class Revisions:
+    """Any revision of one repository, for `dro plan`. A local path is opened in place, so
+    `HEAD`, `origin/main` or a sha of a pull request's checkout resolve as git resolves them;
+    a URL is read through the fetched cache."""
+
+    def __init__(
+        self, location: str, state_dir: Path, *, credentials: Credentials | None = None
+    ) -> None:
+        sourcecheck.require_local_repo(location)
+        self.local = "://" not in location and Path(location).exists()
+        self._location = redact.urls(location)
+        if self.local:
+            self._repo = gitrepo.open_local(Path(location))
+        else:
+            with sourcecheck.removed_on_failure(gitrepo.cache_path(state_dir, location), state_dir):
+                self._repo = gitrepo.open_cache(location, state_dir)
+                gitrepo.fetch(self._repo, gitrepo.url_credentials(location, credentials))
+                sourcecheck.require_commits(self._repo, location)
+        if self.local:
+            sourcecheck.require_commits(self._repo, location)
+
+    def source(self, ref: str, *, may_be_empty: bool = False) -> Source:
+        """The source files at `ref`; a UsageError when they hold no dro repository, unless
+        `may_be_empty` (the base of the review that adds dro to a repository)."""
+        found = _source(self._repo, gitrepo.resolve(self._repo, ref, local=self.local))
+        if not may_be_empty:
+            sourcecheck.require_dro_files(found, f"{self._location} at {ref}")
+        return found
+
+    def tip(self, branch: str) -> str | None:
+        """The sha of the output branch's tip, or None when it does not exist."""
+        tip = gitrepo.branch_tip(self._repo, branch)
+        return None if tip is None else gitrepo.commit_info(tip)[0]
+
+    def state(self, branch: str, *, manifests: bool = False) -> dict[str, bytes]:
+        """The tip of the output branch: its state, or every file with `manifests`; empty
+        when the branch does not exist (locally, or as `origin/<branch>`)."""
+        tip = gitrepo.branch_tip(self._repo, branch)
+        if tip is None:
+            return {}
+        files = gitrepo.read_files(self._repo, tip, () if manifests else STATE_FOLDERS)
+        return statefiles.adopt_unsealed(files)
+
+
+def previous_state(url: str, branch: str, state_dir: Path) -> dict[str, bytes]:
+    """`decisions/` and `status/` from the output branch of an already fetched cache: the
+    remote's branch as fetched, never a commit of the cache that the remote does not have (a
+    lost push, a `--no-push` trial), so every replica reads the same state."""
+    repo = gitrepo.open_cache(url, state_dir)
+    tip = gitrepo.remote_tip(repo, branch)
+    if tip is None:
+        return {}
+    try:
+        files = gitrepo.read_files(repo, tip, STATE_FOLDERS)
+    except KeyError as error:
+        raise GitError(f"output branch {branch} is unreadable: {error}") from error
+    return statefiles.adopt_unsealed(files)
+
+
+def previous_rendered(url: str, branch: str, state_dir: Path) -> Callable[[str], bytes | None]:
+    """A reader of single files the last pass rendered on the output branch, for what a
+    suspended dispatch keeps (`render.tree`'s `kept`); it reads only the paths asked for,
+    and None when the branch or the file does not exist. Nothing else reads the rendered
+    manifests back: they are never input to scheduling."""
+    repo = gitrepo.open_cache(url, state_dir)
+    tip = gitrepo.remote_tip(repo, branch) or gitrepo.branch_tip(repo, branch)
+
+    def read(path: str) -> bytes | None:
+        if tip is None:
+            return None
+        return gitrepo.read_files(repo, tip, (path,)).get(path)
+
+    return read
+
+
+def previous_decisions(files: Mapping[str, bytes]) -> dict[ResourceKey, Decision]:
+    """The decisions of the last pass, from the output branch's `decisions/` files.
+
+    The branch is state, never authority (`statefiles`): a file that is not as dro wrote it
+    (edited by hand, a wrong type, a bad time) is reported with a warning naming it. Its
+    workload then comes back as a stand-in with `distrusted` set, so that it is divided again
+    by its policy and says why; when even its resource cannot be read, it is skipped and the
+    workload is placed as if for the first time.
+    """
+    result: dict[ResourceKey, Decision] = {}
+    for path, data in sorted(files.items()):
+        if not path.startswith("decisions/") or not path.endswith(".yaml"):
+            continue
+        try:
+            decision = statefiles.decision(path, data)
+        except (yamlio.YamlError, statefiles.StateError, KeyError, TypeError, ValueError) as error:
+            log.warning("previous_decision_unreadable", path=path, error=_said(error))
+            continue
+        if decision.distrusted is not None:
+            log.warning("previous_decision_distrusted", path=path, error=decision.distrusted)
+        result[decision.key] = decision
+    return result
+
+
+def _said(error: Exception) -> str:
+    return error.problem.message if isinstance(error, yamlio.YamlError) else str(error)
+
+
+def previous_phases(files: Mapping[str, bytes]) -> dict[str, str]:
+    """Cluster name → its `status.phase` in the last pass's `status/clusters/` files ("" when
+    it has none, or its file is not as dro wrote it). Empty when the last pass wrote no status
+    (or there was no last pass)."""
+    phases: dict[str, str] = {}
+    for path, data in sorted(files.items()):
+        if not path.startswith("status/clusters/") or not path.endswith(".yaml"):
+            continue
+        name = path.rsplit("/", 1)[-1].removesuffix(".yaml")
+        try:
+            phase = statefiles.status_of(path, data).get("phase") or ""
+        except (yamlio.YamlError, statefiles.StateError) as error:
+            log.warning("previous_status_unreadable", path=path, error=_said(error))
+            phase = ""
+        phases[name] = phase
+    return phases

@@ -1,0 +1,359 @@
+"""Render: the output-branch tree, from the spec and the decisions, as path → bytes.
+
+For every decision and each of its clusters, the source manifest gets the divided replicas,
+dro's label and placement annotation, then the override policies in their stacking order.
+Renders that come out identical (same replicas, same overrides) are dumped once and shared.
+Fields a server owns (status, uid, resourceVersion …) are dropped. Nothing time- or
+commit-dependent is written: provenance lives in the commit trailers, so a steady pass renders
+the same bytes and makes no commit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from reconciler import yamlio
+from reconciler.branch import statefiles, summary
+from reconciler.domain import (
+    Cluster,
+    Decision,
+    OverridePolicy,
+    OverrideRule,
+    ResourceKey,
+    Spec,
+    Workload,
+    claims,
+)
+from reconciler.kube import inventory, movehooks
+from reconciler.render import overrides, services
+
+MANAGED_BY = inventory.MANAGED_BY
+PLACEMENT_ANNOTATION = inventory.PLACEMENT_ANNOTATION
+SERVER_FIELDS = (
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "managedFields",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+)
+
+
+def object_path(cluster: str, key: ResourceKey) -> str:
+    """`clusters/<cluster>/<namespace|_cluster>/<kind>[.<group>]-<name>.yaml`, lowercase."""
+    return f"clusters/{cluster}/{key.folder}/{key.file_stem}.yaml".lower()
+
+
+def decision_path(key: ResourceKey) -> str:
+    """`decisions/<namespace|_cluster>/<kind>[.<group>]-<name>.yaml`, lowercase."""
+    return f"decisions/{key.folder}/{key.file_stem}.yaml".lower()
+
+
+def rules_for(
+    workload: Workload, policies: Sequence[OverridePolicy]
+) -> list[tuple[OverridePolicy, int, OverrideRule]]:
+    """Override rules that apply to a workload, in stacking order (DESIGN: Overrides stack)."""
+
+    def selects(policy: OverridePolicy) -> int:
+        if policy.namespaced and policy.ref.namespace != workload.key.namespace:
+            return 0
+        if not policy.selectors:
+            return 1
+        return claims.best_specificity(policy.selectors, workload)
+
+    chosen = [(p, selects(p)) for p in policies]
+    ordered = sorted(
+        ((p, s) for p, s in chosen if s > 0),
+        key=lambda item: (item[0].namespaced, item[1], item[0].ref.name, item[0].origin.path),
+    )
+    return [(p, index, rule) for p, _ in ordered for index, rule in enumerate(p.rules)]
+
+
+def plain_copy(value: Any) -> Any:
+    """A deep copy of parsed YAML (dicts, lists, scalars), several times faster than deepcopy."""
+    if isinstance(value, Mapping):
+        return {key: plain_copy(child) for key, child in value.items()}
+    if isinstance(value, list):
+        return [plain_copy(child) for child in value]
+    return value
+
+
+def base_manifest(workload: Workload) -> dict[str, Any]:
+    """The source manifest as every cluster gets it before overrides: server fields dropped,
+    the namespace set, dro's label and placement annotation added."""
+    manifest: dict[str, Any] = plain_copy(workload.manifest)
+    manifest.pop("status", None)
+    metadata = manifest.setdefault("metadata", {})
+    for field in SERVER_FIELDS:
+        metadata.pop(field, None)
+    if workload.key.namespace:
+        metadata["namespace"] = workload.key.namespace
+    metadata["labels"] = {**(metadata.get("labels") or {}), MANAGED_BY[0]: MANAGED_BY[1]}
+    key = workload.key
+    placement = inventory.placement_name(key.group, key.kind, key.namespace, key.name)
+    for owner in (manifest, _pod_template(manifest)):
+        if owner is None:
+            continue
+        meta = owner.setdefault("metadata", {})
+        meta["annotations"] = {**(meta.get("annotations") or {}), PLACEMENT_ANNOTATION: placement}
+    return manifest
+
+
+def _pod_template(manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """The pod template of a workload (`spec.template`, or a CronJob's job template's), whose
+    pods then carry the placement annotation: observe traces pending pods by it."""
+    spec = manifest.get("spec")
+    if not isinstance(spec, dict):
+        return None
+    job = spec.get("jobTemplate")
+    if isinstance(job, dict) and isinstance(job.get("spec"), dict):
+        spec = job["spec"]
+    template = spec.get("template")
+    return template if isinstance(template, dict) else None
+
+
+def _render_one(
+    base: Mapping[str, Any],
+    replicas: int | None,
+    rules: Iterable[tuple[OverridePolicy, int, OverrideRule]],
+    cluster: str,
+    key: ResourceKey,
+) -> bytes:
+    manifest: dict[str, Any] = plain_copy(base)
+    if replicas is not None:
+        manifest.setdefault("spec", {})["replicas"] = replicas
+    for policy, _, rule in rules:  # `dro validate` has tried them all (`overridecheck`)
+        overrides.apply_rule(manifest, policy, rule, cluster=cluster, key=key)
+    return yamlio.dump(manifest).encode("utf-8")
+
+
+class RuleIndex:
+    """Which clusters each override rule targets, computed once per rule, and its content key.
+
+    Two clusters whose rules have equal content render identically, so the content key (not
+    the rule's identity) decides when a render can be shared.
+    """
+
+    def __init__(self, clusters: Sequence[Cluster]) -> None:
+        self.clusters = clusters
+        self._targets: dict[int, frozenset[str]] = {}
+        self._keys: dict[int, str] = {}
+        self._by_cluster: dict[tuple[int, ...], Mapping[str, tuple[Any, ...]]] = {}
+
+    def targets(self, rule: OverrideRule) -> frozenset[str]:
+        """The names of the clusters the rule targets."""
+        found = self._targets.get(id(rule))
+        if found is None:
+            found = frozenset(
+                c.name
+                for c in self.clusters
+                if rule.target is None or rule.target.matches(c.name, c.labels)
+            )
+            self._targets[id(rule)] = found
+        return found
+
+    def by_cluster(
+        self, rules: Sequence[tuple[OverridePolicy, int, OverrideRule]]
+    ) -> Mapping[str, tuple[tuple[OverridePolicy, int, OverrideRule], ...]]:
+        """Cluster name → the rules (in order) that target it; cached per rule list."""
+        cache_key = tuple(id(rule) for _, _, rule in rules)
+        found = self._by_cluster.get(cache_key)
+        if found is None:
+            grouped: dict[str, list[tuple[OverridePolicy, int, OverrideRule]]] = {}
+            for item in rules:
+                for name in self.targets(item[2]):
+                    grouped.setdefault(name, []).append(item)
+            found = {name: tuple(items) for name, items in grouped.items()}
+            self._by_cluster[cache_key] = found
+        return found
+
+    def key(self, rule: OverrideRule) -> str:
+        """The rule's content as canonical JSON: equal keys, equal renders."""
+        found = self._keys.get(id(rule))
+        if found is None:
+            found = json.dumps(
+                [[name, dict(op)] for name, op in rule.operations], sort_keys=True, default=str
+            )
+            self._keys[id(rule)] = found
+        return found
+
+
+def tree(
+    spec: Spec,
+    decisions: Sequence[Decision],
+    *,
+    observations: Mapping[str, Mapping[str, Any]] | None = None,
+    shard: tuple[int, int] = (0, 1),
+    filling: Collection[str] = (),
+    kept: Kept | None = None,
+) -> dict[str, bytes]:
+    """The output-branch tree: manifests, kustomizations, decisions, status, README.
+
+    With `shard=(i, n)` only the i-th of n interleaved slices of the decisions is rendered,
+    and the shared files (kustomizations, status, README) only in slice 0; the union of all
+    slices is exactly the whole tree. Clusters in `filling` are marked `phase: Filling` in
+    their status file.
+
+    Where a Karmada policy suspends dispatching (`Placement.dispatch_suspended`), a cluster
+    keeps the manifest it had: `kept(path)` gives the last rendered file at that path, or
+    None when there was none, and then nothing is rendered there (Karmada creates the Work
+    suspended, so nothing reaches the member). Without `kept` no earlier file is known.
+    A cluster that leaves the placement is pruned as usual: Karmada deletes a removed
+    cluster's Work whether or not dispatching is suspended.
+    """
+    part, parts = shard
+    workloads = {w.key: w for w in spec.workloads}
+    index = RuleIndex(spec.clusters)
+    held = _Held(spec, kept)
+    files: dict[str, bytes] = {}
+    ordered = sorted(decisions, key=lambda d: d.key.sort_key)
+    hooked = movehooks.hook_env(spec.sync_hooks, ordered) if spec.sync_hooks else {}
+    for decision in ordered[part::parts]:
+        workload = workloads[decision.key]
+        move = hooked.get(decision.key)
+        if move is not None:
+            workload = replace(workload, manifest=movehooks.with_move_env(workload.manifest, *move))
+        files.update(_render_decision(spec, workload, decision, index, held))
+    if part == 0:
+        files.update(_shared_files(spec, ordered, observations or {}, filling, held))
+    return dict(sorted(files.items()))
+
+
+Kept = Callable[[str], bytes | None]
+"""The last rendered file at an output-branch path, or None (`pipeline` reads it lazily)."""
+
+
+class _Held:
+    """Which rendered paths a suspended dispatch holds back, and what they keep."""
+
+    def __init__(self, spec: Spec, kept: Kept | None) -> None:
+        self._placements = {
+            p.ref: p.placement
+            for p in spec.placement_policies
+            if p.placement.suspended_dispatching or p.placement.suspended_on
+        }
+        self._kept = kept
+        self._read: dict[str, bytes | None] = {}
+
+    def suspended(self, decision: Decision, cluster: str) -> bool:
+        """Whether changes to the decision's workload are held back from `cluster`."""
+        placement = self._placements.get(decision.policy) if decision.policy else None
+        return placement is not None and placement.dispatch_suspended(cluster)
+
+    def previous(self, path: str) -> bytes | None:
+        """The file last rendered at `path`, read once."""
+        if self._kept is None:
+            return None
+        if path not in self._read:
+            self._read[path] = self._kept(path)
+        return self._read[path]
+
+
+def _render_decision(
+    spec: Spec, workload: Workload, decision: Decision, index: RuleIndex, held: _Held
+) -> dict[str, bytes]:
+    document = yamlio.dump(summary.decision_document(decision)).encode()
+    files = {decision_path(decision.key): statefiles.seal(document)}
+    if not decision.clusters and not decision.retiring:
+        return files
+    base = base_manifest(workload)
+    applicable = index.by_cluster(rules_for(workload, spec.override_policies))
+    rendered: dict[tuple[int | None, tuple[str, ...]], bytes] = {}
+    for placed in decision.rendered():
+        path = object_path(placed.cluster, decision.key)
+        if held.suspended(decision, placed.cluster):
+            previous = held.previous(path)
+            if previous is not None:
+                files[path] = previous
+            continue
+        applied = applicable.get(placed.cluster, ())
+        fingerprint = (placed.replicas, tuple(index.key(rule) for _, _, rule in applied))
+        if fingerprint not in rendered:
+            rendered[fingerprint] = _render_one(
+                base, placed.replicas, applied, placed.cluster, decision.key
+            )
+        files[path] = rendered[fingerprint]
+    return files
+
+
+def _shared_files(
+    spec: Spec,
+    decisions: Sequence[Decision],
+    observations: Mapping[str, Mapping[str, Any]],
+    filling: Collection[str],
+    held: _Held,
+) -> dict[str, bytes]:
+    per_cluster: dict[str, list[str]] = {c.name: [] for c in spec.clusters}
+    for decision in decisions:
+        for placed in decision.rendered():
+            path = object_path(placed.cluster, decision.key)
+            if held.suspended(decision, placed.cluster) and held.previous(path) is None:
+                continue
+            per_cluster[placed.cluster].append(path.split("/", 2)[2])
+    files: dict[str, bytes] = {}
+    crossing = services.cross_cluster(spec.workloads, decisions)
+    for path, data in _mcs_files(spec, crossing).items():
+        files[path] = data
+        _, where, relative = path.split("/", 2)
+        per_cluster[where].append(relative)
+    for name, resources in per_cluster.items():
+        files[f"clusters/{name}/kustomization.yaml"] = yamlio.dump(
+            summary.kustomization(sorted(resources))
+        ).encode()
+    for cluster in spec.clusters:
+        files[f"status/clusters/{cluster.name}.yaml"] = statefiles.seal(
+            yamlio.dump(
+                summary.observation(
+                    cluster, observations.get(cluster.name), filling=cluster.name in filling
+                )
+            ).encode()
+        )
+    files["README.md"] = (summary.readme(spec, decisions) + _crossing_section(crossing)).encode()
+    return files
+
+
+def _mcs_files(spec: Spec, crossing: Sequence[services.CrossCluster]) -> dict[str, bytes]:
+    """ServiceExport where a called Service runs, ServiceImport where its callers run."""
+    if not crossing:
+        return {}
+    manifests = {w.key: w.manifest for w in spec.workloads if w.key.kind == "Service"}
+    files = {}
+    for cluster, objects in services.mcs_objects(crossing, manifests).items():
+        for obj in objects:
+            metadata = obj["metadata"]
+            key = ResourceKey(
+                group="multicluster.x-k8s.io",
+                kind=obj["kind"],
+                namespace=metadata.get("namespace", ""),
+                name=metadata["name"],
+            )
+            files[object_path(cluster, key)] = yamlio.dump(obj).encode()
+    return files
+
+
+def _crossing_section(crossing: Sequence[services.CrossCluster]) -> str:
+    """The generated README's list of services called across clusters."""
+    if not crossing:
+        return ""
+    lines = [
+        "",
+        "## Cross-cluster services",
+        "",
+        "Callers on another cluster than the Service reach it by its clusterset name "
+        "(Kubernetes Multi-Cluster Services: a ServiceExport where it runs, a ServiceImport "
+        "where it is called).",
+        "",
+        "| service | clusterset name | runs on | called from |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| `{c.service}` | `{c.clusterset_name}` | {', '.join(c.exported_from) or '—'} | "
+        f"{', '.join(c.imported_into)} |"
+        for c in crossing
+    ]
+    return "\n".join(lines) + "\n"

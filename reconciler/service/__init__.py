@@ -1,0 +1,333 @@
+"""Runner: the loop of `dro run`, one pass at a time, on a timer and on webhook triggers.
+
+A pass starts at once, then every `interval` seconds plus up to `jitter` of it at random, and
+at once when `trigger` is called (a webhook; a burst of triggers during a pass makes one more
+pass, not many). Only the leader runs passes (`leading`); a follower waits.
+
+- A transient error (git or a cluster API unavailable) is retried with exponential backoff and
+  jitter for up to one interval; the last good state stays in force meanwhile.
+- A permanent error (an invalid source) is reported and not retried: the next pass comes at
+  the next interval or trigger, so the loop never spins on a bad commit.
+- Shutdown (`stop`) or lost leadership interrupts a pass only before it commits, so nothing is
+  half-written: the commit is one ref update, and once a pass has pushed it finishes applying.
+- Except when this replica may no longer write: every write checks `fence` (the leader's
+  renew deadline), and a failed check abandons the pass at that write (`fence.Deposed`).
+
+Every pass is counted in the metrics with its result and its stage durations.
+
+Readiness (`ready`, served on `/readyz`) follows Flux's Ready condition: the leader is ready
+only while its last finished pass succeeded, and finished within `ready_intervals` intervals.
+It is not ready before its first pass succeeds, after a pass that failed (git or a cluster
+API unavailable), found the source invalid, or was partial (a cluster unreachable or an object
+rejected, so nothing was pruned), and when passes stop finishing. A permanently invalid commit
+thus leaves the process alive (`/healthz`) but not ready, which is what it is: it serves, and
+the fleet is not at the source's state. An interrupted pass (shutdown, lost leadership) changes
+nothing. A follower is ready: it has nothing to fail at until it leads.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+import tenacity
+
+from reconciler import pipeline
+from reconciler.domain import fence
+from reconciler.errors import DroError, PermanentError, TransientError, ValidationFailed
+from reconciler.service import metrics
+from reconciler.settings import Settings
+
+log = structlog.get_logger("dro")
+
+PassFunction = Callable[[Settings, pipeline.StageHook], pipeline.PassResult]
+_UNWRITTEN = {
+    pipeline.Stage.LOAD,
+    pipeline.Stage.VALIDATE,
+    pipeline.Stage.OBSERVE,
+    pipeline.Stage.SCHEDULE,
+    pipeline.Stage.RENDER,
+}
+"""Stages that write nothing anywhere: a pass in one of them may be abandoned at once."""
+_BEFORE_COMMIT = {
+    pipeline.Stage.LOAD,
+    pipeline.Stage.VALIDATE,
+    pipeline.Stage.OBSERVE,
+    pipeline.Stage.SCHEDULE,
+    pipeline.Stage.RENDER,
+    pipeline.Stage.COMMIT,
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunOptions:
+    """How often the loop runs, and when it counts as ready."""
+
+    interval: float = 60.0
+    jitter: float = 0.1
+    """Up to this fraction of `interval` is added at random, so replicas do not align."""
+    ready_intervals: float = 3.0
+    """`/readyz` fails when the leader's last pass finished more than this many intervals ago
+    (and whenever it did not succeed)."""
+    first_backoff: float = 1.0
+    """The first wait after a transient error; it doubles up to the interval."""
+
+
+_OUTCOMES = {
+    metrics.FAILED: "failed: git or a cluster API was unavailable (retried with backoff)",
+    metrics.INVALID: "found the source invalid (see the pass_invalid_source event)",
+    metrics.PARTIAL: "was partial: a cluster was unreachable or an object failed, "
+    "so nothing was pruned",
+}
+"""How `/readyz` says what the last pass did, by its result."""
+
+
+class _StageTimer:
+    """Seconds per stage of one pass, from the stage hook's calls, and the total."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.began = clock()
+        self._stage_lock = threading.Lock()
+        self._abandoning = False
+        self.stage: str | None = None
+        self.since = self.began
+        self.seconds: dict[str, float] = {}
+
+    def enter(self, stage: str) -> None:
+        now = self.clock()
+        if self.stage is not None:
+            self.seconds[self.stage] = self.seconds.get(self.stage, 0.0) + now - self.since
+        self.stage, self.since = stage, now
+
+    def done(self) -> dict[str, float]:
+        self.enter("")
+        self.seconds.pop("", None)
+        return {**self.seconds, "total": self.clock() - self.began}
+
+
+class Interrupted(DroError):
+    """Shutdown or lost leadership stopped a pass before it wrote anything."""
+
+
+class Runner:
+    """The loop of one `dro run` process."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        options: RunOptions,
+        meter: metrics.Metrics,
+        *,
+        run_pass: PassFunction | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        rng: Callable[[], float] = random.random,
+    ) -> None:
+        self.settings = settings
+        self.options = options
+        self.metrics = meter
+        self.run_pass = run_pass or self._reconcile
+        self.fence: fence.Fence = fence.UNFENCED
+        """Checked before every write of a pass; the leader loop's when electing."""
+        self.clock, self.wall, self.rng = clock, wall, rng
+        self.stop = threading.Event()
+        self.leading = threading.Event()
+        """Set while this replica may run passes: it holds the lease, or runs without one."""
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._started = clock()
+        self._finished: float | None = None
+        self._last_result: str | None = None
+        """The result of the last pass that finished (interrupted ones are not counted)."""
+        self.passes = 0
+        self._stage_lock = threading.Lock()
+        self._abandoning = False
+        self.stage: str | None = None
+        """The stage the running pass is in; None between passes."""
+        self.forward: Callable[[], bool] | None = None
+        """How a follower asks the leader for a pass (a stamp on the Lease)."""
+
+    def _reconcile(self, settings: Settings, hook: pipeline.StageHook) -> pipeline.PassResult:
+        return pipeline.reconcile_once(settings, on_stage=hook, fenced=self.fence)
+
+    # --- control ------------------------------------------------------------------------------
+
+    def trigger(self, reason: str) -> bool:
+        """Start a pass as soon as the current one (if any) is done; bursts coalesce. On a
+        follower, hand the request to the leader (`forward`); False when that failed."""
+        if not self.leading.is_set() and self.forward is not None:
+            forwarded = self.forward()
+            log.info("pass_forwarded_to_leader", reason=reason, forwarded=forwarded)
+            return forwarded
+        log.info("pass_triggered", reason=reason)
+        self._wake.set()
+        return True
+
+    def shutdown(self) -> None:
+        """Stop the loop: a pass before its commit is interrupted, a later one finishes."""
+        self.stop.set()
+        self._wake.set()
+
+    def abandon(self) -> bool:
+        """On shutdown: True when the running pass has written nothing yet (so the process
+        may exit at once, without waiting for slow clusters to answer its reads); the pass is
+        then counted as interrupted. False between passes and once a pass commits."""
+        with self._stage_lock:
+            stage = self.stage
+            if stage not in _UNWRITTEN:
+                return False
+            self._abandoning = True  # the pass can no longer reach its commit
+        self.metrics.record_pass(metrics.INTERRUPTED, {})
+        log.warning("pass_interrupted", reason=f"shutdown during {stage}: nothing was written")
+        log.info("pass_ended", result=metrics.INTERRUPTED, **{"pass": self.passes + 1})
+        log.info("loop_stopped", passes=self.passes + 1, counted=self.metrics.pass_counts())
+        return True
+
+    def ready(self) -> tuple[bool, str]:
+        """Whether `/readyz` passes, and why: the rule is in the module's docstring, and the
+        answer says it."""
+        if not self.leading.is_set():
+            return True, "ready: a follower, idle until it holds the lease"
+        limit = self.options.ready_intervals * self.options.interval
+        rule = f"(the leader is ready when its last pass succeeded within {limit:.0f}s)"
+        if self._last_result is None or self._finished is None:
+            running = self.clock() - self._started
+            return False, f"not ready: no pass has finished yet, after {running:.0f}s {rule}"
+        age = self.clock() - self._finished
+        if self._last_result != metrics.SUCCESS:
+            outcome = _OUTCOMES.get(self._last_result, self._last_result)
+            return False, f"not ready: the last pass, {age:.0f}s ago, {outcome} {rule}"
+        if age > limit:
+            return False, f"not ready: the last pass finished {age:.0f}s ago {rule}"
+        return True, f"ready: the last pass succeeded {age:.0f}s ago {rule}"
+
+    # --- the loop -----------------------------------------------------------------------------
+
+    def loop(self) -> None:
+        """Run passes until `stop` is set."""
+        due = self.clock()
+        while not self.stop.is_set():
+            self._wake.wait(max(0.0, due - self.clock()))
+            if self.stop.is_set():
+                break
+            self._wake.clear()
+            if self.leading.is_set():
+                self.run_with_retries()
+            due = self.clock() + self.options.interval * (1 + self.options.jitter * self.rng())
+        log.info("loop_stopped", passes=self.passes, counted=self.metrics.pass_counts())
+
+    def run_with_retries(self) -> str:
+        """One pass, retried with backoff on transient errors for up to one interval; the
+        result of the last attempt."""
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(TransientError),
+            # "full jitter": a random wait up to first_backoff × 2^attempt, capped
+            wait=tenacity.wait_random_exponential(
+                multiplier=self.options.first_backoff, max=self.options.interval
+            ),
+            stop=tenacity.stop_after_delay(self.options.interval)
+            | tenacity.stop_when_event_set(self.stop),
+            sleep=self._pause,
+            reraise=True,
+        )
+        try:
+            return retrying(self.attempt)
+        except TransientError:
+            return metrics.FAILED
+
+    def _pause(self, seconds: float) -> None:
+        """Back off, but wake at once on shutdown."""
+        self.stop.wait(seconds)
+
+    def attempt(self) -> str:
+        """One pass, counted in the metrics; raises TransientError so that it is retried."""
+        with self._lock:
+            return self._attempt()
+
+    def _attempt(self) -> str:
+        timer = _StageTimer(self.clock)
+
+        def hook(stage: str) -> None:
+            timer.enter(stage)
+            with self._stage_lock:  # `abandon` decides on the stage under the same lock
+                abandoning = self._abandoning
+                if not abandoning:
+                    self.stage = stage
+            if abandoning:
+                # the signal watcher counted this pass and is exiting the process: stop here,
+                # before anything is written, and let it
+                threading.Event().wait()
+            if stage in _BEFORE_COMMIT and (self.stop.is_set() or not self.leading.is_set()):
+                raise Interrupted(f"stopped before {stage}: shutting down or no longer leader")
+
+        result = metrics.FAILED
+        structlog.contextvars.bind_contextvars(**{"pass": self.passes + 1})
+        try:
+            outcome = self.run_pass(self.settings, hook)
+            result = self._finished_pass(outcome)
+        except (Interrupted, fence.Deposed) as error:
+            result = metrics.INTERRUPTED
+            log.warning("pass_interrupted", reason=str(error))
+        except ValidationFailed as failed:
+            result = metrics.INVALID
+            log.error(
+                "pass_invalid_source",
+                problems=len(failed.problems),
+                first=[str(p) for p in failed.problems[:20]],
+            )
+        except PermanentError as error:
+            result = metrics.INVALID
+            log.error("pass_failed_permanently", error=str(error))
+        except TransientError as error:
+            log.warning("pass_failed_transiently", error=str(error))
+            raise
+        except Exception as error:  # a bug must not stop the service: report, go on
+            log.exception("pass_crashed", error=repr(error))
+        finally:
+            with self._stage_lock:
+                abandoned = self._abandoning
+            if abandoned:
+                # `abandon` counted this pass and the process is exiting; a stage that failed
+                # meanwhile (the signal broke its syscall: EINTR) must not count it again
+                threading.Event().wait()
+            self.stage = None
+            self.passes += 1
+            if result != metrics.INTERRUPTED:
+                self._last_result, self._finished = result, self.clock()
+            stages = timer.done()
+            self.metrics.record_pass(result, stages)
+            log.info("pass_ended", result=result, seconds=round(stages["total"], 3))
+            structlog.contextvars.unbind_contextvars("pass")
+        return result
+
+    def _finished_pass(self, outcome: pipeline.PassResult) -> str:
+        planned = outcome.planned
+        unschedulable = sum(1 for d in planned.decisions if d.unschedulable)
+        self.metrics.record_plan(planned.water_levels, unschedulable)
+        if outcome.applied is None:
+            log.warning(
+                "apply_skipped",
+                reason="no cluster credentials: give --kubeconfig or --in-cluster to apply; "
+                "this pass validated, scheduled, rendered and committed only",
+            )
+            result = metrics.SUCCESS
+        else:
+            self.metrics.record_apply(outcome.applied.clusters)
+            healthy = outcome.applied.ok and not outcome.unreachable
+            result = metrics.SUCCESS if healthy else metrics.PARTIAL
+        if result == metrics.SUCCESS:
+            self.metrics.last_success.set(self.wall())
+        log.info(
+            "pass_finished",
+            result=result,
+            commit=outcome.commit,
+            pushed=outcome.pushed,
+            unschedulable=unschedulable,
+            unreachable=sorted(outcome.unreachable),
+        )
+        return result
