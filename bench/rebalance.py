@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import schedule as schedule_bench
 
 from reconciler import errors, load, pipeline
+from reconciler.branch import lastpass
 from reconciler.domain import Decision
 
 START = 1_736_121_600.0  # 2025-01-06T00:00:00Z, a Monday
@@ -264,7 +265,7 @@ def play_dro(trace: Trace, variant: str, steps: int) -> list[Step]:
                 sys.exit(1)
             took = time.perf_counter() - started
             state = {p: b for p, b in planned.tree.items() if p.startswith("decisions/")}
-            previous = list(load.previous_decisions(state).values())
+            previous = list(lastpass.decisions(state).values())
             step = measure_decisions(trace, t, planned.decisions, index, took)
             step.carry = time.perf_counter() - started - took
             result.append(step)

@@ -16,7 +16,7 @@ from enum import StrEnum
 import structlog
 
 from reconciler import commit, live, load, render, schedule, validate
-from reconciler.branch import status, summary
+from reconciler.branch import lastpass, status, summary
 from reconciler.commit import describe as commitmessage
 from reconciler.domain import Decision, Observation, Source, Spec, fence
 from reconciler.git import gitrepo
@@ -114,7 +114,7 @@ def decide(
 
     `now` stamps moves and measures cooldowns; by default it is the source commit's time, so
     an offline run on the same commit gives the same bytes. `phases` are the clusters' phases
-    after the last pass (`load.previous_phases`), which say which clusters are filling.
+    after the last pass (`lastpass.phases`), which say which clusters are filling.
     `observations` replace the declared figures of the clusters they name. `ceiling` is the
     operator's guard.
     """
@@ -167,7 +167,7 @@ def previous_decisions(settings: Settings) -> tuple[Decision, ...]:
     if settings.repo is None:
         return ()
     state = load.previous_state(settings.repo, settings.output_branch, settings.state_dir)
-    return tuple(load.previous_decisions(state).values())
+    return tuple(lastpass.decisions(state).values())
 
 
 def plan(
@@ -245,7 +245,7 @@ def _one_pass(
     on_stage(Stage.LOAD)
     source = read_source(settings)
     state = load.previous_state(settings.repo, settings.output_branch, settings.state_dir)
-    previous = tuple(load.previous_decisions(state).values())
+    previous = tuple(lastpass.decisions(state).values())
     log.info(
         "source_loaded",
         stage=Stage.LOAD,
@@ -269,7 +269,7 @@ def _one_pass(
             source,
             on_stage=on_stage,
             previous=previous,
-            phases=load.previous_phases(state),
+            phases=lastpass.phases(state),
             now=now,
             observer=observer if settings.online else None,
             ceiling=settings.guard,

@@ -19,7 +19,7 @@ import yaml
 from conftest import EXAMPLE, SourceRepo, git, make_source_repo
 
 from reconciler import cli, load, pipeline, schedule
-from reconciler.branch import statefiles, status
+from reconciler.branch import lastpass, statefiles, status
 from reconciler.domain import Observation
 from reconciler.schedule import standing
 
@@ -240,7 +240,7 @@ def test_any_field_of_a_decision_may_be_wrong_without_a_crash(
     document = mutated(full_decision(), path, value)
     text = yaml.safe_dump(document).encode()
     for data in (statefiles.seal(text), text):  # forged with a valid seal, and edited by hand
-        previous = load.previous_decisions({CART: data})
+        previous = lastpass.decisions({CART: data})
         decisions = schedule.place(CART_ONLY, previous, now=1.8e9)
         cart = next(d for d in decisions if d.key.name == "cart" and d.key.kind == "Deployment")
         back = previous.get(cart.key)
@@ -252,9 +252,7 @@ def test_any_field_of_a_decision_may_be_wrong_without_a_crash(
 
 
 def test_an_intact_decision_stands() -> None:
-    previous = load.previous_decisions(
-        {CART: statefiles.seal(yaml.safe_dump(full_decision()).encode())}
-    )
+    previous = lastpass.decisions({CART: statefiles.seal(yaml.safe_dump(full_decision()).encode())})
     (decision,) = previous.values()
     assert decision.distrusted is None
     assert decision.moves
@@ -268,7 +266,7 @@ def test_any_field_of_a_status_file_may_be_wrong_without_a_crash(
     text = yaml.safe_dump(mutated(full_status(), path, value)).encode()
     for data in (statefiles.seal(text), text):
         files = {EU: data}
-        phases = load.previous_phases(files)
+        phases = lastpass.phases(files)
         statuses = status.previous_statuses(files)
         observations = status.committed_observations(files, PLANNED.spec.clusters)
         status.due(files, 1.8e9, 600.0)

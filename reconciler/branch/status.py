@@ -118,7 +118,7 @@ def previous_statuses(files: Mapping[str, bytes]) -> dict[str, dict[str, Any]]:
 
 def _statuses(files: Mapping[str, bytes], folder: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
     """(path, `status`) of every file under `folder` that is as dro wrote it, by path; the
-    others are skipped (`statefiles`; `load.previous_phases` warns about them)."""
+    others are skipped (`statefiles`; `lastpass.phases` warns about them)."""
     for path, data in sorted(files.items()):
         if not path.startswith(folder) or not path.endswith(".yaml"):
             continue

@@ -470,4 +470,3 @@ def _internal_error(args: argparse.Namespace, error: Exception) -> int:
     hint = "" if args.verbose else " (run with -v for the traceback)"
     sys.stderr.write(f"dro {args.command}: internal error: {what}{hint}\n")
     return 1
-

@@ -24,7 +24,7 @@ from pathlib import Path
 import structlog
 
 from reconciler import live, load, pipeline, schedule
-from reconciler.branch import status
+from reconciler.branch import lastpass, status
 from reconciler.domain import Decision, Source, Spec
 from reconciler.errors import Severity, ValidationFailed
 from reconciler.git import gitrepo
@@ -55,8 +55,8 @@ def plan_review(
     state = revisions.state(output_branch)
     sources = revisions.source(base, may_be_empty=True), revisions.source(head)
     now = float(max(s.commit_time or 0 for s in sources))
-    previous = tuple(load.previous_decisions(state).values())
-    phases = load.previous_phases(state)
+    previous = tuple(lastpass.decisions(state).values())
+    phases = lastpass.phases(state)
     log.info(
         "review_loaded",
         base=sources[0].commit,
@@ -194,7 +194,7 @@ def _in_force(invalid: plandiff.Side, revisions: load.Revisions, branch: str) ->
     return plandiff.Side(
         ref=f"{branch} (in force)",
         commit=revisions.tip(branch),
-        decisions=tuple(load.previous_decisions(files).values()),
+        decisions=tuple(lastpass.decisions(files).values()),
         tree=files,
         clusters=tuple(sorted(levels)),
         water_levels=levels,

@@ -1,0 +1,64 @@
+"""The last pass, read back from the output branch: its decisions and each cluster's phase.
+
+The branch is state, never authority (`statefiles`): what is not as dro wrote it is warned
+about and distrusted, never believed. Called by `pipeline` (every pass) and `review` (both
+sides of a pull request), with the files `load.previous_state` read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import structlog
+
+from reconciler import yamlio
+from reconciler.branch import statefiles
+from reconciler.domain import Decision, ResourceKey
+
+log = structlog.get_logger("dro")
+
+
+def decisions(files: Mapping[str, bytes]) -> dict[ResourceKey, Decision]:
+    """The decisions of the last pass, from the output branch's `decisions/` files.
+
+    The branch is state, never authority (`statefiles`): a file that is not as dro wrote it
+    (edited by hand, a wrong type, a bad time) is reported with a warning naming it. Its
+    workload then comes back as a stand-in with `distrusted` set, so that it is divided again
+    by its policy and says why; when even its resource cannot be read, it is skipped and the
+    workload is placed as if for the first time.
+    """
+    result: dict[ResourceKey, Decision] = {}
+    for path, data in sorted(files.items()):
+        if not path.startswith("decisions/") or not path.endswith(".yaml"):
+            continue
+        try:
+            decision = statefiles.decision(path, data)
+        except (yamlio.YamlError, statefiles.StateError, KeyError, TypeError, ValueError) as error:
+            log.warning("previous_decision_unreadable", path=path, error=_said(error))
+            continue
+        if decision.distrusted is not None:
+            log.warning("previous_decision_distrusted", path=path, error=decision.distrusted)
+        result[decision.key] = decision
+    return result
+
+
+def _said(error: Exception) -> str:
+    return error.problem.message if isinstance(error, yamlio.YamlError) else str(error)
+
+
+def phases(files: Mapping[str, bytes]) -> dict[str, str]:
+    """Cluster name → its `status.phase` in the last pass's `status/clusters/` files ("" when
+    it has none, or its file is not as dro wrote it). Empty when the last pass wrote no status
+    (or there was no last pass)."""
+    phases: dict[str, str] = {}
+    for path, data in sorted(files.items()):
+        if not path.startswith("status/clusters/") or not path.endswith(".yaml"):
+            continue
+        name = path.rsplit("/", 1)[-1].removesuffix(".yaml")
+        try:
+            phase = statefiles.status_of(path, data).get("phase") or ""
+        except (yamlio.YamlError, statefiles.StateError) as error:
+            log.warning("previous_status_unreadable", path=path, error=_said(error))
+            phase = ""
+        phases[name] = phase
+    return phases
