@@ -33,7 +33,7 @@ from reconciler import yamlio
 from reconciler.branch import summary
 from reconciler.domain import Decision, ResourceKey, durations, group_of
 from reconciler.domain.decision import MOVE_PHASES
-from reconciler.kube import quantities
+from reconciler.kube import quantity
 
 SEAL_PREFIX = b"# dro state sha256:"
 SEAL_SUFFIX = b" (written by dro; an edited file is ignored: change the source repo)\n"
@@ -286,7 +286,7 @@ def _quantities(value: Any, where: str) -> None:
         if not isinstance(key, str):
             raise StateError(f"{where}: {str(key)[:60]!r} is not a resource name")
         try:
-            quantities.amount(amount)
+            quantity.amount(amount)
         except ValueError as error:
             raise StateError(f"{where}/{key[:60]}: {error}") from None
 

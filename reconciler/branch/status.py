@@ -12,7 +12,7 @@
 
 Amounts are written as Kubernetes quantities (`cpu: "96"`, `memory: 300Gi`) and read back in
 base units (cores, bytes), as in an `Observation`; files of earlier versions, which held plain
-numbers, read as well (`quantities`). Water levels are plain ratios. This module is pure.
+numbers, read as well (`quantity.amounts`). Water levels are plain ratios. This module is pure.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from reconciler.domain import (
     ResourceKey,
     durations,
 )
-from reconciler.kube import health, inventory, quantities
+from reconciler.kube import health, inventory, quantity
 
 CLUSTERS = "status/clusters/"
 WORKLOADS = "status/workloads/"
@@ -44,9 +44,9 @@ def cluster_status(observation: Observation, *, suspended: bool = False) -> dict
         "source": OBSERVED,
         "observedAt": observation.observed_at,
         "reachable": not observation.unreachable_since and not suspended,
-        "capacity": quantities.texts(observation.capacity),
-        "used": quantities.texts(observation.used),
-        "largestNodeFree": quantities.texts(observation.largest_node_free),
+        "capacity": quantity.texts(observation.capacity),
+        "used": quantity.texts(observation.used),
+        "largestNodeFree": quantity.texts(observation.largest_node_free),
         "waterLevel": water_level(observation.capacity, observation.used),
     }
     if observation.stale:
@@ -90,9 +90,9 @@ def stale_observation(
     if status.get("unreachableSince") and unreachable_since is not None:
         unreachable_since = str(status["unreachableSince"])
     if status.get("source") == OBSERVED:
-        capacity = quantities.amounts(status.get("capacity"))
-        used = quantities.amounts(status.get("used"))
-        largest = quantities.amounts(status.get("largestNodeFree"))
+        capacity = quantity.amounts(status.get("capacity"))
+        used = quantity.amounts(status.get("used"))
+        largest = quantity.amounts(status.get("largestNodeFree"))
         observed_at = status.get("observedAt")
     else:
         capacity, used = dict(cluster.capacity), dict(cluster.allocated)
@@ -144,9 +144,9 @@ def committed_observations(
         since = status.get("unreachableSince")
         result[cluster.name] = Observation(
             cluster=cluster.name,
-            capacity=quantities.amounts(status.get("capacity")),
-            used=quantities.amounts(status.get("used")),
-            largest_node_free=quantities.amounts(status.get("largestNodeFree")),
+            capacity=quantity.amounts(status.get("capacity")),
+            used=quantity.amounts(status.get("used")),
+            largest_node_free=quantity.amounts(status.get("largestNodeFree")),
             observed_at=str(status["observedAt"]) if status.get("observedAt") else None,
             stale=bool(status.get("stale")),
             unreachable_since=str(since) if since else None,

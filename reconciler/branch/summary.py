@@ -22,7 +22,7 @@ from reconciler.domain import (
     Spec,
     group_of,
 )
-from reconciler.kube import quantities
+from reconciler.kube import quantity
 
 
 def decision_entry(decision: Decision) -> dict[str, Any]:
@@ -218,8 +218,8 @@ def observation(
     else:
         status = {
             "source": "declared",
-            "capacity": quantities.texts(cluster.capacity),
-            "allocated": quantities.texts(cluster.allocated),
+            "capacity": quantity.texts(cluster.capacity),
+            "allocated": quantity.texts(cluster.allocated),
             "waterLevel": water_levels(cluster),
         }
     if filling:

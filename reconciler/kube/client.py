@@ -1,72 +1,25 @@
 """The one module that touches the official `kubernetes` client package.
 
-It offers Kubernetes' own quantity parsing (`500m`, `1Gi`, `1e3`) to the pure stages, and
-cluster access to the observe and apply stages: kubeconfig contexts, and a `Connection` per
-cluster (discovery, server-side apply, reads, deletes) with a timeout on every request. The
-client is imported only when a cluster is reached, and its quantity module on its own, so
-commands that reach no cluster do not pay its ~0.4 s import.
+It offers cluster access to the observe and apply stages: kubeconfig contexts, and a
+`Connection` per cluster (discovery, server-side apply, reads, deletes) with a timeout on every
+request. The client is imported only when a cluster is reached, so commands that reach no
+cluster do not pay its ~0.4 s import (`kube.quantity` loads Kubernetes' quantity parser alone).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 import tempfile
-from collections.abc import Callable, Mapping
-from decimal import Decimal
-from functools import cache, lru_cache
+from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 from urllib.parse import urlsplit
 
 from reconciler import redact
 from reconciler.domain import fence as fencing
 from reconciler.errors import ClusterError, UsageError
-
-
-@cache
-def _quantity_parser() -> Callable[[Any], Decimal]:
-    package = importlib.util.find_spec("kubernetes")
-    if package is None or not package.submodule_search_locations:
-        raise ImportError("the kubernetes client package is not installed")
-    source = Path(next(iter(package.submodule_search_locations))) / "utils" / "quantity.py"
-    spec = importlib.util.spec_from_file_location("reconciler._kubernetes_quantity", source)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {source}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return cast(Callable[[Any], Decimal], module.parse_quantity)
-
-
-def parse_quantity(quantity: str | int | float) -> Decimal:
-    """Parse a Kubernetes resource quantity into a Decimal in base units.
-
-    Raises ValueError, naming the bad value, for anything Kubernetes would reject. Results are
-    memoised: a repo repeats the same few quantities thousands of times.
-    """
-    return _parse_cached(type(quantity).__name__, quantity)
-
-
-@lru_cache(maxsize=4096)
-def _parse_cached(_kind: str, quantity: str | int | float) -> Decimal:
-    try:
-        value = Decimal(_quantity_parser()(quantity))
-    except (ValueError, TypeError, ArithmeticError) as exc:
-        raise ValueError(f"invalid quantity {quantity!r}") from exc
-    if not value.is_finite() or abs(value) > _LARGEST:
-        raise QuantityOutOfRange(f"quantity {quantity!r} is out of range (above {_LARGEST:.3g})")
-    return value
-
-
-class QuantityOutOfRange(ValueError):
-    """A well-formed quantity too large for the float64 that dro computes with."""
-
-
-_LARGEST = Decimal(sys.float_info.max)
-"""dro computes with float64: a larger quantity (`1e309`) would become infinity."""
-
 
 # --- cluster access -------------------------------------------------------------------------
 

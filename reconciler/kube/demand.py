@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconciler.domain import Workload
-from reconciler.kube import client as kube
+from reconciler.kube import quantity
 
 
 def pod_template(manifest: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -65,7 +65,7 @@ def _pod_shaped(pod: Mapping[str, Any]) -> bool:
 def _requests(container: Any) -> dict[str, float]:
     resources = container.get("resources") if isinstance(container, Mapping) else None
     raw = resources.get("requests") if isinstance(resources, Mapping) else None
-    return {name: float(kube.parse_quantity(value)) for name, value in _items(raw)}
+    return {name: float(quantity.parse_quantity(value)) for name, value in _items(raw)}
 
 
 def per_replica(workload: Workload) -> dict[str, float]:
@@ -84,7 +84,7 @@ def pod_requests(pod: Mapping[str, Any]) -> dict[str, float]:
         for name, amount in _requests(container).items():
             total[name] = max(total.get(name, 0.0), amount)
     for name, value in _items(pod.get("overhead")):
-        total[name] = total.get(name, 0.0) + float(kube.parse_quantity(value))
+        total[name] = total.get(name, 0.0) + float(quantity.parse_quantity(value))
     total["pods"] = total.get("pods", 0.0) + 1.0
     return dict(sorted(total.items()))
 

@@ -29,8 +29,7 @@ from dataclasses import replace
 from typing import Any
 
 from reconciler.domain import Observation, ResourceKey
-from reconciler.kube import client as kube
-from reconciler.kube import demand, health, inventory
+from reconciler.kube import demand, health, inventory, quantity
 from reconciler.kube.client import Connection
 from reconciler.kube.movehooks import DATA_SYNCED
 
@@ -170,7 +169,7 @@ def _schedulable(node: Mapping[str, Any]) -> bool:
 
 
 def _amounts(raw: Mapping[str, Any] | None) -> dict[str, float]:
-    return {name: float(kube.parse_quantity(value)) for name, value in (raw or {}).items()}
+    return {name: float(quantity.parse_quantity(value)) for name, value in (raw or {}).items()}
 
 
 def _add(total: dict[str, float], amounts: Mapping[str, float]) -> None:

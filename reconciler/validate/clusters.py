@@ -1,6 +1,6 @@
 """Normalise `clusters/<name>.yaml` documents into `Cluster` values.
 
-Quantities are parsed with Kubernetes' own rules (`kube.parse_quantity`) into floats in base
+Quantities are parsed with Kubernetes' own rules (`quantity.parse_quantity`) into floats in base
 units: cores for cpu, bytes for memory and storage, counts for pods and extended resources.
 """
 
@@ -12,7 +12,6 @@ from typing import Any
 
 from reconciler.domain import Cluster, Document, Taint, durations
 from reconciler.errors import Problem
-from reconciler.kube import client as kube
 from reconciler.kube import quantity
 from reconciler.yamlio import escape_pointer_token
 
@@ -34,7 +33,7 @@ def quantities(doc: Document, field: str, problems: list[Problem]) -> Mapping[st
         if message is not None:
             problems.append(_problem(doc, pointer, message))
             continue
-        amount = float(kube.parse_quantity(value))
+        amount = float(quantity.parse_quantity(value))
         if amount < 0:
             problems.append(_problem(doc, pointer, f"{quantity.shown(value)} is negative"))
             continue

@@ -23,7 +23,7 @@ from reconciler.domain.data import (
     Topology,
 )
 from reconciler.errors import Problem, show
-from reconciler.kube import client as kube
+from reconciler.kube import quantity as quantities
 
 DATA_ANNOTATION = "multicluster.io/data"
 SECONDS = {"s": 86_400.0, "m": 1_440.0, "h": 24.0, "d": 1.0}
@@ -33,7 +33,7 @@ SECONDS = {"s": 86_400.0, "m": 1_440.0, "h": 24.0, "d": 1.0}
 def quantity(value: Any) -> float:
     """A Kubernetes quantity in base units; ValueError when it is not one."""
     try:
-        return float(kube.parse_quantity(value))
+        return float(quantities.parse_quantity(value))
     except (ArithmeticError, TypeError, ValueError) as error:
         raise ValueError(f"{value!r} is not a quantity (e.g. 500Mi, 20Ti)") from error
 

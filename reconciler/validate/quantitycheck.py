@@ -22,7 +22,6 @@ from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any
 
-from reconciler.kube import client as kube
 from reconciler.kube import demand, quantity
 from reconciler.validate import schemacheck
 from reconciler.yamlio import escape_pointer_token
@@ -120,7 +119,7 @@ def _problem(
     said = quantity.problem(value)
     if said is not None:
         return said
-    amount = kube.parse_quantity(value)
+    amount = quantity.parse_quantity(value)
     if pattern[-1] == _VALUE and amount < 0:
         return f"{quantity.shown(value)}: must be greater than or equal to 0"
     if tokens[-2] not in ("requests", "limits") or not _CONTAINER_LISTS.intersection(tokens):
@@ -136,9 +135,9 @@ def _problem(
             return None
         return f"{name} needs a limit equal to its request (not overcommitable)"
     said = f"{name} limit of {str(limit)[:40]}"
-    if not _overcommit_allowed(name) and amount != kube.parse_quantity(limit):
+    if not _overcommit_allowed(name) and amount != quantity.parse_quantity(limit):
         return f"{quantity.shown(value)}: must be equal to {said}"
-    if amount > kube.parse_quantity(limit):
+    if amount > quantity.parse_quantity(limit):
         return f"{quantity.shown(value)}: must be less than or equal to {said}"
     return None
 

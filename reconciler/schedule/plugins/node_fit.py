@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from reconciler.schedule import framework, units
+from reconciler.kube import quantity
+from reconciler.schedule import framework
 from reconciler.schedule.fleet import Fleet, IntArray
 
 
@@ -26,13 +27,13 @@ def node_fit(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
         return picked
 
     def category(j: int) -> str:
-        return f"no node fits {units.describe(fleet.resources[j], float(subject.demand[j]))}"
+        return f"no node fits {quantity.describe(fleet.resources[j], float(subject.demand[j]))}"
 
     def label(row: int) -> tuple[str, str]:
         j = int(short_of(np.array([row]))[0])
         resource = fleet.resources[j]
-        need = units.describe(resource, float(subject.demand[j]))
-        has = units.describe(resource, float(fleet.largest_free[row, j]))
+        need = quantity.describe(resource, float(subject.demand[j]))
+        has = quantity.describe(resource, float(fleet.largest_free[row, j]))
         return category(j), f"the largest free node has {has}; one replica needs {need}"
 
     return framework.Verdict(
