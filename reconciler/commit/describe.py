@@ -6,7 +6,7 @@ eu-central-1: moved 2 shop/checkout replicas`, `place shop/cart on eu-west-1, us
 `status: water levels of 3 clusters`) and how many more there are, then a body with one entry
 per workload change and its triggers. `commit` appends the trailers.
 
-The placements are compared by `plandiff.workload_changes`, the comparison `dro plan` shows, so
+The placements are compared by `comparison.workload_changes`, the comparison `dro plan` shows, so
 a commit and the review of the same change say the same thing. The biggest change is the one
 that touches the most replicas, a workload that became unschedulable first; ties go to the
 (namespace, kind, name) order. This module is pure: the same decisions and files give the same
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from reconciler.branch import comparison
 from reconciler.domain import Decision, Move
-from reconciler.review import plandiff
 
 SUBJECT_LIMIT = 72
 BODY_ENTRIES = 200
@@ -39,7 +39,7 @@ def compose(
 ) -> str:
     """The subject, a blank line and the body (no trailers), comparing the output branch's
     decisions and status files (`before`, `state`) with the pass's (`after`, `tree`)."""
-    changes = plandiff.workload_changes(before, after)
+    changes = comparison.workload_changes(before, after)
     first = not before
     levels = _changed(state, tree, STATUS_CLUSTERS)
     health = _changed(state, tree, STATUS_WORKLOADS)
@@ -68,7 +68,9 @@ def compose(
     return subject + ("\n\n" + "\n".join(body) if body else "") + "\n"
 
 
-def _subject(biggest: plandiff.WorkloadChange, changes: Sequence[plandiff.WorkloadChange]) -> str:
+def _subject(
+    biggest: comparison.WorkloadChange, changes: Sequence[comparison.WorkloadChange]
+) -> str:
     """The biggest change, or every move made for the same reason as its first one (`filling
     c: moved 3 replicas of 2 workloads`), and how many other workload changes there are."""
     covered = [biggest]
@@ -89,7 +91,7 @@ def _subject(biggest: plandiff.WorkloadChange, changes: Sequence[plandiff.Worklo
     return subject[: SUBJECT_LIMIT - len(tail) - 1].rstrip() + "…" + tail
 
 
-def weight(change: plandiff.WorkloadChange) -> tuple[bool, int, int]:
+def weight(change: comparison.WorkloadChange) -> tuple[bool, int, int]:
     """How big a change is: whether it made the workload unschedulable, then the replicas it
     adds, removes or retires, then the copies of a kind without replicas (a ConfigMap that
     follows a Deployment counts after the Deployment) and a policy change."""
@@ -105,7 +107,7 @@ def weight(change: plandiff.WorkloadChange) -> tuple[bool, int, int]:
     return change.schedulability == "unschedulable", replicas, copies
 
 
-def _phrase(change: plandiff.WorkloadChange, *, compact: bool = False) -> str:
+def _phrase(change: comparison.WorkloadChange, *, compact: bool = False) -> str:
     """The change in a few words, as in a subject line; `compact` counts clusters."""
     name = label(change.workload)
     if change.status == "removed":
@@ -157,11 +159,11 @@ def _move_reason(move: Move) -> str:
     return reason.split(":", 1)[0]
 
 
-def _retired(change: plandiff.WorkloadChange) -> int:
+def _retired(change: comparison.WorkloadChange) -> int:
     return max(0, sum(change.retiring_before.values()) - sum(change.retiring_after.values()))
 
 
-def _entry(change: plandiff.WorkloadChange, first: bool) -> str:
+def _entry(change: comparison.WorkloadChange, first: bool) -> str:
     """One body entry: the phrase, the per-cluster deltas, and every trigger."""
     text = f"- {_phrase(change)}"
     deltas = change.deltas()
@@ -176,9 +178,9 @@ def _entry(change: plandiff.WorkloadChange, first: bool) -> str:
 
 def _source_words(trigger: str) -> str:
     """The review's words for a workload only one side has, said of a pass instead."""
-    if trigger == plandiff.NEW:
+    if trigger == comparison.NEW:
         return "new in the source"
-    if trigger == plandiff.REMOVED:
+    if trigger == comparison.REMOVED:
         return "removed from the source"
     return trigger
 

@@ -21,6 +21,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from reconciler.branch import comparison
 from reconciler.errors import Severity
 from reconciler.review import plandiff, tables
 
@@ -161,7 +162,7 @@ def bar(level: float) -> str:
     return "█" * filled + "░" * (BAR_CELLS - filled)
 
 
-def _workload_block(change: plandiff.WorkloadChange) -> str:
+def _workload_block(change: comparison.WorkloadChange) -> str:
     clusters = sorted({*change.before, *change.after, *change.retiring_after})
     rows = [
         f"| `{c}` | {_count(change.before, change.retiring_before, c, change.divided_before)} | "
@@ -190,7 +191,7 @@ def _workload_block(change: plandiff.WorkloadChange) -> str:
     return "\n".join([*lines, "", "</details>", ""]) + "\n"
 
 
-def _headline(change: plandiff.WorkloadChange) -> str:
+def _headline(change: comparison.WorkloadChange) -> str:
     if change.status == "added":
         return f"new, on {len(change.after)} clusters"
     if change.status == "removed":
@@ -338,7 +339,7 @@ def _side(side: plandiff.Side) -> dict[str, Any]:
     }
 
 
-def _workload(change: plandiff.WorkloadChange) -> dict[str, Any]:
+def _workload(change: comparison.WorkloadChange) -> dict[str, Any]:
     return {
         "workload": change.workload,
         "status": change.status,
@@ -407,7 +408,7 @@ def terminal(diff: plandiff.PlanDiff, console: Console) -> list[RenderableType]:
     return shown
 
 
-def _placements(changes: Sequence[plandiff.WorkloadChange], console: Console) -> RenderableType:
+def _placements(changes: Sequence[comparison.WorkloadChange], console: Console) -> RenderableType:
     """The placements as a table whose columns wrap, or, on a terminal too narrow for it
     even wrapped, one block per workload (`tables.blocks`), as no name may be cut."""
     grid = tables.Grid(
