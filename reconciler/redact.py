@@ -1,13 +1,10 @@
 """Redaction: what keeps credentials out of every message, log line and file dro writes.
 
-Two tools, used at the edges where text leaves the process:
+`urls(text)` removes the user information (`user:token@`) from every URL in a text, as git
+itself does when it prints a remote: for messages that quote a URL or a library error. (A YAML
+error is described without quoting its line by `yamlio.plain`.)
 
-- `urls(text)`, which removes the user information (`user:token@`) from every URL in a text,
-  as git itself does when it prints a remote: for messages that quote a URL or a library error.
-- `yaml_problem(error)`, a YAML error as `line N, column M: PROBLEM`, without the excerpt of
-  the offending line that PyYAML's own message carries (a kubeconfig's token, for one).
-
-`scrub_event` is the structlog processor built from them: the last step before an event is
+`scrub_event` is the structlog processor built from it: the last step before an event is
 rendered, so no event, and no traceback in one, carries a URL's credentials. Tracebacks in
 events carry no frame locals either (`report.configure_logging`). This module is pure.
 """
@@ -17,8 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, MutableMapping
 from typing import Any
-
-import yaml
 
 HIDDEN = "<redacted>"
 """What a credential shows instead of itself (a `repr`, a message)."""
@@ -49,20 +44,6 @@ def userinfo(url: str) -> tuple[str, str | None, str | None]:
         unquote(user) if user else None,
         unquote(password) if sep else None,
     )
-
-
-def yaml_problem(error: yaml.YAMLError) -> str:
-    """A YAML error without the excerpt of the file that PyYAML's own message quotes."""
-    if isinstance(error, yaml.MarkedYAMLError):
-        mark = error.problem_mark or error.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        problem = error.problem or error.context or "malformed YAML"
-        start = error.context_mark
-        if error.problem and error.context and start is not None and start != mark:
-            # PyYAML's fixed phrases ("while scanning a quoted scalar"), never file content
-            problem += f" ({error.context} started at line {start.line + 1})"
-        return f"{where}{problem}"
-    return "malformed YAML"
 
 
 def scrub(value: Any) -> Any:

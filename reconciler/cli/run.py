@@ -20,10 +20,9 @@ from types import FrameType
 from typing import Any
 
 import structlog
-import yaml
 
-from reconciler import redact, settings
 from reconciler import service as runner
+from reconciler import settings
 from reconciler.cli import habits as clihabits
 from reconciler.cli import report
 from reconciler.domain import Origin, durations
@@ -31,6 +30,7 @@ from reconciler.errors import ClusterError, UsageError
 from reconciler.kube import client as kube
 from reconciler.service import httpguard, leader, metrics, server
 from reconciler.validate import guard
+from reconciler.yamlio import plain
 
 log = structlog.get_logger("dro")
 
@@ -202,14 +202,13 @@ def load_config(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        document = plain.load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as error:
         reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
         raise UsageError(f"{path}: cannot read the config file: {reason}") from None
-    except yaml.YAMLError as error:
+    except plain.PlainYamlError as error:
         # its line and problem only: PyYAML's own message quotes the line (a URL's token)
-        problem = redact.yaml_problem(error)
-        raise UsageError(f"{path}: cannot read the config file: {problem}") from None
+        raise UsageError(f"{path}: cannot read the config file: {error}") from None
     if document is None:
         return {}
     if not isinstance(document, dict):

@@ -31,21 +31,20 @@ def kubeconfig_contexts(path: Path) -> dict[str, Path]:
     """Context name → the kubeconfig file that defines it. `path` is one kubeconfig file or a
     directory of them (a mounted Secret holds one file per key). A context defined in two
     files is an error naming both."""
-    import yaml
+    from reconciler.yamlio import plain
 
     files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
     found: dict[str, Path] = {}
     for file in files:
         # the messages name the file and the line, never quote it: a kubeconfig holds tokens
         try:
-            document = yaml.safe_load(file.read_text(encoding="utf-8"))
+            document = plain.load(file.read_text(encoding="utf-8"))
         except OSError as error:
             raise UsageError(f"{file}: not a readable kubeconfig: {error.strerror}") from None
         except UnicodeDecodeError:
             raise UsageError(f"{file}: not a readable kubeconfig: not UTF-8 text") from None
-        except yaml.YAMLError as error:
-            problem = redact.yaml_problem(error)
-            raise UsageError(f"{file}: not a readable kubeconfig: {problem}") from None
+        except plain.PlainYamlError as error:
+            raise UsageError(f"{file}: not a readable kubeconfig: {error}") from None
         contexts = document.get("contexts") if isinstance(document, dict) else None
         for context in contexts or ():
             name = str(context.get("name", ""))
