@@ -11,7 +11,9 @@ mkdir -p "$demo"
 cp -R example-repo "$demo/work"
 git -C "$demo/work" init --quiet --initial-branch=main
 git -C "$demo/work" add --all
-git -C "$demo/work" -c user.name="Platform Team" -c user.email=platform@example.com \
+# A fixed date: the demo's commits, and so every hash it prints, are the same on every run.
+GIT_AUTHOR_DATE="2026-01-05T09:00:00Z" GIT_COMMITTER_DATE="2026-01-05T09:00:00Z" \
+    git -C "$demo/work" -c user.name="Platform Team" -c user.email=platform@example.com \
     commit --quiet --message "Example fleet: clusters, workloads and policies"
 git clone --quiet --bare "$demo/work" "$demo/source.git"
 repo="$demo/source.git"
