@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from reconciler import yamlio
-from reconciler.branch import statefiles, summary
+from reconciler.branch import paths, statefiles, summary
 from reconciler.domain import (
     Cluster,
     Decision,
@@ -42,16 +42,6 @@ SERVER_FIELDS = (
     "deletionTimestamp",
     "deletionGracePeriodSeconds",
 )
-
-
-def object_path(cluster: str, key: ResourceKey) -> str:
-    """`clusters/<cluster>/<namespace|_cluster>/<kind>[.<group>]-<name>.yaml`, lowercase."""
-    return f"clusters/{cluster}/{key.folder}/{key.file_stem}.yaml".lower()
-
-
-def decision_path(key: ResourceKey) -> str:
-    """`decisions/<namespace|_cluster>/<kind>[.<group>]-<name>.yaml`, lowercase."""
-    return f"decisions/{key.folder}/{key.file_stem}.yaml".lower()
 
 
 def rules_for(
@@ -258,14 +248,14 @@ def _render_decision(
     spec: Spec, workload: Workload, decision: Decision, index: RuleIndex, held: _Held
 ) -> dict[str, bytes]:
     document = yamlio.dump(summary.decision_document(decision)).encode()
-    files = {decision_path(decision.key): statefiles.seal(document)}
+    files = {paths.decision_path(decision.key): statefiles.seal(document)}
     if not decision.clusters and not decision.retiring:
         return files
     base = base_manifest(workload)
     applicable = index.by_cluster(rules_for(workload, spec.override_policies))
     rendered: dict[tuple[int | None, tuple[str, ...]], bytes] = {}
     for placed in decision.rendered():
-        path = object_path(placed.cluster, decision.key)
+        path = paths.object_path(placed.cluster, decision.key)
         if held.suspended(decision, placed.cluster):
             previous = held.previous(path)
             if previous is not None:
@@ -291,30 +281,37 @@ def _shared_files(
     per_cluster: dict[str, list[str]] = {c.name: [] for c in spec.clusters}
     for decision in decisions:
         for placed in decision.rendered():
-            path = object_path(placed.cluster, decision.key)
+            path = paths.object_path(placed.cluster, decision.key)
             if held.suspended(decision, placed.cluster) and held.previous(path) is None:
                 continue
-            per_cluster[placed.cluster].append(path.split("/", 2)[2])
+            per_cluster[placed.cluster].append(_in_cluster(path).relative)
     files: dict[str, bytes] = {}
     crossing = services.cross_cluster(spec.workloads, decisions)
     for path, data in _mcs_files(spec, crossing).items():
         files[path] = data
-        _, where, relative = path.split("/", 2)
-        per_cluster[where].append(relative)
+        mcs = _in_cluster(path)
+        per_cluster[mcs.cluster].append(mcs.relative)
     for name, resources in per_cluster.items():
-        files[f"clusters/{name}/kustomization.yaml"] = yamlio.dump(
+        files[paths.kustomization_path(name)] = yamlio.dump(
             summary.kustomization(sorted(resources))
         ).encode()
     for cluster in spec.clusters:
-        files[f"status/clusters/{cluster.name}.yaml"] = statefiles.seal(
+        files[paths.cluster_status_path(cluster.name)] = statefiles.seal(
             yamlio.dump(
                 summary.observation(
                     cluster, observations.get(cluster.name), filling=cluster.name in filling
                 )
             ).encode()
         )
-    files["README.md"] = (summary.readme(spec, decisions) + _crossing_section(crossing)).encode()
+    files[paths.README] = (summary.readme(spec, decisions) + _crossing_section(crossing)).encode()
     return files
+
+
+def _in_cluster(path: str) -> paths.ClusterFile:
+    """A rendered manifest's cluster folder and its path there (what the kustomization lists)."""
+    placed = paths.cluster_file(path)
+    assert placed is not None  # `paths.object_path` made the path
+    return placed
 
 
 def _mcs_files(spec: Spec, crossing: Sequence[services.CrossCluster]) -> dict[str, bytes]:
@@ -332,7 +329,7 @@ def _mcs_files(spec: Spec, crossing: Sequence[services.CrossCluster]) -> dict[st
                 namespace=metadata.get("namespace", ""),
                 name=metadata["name"],
             )
-            files[object_path(cluster, key)] = yamlio.dump(obj).encode()
+            files[paths.object_path(cluster, key)] = yamlio.dump(obj).encode()
     return files
 
 
