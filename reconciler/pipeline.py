@@ -197,16 +197,18 @@ def plan(
     decisions = placement.decisions
     on_stage(Stage.RENDER)
     still = schedule.still_filling(decisions, filling(spec, phases or {}), pass_time(source, now))
-    documents = {
-        name: status.cluster_status(seen[name], suspended=name in observed.suspended)
-        for name in sorted(seen)
-    }
-    tree = render.tree(spec, decisions, observations=documents, filling=still, kept=kept)
-    tree.update(status.workload_files(decisions, seen))
+    tree = render.tree(
+        spec,
+        decisions,
+        observations=seen,
+        suspended=observed.suspended,
+        filling=still,
+        kept=kept,
+    )
     planned = Planned(
         spec=spec,
         decisions=decisions,
-        tree=dict(sorted(tree.items())),
+        tree=tree,
         water_levels=placement.water_levels,
     )
     return planned, observed

@@ -1,5 +1,8 @@
 """Render: the output-branch tree, from the spec and the decisions, as path → bytes.
 
+`tree` is the one assembly of that tree: `pipeline.plan` commits what it returns, and
+`dro render` (`cli.render`) writes it, one shard per worker, so both hold the same files.
+
 For every decision and each of its clusters, the source manifest gets the divided replicas,
 dro's label and placement annotation, then the override policies in their stacking order.
 Renders that come out identical (same replicas, same overrides) are dumped once and shared.
@@ -16,10 +19,11 @@ from dataclasses import replace
 from typing import Any
 
 from reconciler import yamlio
-from reconciler.branch import paths, statefiles, summary
+from reconciler.branch import paths, statefiles, status, summary
 from reconciler.domain import (
     Cluster,
     Decision,
+    Observation,
     OverridePolicy,
     OverrideRule,
     ResourceKey,
@@ -177,17 +181,22 @@ def tree(
     spec: Spec,
     decisions: Sequence[Decision],
     *,
-    observations: Mapping[str, Mapping[str, Any]] | None = None,
+    observations: Mapping[str, Observation] | None = None,
+    suspended: Collection[str] = (),
     shard: tuple[int, int] = (0, 1),
     filling: Collection[str] = (),
     kept: Kept | None = None,
 ) -> dict[str, bytes]:
     """The output-branch tree: manifests, kustomizations, decisions, status, README.
 
-    With `shard=(i, n)` only the i-th of n interleaved slices of the decisions is rendered,
-    and the shared files (kustomizations, status, README) only in slice 0; the union of all
-    slices is exactly the whole tree. Clusters in `filling` are marked `phase: Filling` in
-    their status file.
+    A cluster in `observations` gets its observation as its status file (`suspended` ones
+    marked unreachable and suspended), the others their declared figures; every workload with a
+    rollout placed on an observed cluster gets its health under `status/workloads/`. Clusters
+    in `filling` are marked `phase: Filling` in their status file.
+
+    With `shard=(i, n)` only the i-th of n interleaved slices of the decisions is rendered
+    (their manifests, decisions and workload health), and the shared files (kustomizations,
+    cluster status, README) only in slice 0; the union of all slices is exactly the whole tree.
 
     Where a Karmada policy suspends dispatching (`Placement.dispatch_suspended`), a cluster
     keeps the manifest it had: `kept(path)` gives the last rendered file at that path, or
@@ -203,14 +212,21 @@ def tree(
     files: dict[str, bytes] = {}
     ordered = sorted(decisions, key=lambda d: d.key.sort_key)
     hooked = movehooks.hook_env(spec.sync_hooks, ordered) if spec.sync_hooks else {}
-    for decision in ordered[part::parts]:
+    mine = ordered[part::parts]
+    for decision in mine:
         workload = workloads[decision.key]
         move = hooked.get(decision.key)
         if move is not None:
             workload = replace(workload, manifest=movehooks.with_move_env(workload.manifest, *move))
         files.update(_render_decision(spec, workload, decision, index, held))
+    seen = observations or {}
+    files.update(status.workload_files(mine, seen))
     if part == 0:
-        files.update(_shared_files(spec, ordered, observations or {}, filling, held))
+        documents = {
+            name: status.cluster_status(seen[name], suspended=name in suspended)
+            for name in sorted(seen)
+        }
+        files.update(_shared_files(spec, ordered, documents, filling, held))
     return dict(sorted(files.items()))
 
 
