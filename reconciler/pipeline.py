@@ -16,7 +16,7 @@ from enum import StrEnum
 import structlog
 
 from reconciler import commit, live, load, render, schedule, validate
-from reconciler.branch import lastpass, status, summary
+from reconciler.branch import lastpass, paths, status, summary
 from reconciler.commit import describe as commitmessage
 from reconciler.domain import Decision, Observation, Source, Spec, fence
 from reconciler.git import gitrepo
@@ -197,16 +197,18 @@ def plan(
     decisions = placement.decisions
     on_stage(Stage.RENDER)
     still = schedule.still_filling(decisions, filling(spec, phases or {}), pass_time(source, now))
-    documents = {
-        name: status.cluster_status(seen[name], suspended=name in observed.suspended)
-        for name in sorted(seen)
-    }
-    tree = render.tree(spec, decisions, observations=documents, filling=still, kept=kept)
-    tree.update(status.workload_files(decisions, seen))
+    tree = render.tree(
+        spec,
+        decisions,
+        observations=seen,
+        suspended=observed.suspended,
+        filling=still,
+        kept=kept,
+    )
     planned = Planned(
         spec=spec,
         decisions=decisions,
-        tree=dict(sorted(tree.items())),
+        tree=tree,
         water_levels=placement.water_levels,
     )
     return planned, observed
@@ -405,7 +407,7 @@ def _digest(tree: Mapping[str, bytes]) -> str:
     """`Dro-Observations`: the sha256 of the cluster status files the decisions used."""
     hashed = hashlib.sha256()
     for path, data in sorted(tree.items()):
-        if path.startswith(status.CLUSTERS):
+        if path.startswith(paths.STATUS_CLUSTERS):
             hashed.update(path.encode() + b"\0" + data + b"\0")
     return hashed.hexdigest()
 
@@ -415,8 +417,8 @@ def _held_status(
 ) -> dict[str, bytes] | None:
     """The last committed `status/` files when a change to status alone must wait for
     `--status-interval` (health and reachability unchanged); None when it may be committed."""
-    before = {p: d for p, d in state.items() if p.startswith("status/")}
-    after = {p: d for p, d in tree.items() if p.startswith("status/")}
+    before = {p: d for p, d in state.items() if paths.is_status(p)}
+    after = {p: d for p, d in tree.items() if paths.is_status(p)}
     if before == after or status.urgent(before, after) or status.due(before, now, interval):
         return None
     return before

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reconciler import render, schedule
-from reconciler.branch import summary
+from reconciler.branch import paths, summary
 from reconciler.cli import report
 from reconciler.domain import (
     ClusterAffinity,
@@ -201,10 +201,10 @@ def test_retiring_copies_are_rendered_beside_the_target() -> None:
     (after,) = schedule.place(spec, {first.key: first})
     tree = render.tree(spec, [after])
     key = ResourceKey("apps", "Deployment", "prod", "w")
-    on_a = yaml.safe_load(tree[render.object_path("a", key)])
-    on_b = yaml.safe_load(tree[render.object_path("b", key)])
+    on_a = yaml.safe_load(tree[paths.object_path("a", key)])
+    on_b = yaml.safe_load(tree[paths.object_path("b", key)])
     assert (on_a["spec"]["replicas"], on_b["spec"]["replicas"]) == (4, 6), "old count kept on a"
-    document = yaml.safe_load(tree[render.decision_path(key)])
+    document = yaml.safe_load(tree[paths.decision_path(key)])
     assert document["status"]["retiring"] == [{"name": "a", "replicas": 2}]
     assert document["status"]["moves"][0]["reason"] == "water level 0.87 > 0.85 (cpu)"
     back = summary.decision_from_document(document)
@@ -212,7 +212,7 @@ def test_retiring_copies_are_rendered_beside_the_target() -> None:
     assert back.moves == after.moves
     (next_pass,) = schedule.place(spec, {back.key: back})
     tree = render.tree(spec, [next_pass])
-    assert yaml.safe_load(tree[render.object_path("a", key)])["spec"]["replicas"] == 2
+    assert yaml.safe_load(tree[paths.object_path("a", key)])["spec"]["replicas"] == 2
 
 
 @settings(max_examples=60, deadline=None)

@@ -11,6 +11,7 @@ import pytest
 from conftest import EXAMPLE, ROOT
 
 from reconciler import load, render, schedule, validate, yamlio
+from reconciler.branch import paths
 
 GOLDEN = ROOT / "tests" / "golden" / "example"
 UPDATE = os.environ.get("DRO_UPDATE_GOLDEN") == "1"
@@ -110,7 +111,7 @@ def test_secret_is_rendered_as_written() -> None:
 def test_object_paths(cluster: str, key_group: tuple[str, str, str, str], expected: str) -> None:
     from reconciler.domain import ResourceKey
 
-    assert render.object_path(cluster, ResourceKey(*key_group)) == expected
+    assert paths.object_path(cluster, ResourceKey(*key_group)) == expected
 
 
 def test_golden_folder_exists() -> None:

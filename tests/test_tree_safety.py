@@ -16,8 +16,8 @@ import pygit2
 import pytest
 from conftest import Daemon, SourceRepo, git
 
-from reconciler import cli, render
-from reconciler.branch import status
+from reconciler import cli
+from reconciler.branch import paths as layout
 from reconciler.domain import ResourceKey, paths
 from reconciler.git import gitrepo
 
@@ -170,9 +170,9 @@ def test_every_path_of_one_object_uses_the_same_short_stem() -> None:
     key = ResourceKey(group=GROUP, kind="Widget", namespace="n" * 63, name=LONG)
     stem = key.file_stem
     written = [
-        render.object_path("c" * 250, key),
-        render.decision_path(key),
-        status.workload_path(key),
+        layout.object_path("c" * 250, key),
+        layout.decision_path(key),
+        layout.workload_status_path(key),
     ]
     for path in written:
         assert all(len(part.encode()) <= paths.MAX_COMPONENT_BYTES for part in path.split("/"))

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import structlog
 
 from reconciler import yamlio
-from reconciler.branch import statefiles
+from reconciler.branch import paths, statefiles
 from reconciler.domain import Decision, ResourceKey
 
 log = structlog.get_logger("dro")
@@ -29,7 +29,7 @@ def decisions(files: Mapping[str, bytes]) -> dict[ResourceKey, Decision]:
     """
     result: dict[ResourceKey, Decision] = {}
     for path, data in sorted(files.items()):
-        if not path.startswith("decisions/") or not path.endswith(".yaml"):
+        if not paths.is_decision(path):
             continue
         try:
             decision = statefiles.decision(path, data)
@@ -52,9 +52,9 @@ def phases(files: Mapping[str, bytes]) -> dict[str, str]:
     (or there was no last pass)."""
     phases: dict[str, str] = {}
     for path, data in sorted(files.items()):
-        if not path.startswith("status/clusters/") or not path.endswith(".yaml"):
+        name = paths.status_cluster(path)
+        if name is None:
             continue
-        name = path.rsplit("/", 1)[-1].removesuffix(".yaml")
         try:
             phase = statefiles.status_of(path, data).get("phase") or ""
         except (yamlio.YamlError, statefiles.StateError) as error:

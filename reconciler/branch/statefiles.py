@@ -30,7 +30,7 @@ from dataclasses import replace
 from typing import Any
 
 from reconciler import yamlio
-from reconciler.branch import summary
+from reconciler.branch import paths, summary
 from reconciler.domain import Decision, ResourceKey, durations, group_of
 from reconciler.domain.decision import MOVE_PHASES
 from reconciler.kube import quantity
@@ -38,8 +38,6 @@ from reconciler.kube import quantity
 SEAL_PREFIX = b"# dro state sha256:"
 SEAL_SUFFIX = b" (written by dro; an edited file is ignored: change the source repo)\n"
 INT32_MAX = 2**31 - 1
-STATE_FOLDERS = ("decisions/", "status/")
-"""The output branch's folders that dro reads back as state."""
 
 
 class StateError(ValueError):
@@ -71,7 +69,7 @@ def adopt_unsealed(files: Mapping[str, bytes]) -> dict[str, bytes]:
     branch predates them, and upgrading dro must not divide every workload again (nor forget
     an unreachable cluster's last observation). Their fields are still checked when read.
     Once any state file carries a seal, an unsealed one is an edit made outside dro."""
-    state = [path for path in files if path.startswith(STATE_FOLDERS)]
+    state = [path for path in files if paths.is_state(path)]
     if not state or any(files[path].startswith(SEAL_PREFIX) for path in state):
         return dict(files)
     return {path: seal(data) if path in state else data for path, data in files.items()}

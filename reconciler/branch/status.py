@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from reconciler import yamlio
-from reconciler.branch import statefiles
+from reconciler.branch import paths, statefiles
 from reconciler.domain import (
     DRO_API_VERSION,
     Cluster,
@@ -30,10 +30,9 @@ from reconciler.domain import (
     ResourceKey,
     durations,
 )
+from reconciler.domain.paths import YAML
 from reconciler.kube import health, inventory, quantity
 
-CLUSTERS = "status/clusters/"
-WORKLOADS = "status/workloads/"
 OBSERVED = "observed"
 _URGENT_KEYS = ("reachable", "stale", "suspended", "health", "phase")
 
@@ -110,17 +109,19 @@ def stale_observation(
 
 def previous_statuses(files: Mapping[str, bytes]) -> dict[str, dict[str, Any]]:
     """Cluster name → the `status` of its file on the output branch (unreadable ones skipped)."""
-    return {
-        path[len(CLUSTERS) : -len(".yaml")]: dict(status)
-        for path, status in _statuses(files, CLUSTERS)
-    }
+    found: dict[str, dict[str, Any]] = {}
+    for path, status in _statuses(files, paths.STATUS_CLUSTERS):
+        cluster = paths.status_cluster(path)
+        if cluster is not None:
+            found[cluster] = dict(status)
+    return found
 
 
 def _statuses(files: Mapping[str, bytes], folder: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
     """(path, `status`) of every file under `folder` that is as dro wrote it, by path; the
     others are skipped (`statefiles`; `lastpass.phases` warns about them)."""
     for path, data in sorted(files.items()):
-        if not path.startswith(folder) or not path.endswith(".yaml"):
+        if not path.startswith(folder) or not path.endswith(YAML):
             continue
         try:
             yield path, statefiles.status_of(path, data)
@@ -173,7 +174,7 @@ def _pending(raw: Any) -> dict[ResourceKey, tuple[int, str]]:
 def _committed_health(files: Mapping[str, bytes]) -> dict[str, dict[ResourceKey, tuple[str, str]]]:
     """Cluster → workload → (health, message), from the `status/workloads/` files."""
     result: dict[str, dict[ResourceKey, tuple[str, str]]] = {}
-    for _, status in _statuses(files, WORKLOADS):
+    for _, status in _statuses(files, paths.STATUS_WORKLOADS):
         key = _key(status.get("resource"))
         if key is None:
             continue
@@ -214,25 +215,20 @@ def workload_files(
             state, message = seen.health.get(decision.key, (health.MISSING, "not found"))
             per_cluster[placed.cluster] = health.Health(state, message)
         if per_cluster:
-            files[workload_path(decision.key)] = statefiles.seal(
+            files[paths.workload_status_path(decision.key)] = statefiles.seal(
                 yamlio.dump(_workload_document(decision.key, per_cluster)).encode()
             )
     return files
 
 
-def workload_path(key: ResourceKey) -> str:
-    """`status/workloads/<namespace|_cluster>/<kind>[.<group>]-<name>.yaml`, lowercase."""
-    return f"{WORKLOADS}{key.folder}/{key.file_stem}.yaml".lower()
-
-
 def urgent(before: Mapping[str, bytes], after: Mapping[str, bytes]) -> bool:
     """Whether health or reachability differ between two sets of `status/` files: such a
     change is committed at once, not held back by `--status-interval`."""
-    paths = {p for p in (*before, *after) if p.startswith("status/")}
-    if any((p in before) != (p in after) for p in paths):
+    found = {p for p in (*before, *after) if paths.is_status(p)}
+    if any((p in before) != (p in after) for p in found):
         return True
     # a file whose bytes did not change cannot have changed its vitals: parse only the rest
-    changed = (p for p in sorted(paths) if before[p] != after[p])
+    changed = (p for p in sorted(found) if before[p] != after[p])
     return any(_vital(p, before[p]) != _vital(p, after[p]) for p in changed)
 
 
@@ -254,7 +250,7 @@ def _vital(path: str, data: bytes) -> Any:
         status = statefiles.status_of(path, data)
     except (yamlio.YamlError, statefiles.StateError):
         return None
-    if path.startswith(WORKLOADS):
+    if path.startswith(paths.STATUS_WORKLOADS):
         return [(c.get("name"), c.get("health")) for c in status.get("clusters") or ()]
     return [status.get(key) for key in _URGENT_KEYS]
 

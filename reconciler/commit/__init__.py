@@ -18,12 +18,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from reconciler.branch import paths
 from reconciler.domain import fence
 from reconciler.errors import GitError
 from reconciler.git import gitrepo
 
 MAX_PUSH_ATTEMPTS = 5
-STATUS = "status/"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,7 +88,7 @@ def publish(
     root = writer.write(tree)
     held = None
     if hold is not None:
-        kept = {p: d for p, d in tree.items() if not p.startswith(STATUS)}
+        kept = {p: d for p, d in tree.items() if not paths.is_status(p)}
         held = writer.write({**kept, **hold})
     text = None
     for attempt in range(1, MAX_PUSH_ATTEMPTS + 1):

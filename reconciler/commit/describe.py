@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from reconciler.branch import comparison
+from reconciler.branch import comparison, paths
 from reconciler.domain import Decision, Move
 
 SUBJECT_LIMIT = 72
@@ -25,8 +25,6 @@ BODY_ENTRIES = 200
 """Workload changes listed in the body; the rest are counted."""
 LISTED_CLUSTERS = 3
 """Clusters named in a subject's `place … on …`; more are counted."""
-STATUS_CLUSTERS = "status/clusters/"
-STATUS_WORKLOADS = "status/workloads/"
 
 
 def compose(
@@ -41,8 +39,8 @@ def compose(
     decisions and status files (`before`, `state`) with the pass's (`after`, `tree`)."""
     changes = comparison.workload_changes(before, after)
     first = not before
-    levels = _changed(state, tree, STATUS_CLUSTERS)
-    health = _changed(state, tree, STATUS_WORKLOADS)
+    levels = _changed(state, tree, paths.STATUS_CLUSTERS)
+    health = _changed(state, tree, paths.STATUS_WORKLOADS)
     status = _status(levels, health)
     if first and changes:
         clusters = {c for change in changes for c in change.after}
@@ -206,9 +204,9 @@ def _clusters(placed: Mapping[str, int | None], compact: bool) -> str:
 
 def _changed(state: Mapping[str, bytes], tree: Mapping[str, bytes], folder: str) -> list[str]:
     """The names of the status files under `folder` that differ (added, changed, removed)."""
-    paths = {p for p in (*state, *tree) if p.startswith(folder)}
-    changed = sorted(p for p in paths if state.get(p) != tree.get(p))
-    return [p[len(folder) :].removesuffix(".yaml") for p in changed]
+    found = {p for p in (*state, *tree) if p.startswith(folder)}
+    changed = sorted(p for p in found if state.get(p) != tree.get(p))
+    return [paths.status_name(p, folder) for p in changed]
 
 
 def _status(levels: Sequence[str], health: Sequence[str]) -> str:

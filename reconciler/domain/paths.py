@@ -1,5 +1,9 @@
 """The path rules of the trees dro writes: short enough components, and none git refuses.
 
+Which paths the output branch holds is its layout, `branch.paths`; this module, below it, only
+says what makes one component safe. Called by `domain.base` (a key's file stem), `git.gitrepo`
+(the committer's check) and `cli.outdir` (the `dro render --out` writer).
+
 Every component of a path dro writes (on the output branch, or under `dro render --out`) is at
 most `MAX_COMPONENT_BYTES` bytes, the file-name limit of Linux, macOS and Windows file systems.
 A file stem that would be longer keeps its first bytes and ends in `-` and 16 hex digits of the

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 import structlog
 
 from reconciler import yamlio
-from reconciler.branch import status
+from reconciler.branch import paths, status
 from reconciler.domain import Cluster, Decision, Observation, ResourceKey, Spec, durations
 from reconciler.domain import fence as fencing
 from reconciler.errors import ClusterError
@@ -271,13 +271,11 @@ class Members:
 
 def cluster_objects(tree: Mapping[str, bytes], cluster: str) -> list[dict[str, Any]]:
     """The manifests rendered for `cluster`: its folder of `tree`, without the kustomization."""
-    prefix = f"clusters/{cluster}/".lower()
     objects = []
-    for path, data in sorted(tree.items()):
-        if path.startswith(prefix) and not path.endswith("/kustomization.yaml"):
-            body = yamlio.load_own(path, data)
-            if isinstance(body, dict):
-                objects.append(body)
+    for path in paths.cluster_manifests(sorted(tree), cluster):
+        body = yamlio.load_own(path, tree[path])
+        if isinstance(body, dict):
+            objects.append(body)
     return objects
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import structlog
 
 from reconciler import redact
-from reconciler.branch import statefiles
+from reconciler.branch import paths, statefiles
 from reconciler.domain import Source, SourceFile
 from reconciler.errors import GitError, UsageError
 from reconciler.git import gitrepo
@@ -25,7 +25,6 @@ log = structlog.get_logger("dro")
 
 SOURCE_FILES = ("dro.yaml", "topology.yaml")
 SOURCE_FOLDERS = ("clusters/", "datasets/", "workloads/", "policies/")
-STATE_FOLDERS = statefiles.STATE_FOLDERS
 Credentials = gitrepo.Credentials
 
 
@@ -181,7 +180,7 @@ class Revisions:
         tip = gitrepo.branch_tip(self._repo, branch)
         if tip is None:
             return {}
-        files = gitrepo.read_files(self._repo, tip, () if manifests else STATE_FOLDERS)
+        files = gitrepo.read_files(self._repo, tip, () if manifests else paths.STATE_FOLDERS)
         return statefiles.adopt_unsealed(files)
 
 
@@ -194,7 +193,7 @@ def previous_state(url: str, branch: str, state_dir: Path) -> dict[str, bytes]:
     if tip is None:
         return {}
     try:
-        files = gitrepo.read_files(repo, tip, STATE_FOLDERS)
+        files = gitrepo.read_files(repo, tip, paths.STATE_FOLDERS)
     except KeyError as error:
         raise GitError(f"output branch {branch} is unreadable: {error}") from error
     return statefiles.adopt_unsealed(files)

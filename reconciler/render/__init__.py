@@ -1,5 +1,8 @@
 """Render: the output-branch tree, from the spec and the decisions, as path → bytes.
 
+`tree` is the one assembly of that tree: `pipeline.plan` commits what it returns, and
+`dro render` (`cli.render`) writes it, one shard per worker, so both hold the same files.
+
 For every decision and each of its clusters, the source manifest gets the divided replicas,
 dro's label and placement annotation, then the override policies in their stacking order.
 Renders that come out identical (same replicas, same overrides) are dumped once and shared.
@@ -16,10 +19,11 @@ from dataclasses import replace
 from typing import Any
 
 from reconciler import yamlio
-from reconciler.branch import statefiles, summary
+from reconciler.branch import paths, statefiles, status, summary
 from reconciler.domain import (
     Cluster,
     Decision,
+    Observation,
     OverridePolicy,
     OverrideRule,
     ResourceKey,
@@ -42,16 +46,6 @@ SERVER_FIELDS = (
     "deletionTimestamp",
     "deletionGracePeriodSeconds",
 )
-
-
-def object_path(cluster: str, key: ResourceKey) -> str:
-    """`clusters/<cluster>/<namespace|_cluster>/<kind>[.<group>]-<name>.yaml`, lowercase."""
-    return f"clusters/{cluster}/{key.folder}/{key.file_stem}.yaml".lower()
-
-
-def decision_path(key: ResourceKey) -> str:
-    """`decisions/<namespace|_cluster>/<kind>[.<group>]-<name>.yaml`, lowercase."""
-    return f"decisions/{key.folder}/{key.file_stem}.yaml".lower()
 
 
 def rules_for(
@@ -187,17 +181,22 @@ def tree(
     spec: Spec,
     decisions: Sequence[Decision],
     *,
-    observations: Mapping[str, Mapping[str, Any]] | None = None,
+    observations: Mapping[str, Observation] | None = None,
+    suspended: Collection[str] = (),
     shard: tuple[int, int] = (0, 1),
     filling: Collection[str] = (),
     kept: Kept | None = None,
 ) -> dict[str, bytes]:
     """The output-branch tree: manifests, kustomizations, decisions, status, README.
 
-    With `shard=(i, n)` only the i-th of n interleaved slices of the decisions is rendered,
-    and the shared files (kustomizations, status, README) only in slice 0; the union of all
-    slices is exactly the whole tree. Clusters in `filling` are marked `phase: Filling` in
-    their status file.
+    A cluster in `observations` gets its observation as its status file (`suspended` ones
+    marked unreachable and suspended), the others their declared figures; every workload with a
+    rollout placed on an observed cluster gets its health under `status/workloads/`. Clusters
+    in `filling` are marked `phase: Filling` in their status file.
+
+    With `shard=(i, n)` only the i-th of n interleaved slices of the decisions is rendered
+    (their manifests, decisions and workload health), and the shared files (kustomizations,
+    cluster status, README) only in slice 0; the union of all slices is exactly the whole tree.
 
     Where a Karmada policy suspends dispatching (`Placement.dispatch_suspended`), a cluster
     keeps the manifest it had: `kept(path)` gives the last rendered file at that path, or
@@ -213,14 +212,21 @@ def tree(
     files: dict[str, bytes] = {}
     ordered = sorted(decisions, key=lambda d: d.key.sort_key)
     hooked = movehooks.hook_env(spec.sync_hooks, ordered) if spec.sync_hooks else {}
-    for decision in ordered[part::parts]:
+    mine = ordered[part::parts]
+    for decision in mine:
         workload = workloads[decision.key]
         move = hooked.get(decision.key)
         if move is not None:
             workload = replace(workload, manifest=movehooks.with_move_env(workload.manifest, *move))
         files.update(_render_decision(spec, workload, decision, index, held))
+    seen = observations or {}
+    files.update(status.workload_files(mine, seen))
     if part == 0:
-        files.update(_shared_files(spec, ordered, observations or {}, filling, held))
+        documents = {
+            name: status.cluster_status(seen[name], suspended=name in suspended)
+            for name in sorted(seen)
+        }
+        files.update(_shared_files(spec, ordered, documents, filling, held))
     return dict(sorted(files.items()))
 
 
@@ -258,14 +264,14 @@ def _render_decision(
     spec: Spec, workload: Workload, decision: Decision, index: RuleIndex, held: _Held
 ) -> dict[str, bytes]:
     document = yamlio.dump(summary.decision_document(decision)).encode()
-    files = {decision_path(decision.key): statefiles.seal(document)}
+    files = {paths.decision_path(decision.key): statefiles.seal(document)}
     if not decision.clusters and not decision.retiring:
         return files
     base = base_manifest(workload)
     applicable = index.by_cluster(rules_for(workload, spec.override_policies))
     rendered: dict[tuple[int | None, tuple[str, ...]], bytes] = {}
     for placed in decision.rendered():
-        path = object_path(placed.cluster, decision.key)
+        path = paths.object_path(placed.cluster, decision.key)
         if held.suspended(decision, placed.cluster):
             previous = held.previous(path)
             if previous is not None:
@@ -291,30 +297,37 @@ def _shared_files(
     per_cluster: dict[str, list[str]] = {c.name: [] for c in spec.clusters}
     for decision in decisions:
         for placed in decision.rendered():
-            path = object_path(placed.cluster, decision.key)
+            path = paths.object_path(placed.cluster, decision.key)
             if held.suspended(decision, placed.cluster) and held.previous(path) is None:
                 continue
-            per_cluster[placed.cluster].append(path.split("/", 2)[2])
+            per_cluster[placed.cluster].append(_in_cluster(path).relative)
     files: dict[str, bytes] = {}
     crossing = services.cross_cluster(spec.workloads, decisions)
     for path, data in _mcs_files(spec, crossing).items():
         files[path] = data
-        _, where, relative = path.split("/", 2)
-        per_cluster[where].append(relative)
+        mcs = _in_cluster(path)
+        per_cluster[mcs.cluster].append(mcs.relative)
     for name, resources in per_cluster.items():
-        files[f"clusters/{name}/kustomization.yaml"] = yamlio.dump(
+        files[paths.kustomization_path(name)] = yamlio.dump(
             summary.kustomization(sorted(resources))
         ).encode()
     for cluster in spec.clusters:
-        files[f"status/clusters/{cluster.name}.yaml"] = statefiles.seal(
+        files[paths.cluster_status_path(cluster.name)] = statefiles.seal(
             yamlio.dump(
                 summary.observation(
                     cluster, observations.get(cluster.name), filling=cluster.name in filling
                 )
             ).encode()
         )
-    files["README.md"] = (summary.readme(spec, decisions) + _crossing_section(crossing)).encode()
+    files[paths.README] = (summary.readme(spec, decisions) + _crossing_section(crossing)).encode()
     return files
+
+
+def _in_cluster(path: str) -> paths.ClusterFile:
+    """A rendered manifest's cluster folder and its path there (what the kustomization lists)."""
+    placed = paths.cluster_file(path)
+    assert placed is not None  # `paths.object_path` made the path
+    return placed
 
 
 def _mcs_files(spec: Spec, crossing: Sequence[services.CrossCluster]) -> dict[str, bytes]:
@@ -332,7 +345,7 @@ def _mcs_files(spec: Spec, crossing: Sequence[services.CrossCluster]) -> dict[st
                 namespace=metadata.get("namespace", ""),
                 name=metadata["name"],
             )
-            files[object_path(cluster, key)] = yamlio.dump(obj).encode()
+            files[paths.object_path(cluster, key)] = yamlio.dump(obj).encode()
     return files
 
 

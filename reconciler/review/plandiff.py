@@ -15,15 +15,11 @@ import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from reconciler.branch import paths
 from reconciler.branch.comparison import WorkloadChange, workload_changes
 from reconciler.domain import Decision
 from reconciler.errors import Problem, Severity
 from reconciler.kube import secrets
-
-CLUSTER_TREE = "clusters/"
-"""Where the rendered manifests live in the output tree: `clusters/<cluster>/...`."""
-SKIPPED_FILES = ("kustomization.yaml",)
-"""Rendered files left out of the manifest diff: the kustomization only lists the others."""
 
 
 def _empty_levels() -> Mapping[str, Mapping[str, float]]:
@@ -148,14 +144,13 @@ def compare(base: Side, head: Side) -> PlanDiff:
 
 
 def _cluster_files(tree: Mapping[str, bytes]) -> dict[str, dict[str, bytes]]:
-    """Cluster → path under it → bytes, for the rendered manifests of a tree."""
+    """Cluster → path under it → bytes, for the rendered manifests of a tree (the kustomization
+    only lists the others, and is left out)."""
     clusters: dict[str, dict[str, bytes]] = {}
     for path, data in tree.items():
-        if not path.startswith(CLUSTER_TREE):
-            continue
-        cluster, _, rest = path[len(CLUSTER_TREE) :].partition("/")
-        if rest and rest not in SKIPPED_FILES:
-            clusters.setdefault(cluster, {})[rest] = data
+        placed = paths.cluster_file(path)
+        if placed is not None and not placed.is_kustomization:
+            clusters.setdefault(placed.cluster, {})[placed.relative] = data
     return clusters
 
 
@@ -176,7 +171,7 @@ def _manifests(base: Mapping[str, bytes], head: Mapping[str, bytes]) -> tuple[Cl
 
 def _file(cluster: str, path: str, old: bytes | None, new: bytes | None) -> FileChange:
     status = "added" if old is None else "removed" if new is None else "modified"
-    label = f"{CLUSTER_TREE}{cluster}/{path}"
+    label = paths.ClusterFile(cluster, path).path
     shown = secrets.redact_pair(label, old, new)
     lines = difflib.unified_diff(
         shown.before.splitlines(keepends=True),
