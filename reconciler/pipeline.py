@@ -92,7 +92,9 @@ def read_source(settings: Settings) -> Source:
             settings.repo,
             settings.ref,
             settings.state_dir,
-            credentials=load.credentials_from(settings.credentials_file),
+            credentials=load.credentials_from(
+                settings.credentials_file, otherwise=settings.environment_credentials
+            ),
         )
     if settings.path is None:
         raise ValueError("settings need either a repo or a path")
@@ -299,7 +301,9 @@ def _one_pass(
             observations=_digest(planned.tree) if observed.observations else "declared",
             hold=_held_status(state, planned.tree, now, settings.status_interval),
             author=(settings.author_name, settings.author_email),
-            credentials=load.credentials_from(settings.credentials_file),
+            credentials=load.credentials_from(
+                settings.credentials_file, otherwise=settings.environment_credentials
+            ),
             summary=lambda: commitmessage.compose(
                 before=previous,
                 after=planned.decisions,

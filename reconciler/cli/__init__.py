@@ -23,62 +23,30 @@ from reconciler.cli import habits as clihabits
 from reconciler.cli import plan as cli_plan
 from reconciler.cli import render as cli_render
 from reconciler.cli import run as cli_run
-from reconciler.domain import Decision, Source, durations
+from reconciler.domain import Decision, Source
 from reconciler.errors import DroError, UsageError, ValidationFailed
 from reconciler.review import tables
 from reconciler.validate import guard
 
+SOURCE = settings.pick("repo", "ref", "state-dir", "git-credentials-file", "guard")
+"""The settings of every command that reads the source: where it is and what may be placed."""
+CLUSTERS = settings.pick(
+    "kubeconfig", "in-cluster", "cluster-timeout", "parallel", "move-wait", "status-interval"
+)
+"""The settings of the cluster stages: without --kubeconfig (or --in-cluster) a pass is
+offline."""
+OUTPUT_BRANCH = settings.pick("output-branch")
 
-def _add_source_args(parser: argparse.ArgumentParser, *, path_required: bool = False) -> None:
+
+def _add_source_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "path",
-        nargs=None if path_required else "?",
+        nargs="?",
         type=Path,
-        help="a plain directory holding the source repo (default: .)",
+        help="a plain directory holding the source repo (default: .); --repo reads a git "
+        "repository instead",
     )
-    parser.add_argument(
-        "--repo",
-        default=settings.env("REPO"),
-        help="read a git repository instead: a local path or URL "
-        "(file://, git://, https://) [env DRO_REPO]",
-    )
-    parser.add_argument(
-        "--ref",
-        default=settings.env("REF", "main"),
-        help="branch, tag or commit to read with --repo (default: main)",
-    )
-    add_state_dir_arg(parser)
-    parser.add_argument(
-        "--git-credentials-file",
-        type=Path,
-        default=None,
-        help="file with https credentials: 'username:password' or a token",
-    )
-    add_guard_arg(parser)
-
-
-def add_state_dir_arg(parser: argparse.ArgumentParser) -> None:
-    """`--state-dir DIR`: the git caches, in the XDG cache directory unless told otherwise."""
-    default = settings.default_state_dir()
-    parser.add_argument(
-        "--state-dir",
-        type=Path,
-        default=default,
-        metavar="DIR",
-        help=f"where dro keeps its bare git caches (default: {default}, from "
-        "$XDG_CACHE_HOME/dro, else ~/.cache/dro) [env DRO_STATE_DIR]",
-    )
-
-
-def add_guard_arg(parser: argparse.ArgumentParser) -> None:
-    """`--guard FILE`: the operator's ceiling on what the repo may place."""
-    parser.add_argument(
-        "--guard",
-        type=Path,
-        default=_path_env("GUARD"),
-        metavar="FILE",
-        help=guard.FLAG_HELP + " [env DRO_GUARD]",
-    )
+    clihabits.add_settings(parser, SOURCE, convert=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -125,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="e.g. shop/Deployment/web or shop/deploy/web (kubectl's short names work)",
     )
     _add_output_arg(why, "table: one row per cluster")
-    _add_output_branch_arg(why)
+    clihabits.add_settings(why, OUTPUT_BRANCH, convert=True)
 
     rend = commands.add_parser(
         "render",
@@ -160,13 +128,14 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help="run a single pass and exit (the loop is `dro run`)",
     )
-    _add_output_branch_arg(rec)
+    clihabits.add_settings(rec, OUTPUT_BRANCH, convert=True)
     rec.add_argument(
         "--no-push",
         action="store_true",
         help="commit to the local cache only; do not push to the remote",
     )
-    _add_cluster_args(rec)
+    group = rec.add_argument_group("clusters (observe and apply)")
+    clihabits.add_settings(group, CLUSTERS, convert=True)
     clihabits.add_info_commands(commands, version=clihabits.version())
     for sub in commands.choices.values():
         clihabits.add_globals(sub, top=False)
@@ -183,67 +152,6 @@ def _add_output_arg(parser: argparse.ArgumentParser, table: str) -> None:
     )
 
 
-def _add_output_branch_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--output-branch",
-        default=settings.env("OUTPUT_BRANCH", settings.DEFAULT_OUTPUT_BRANCH),
-        metavar="BRANCH",
-        help="the branch of rendered trees and decisions (default: dro/rendered) "
-        "[env DRO_OUTPUT_BRANCH]",
-    )
-
-
-def _add_cluster_args(parser: argparse.ArgumentParser) -> None:
-    """Flags of the cluster stages: without --kubeconfig (or --in-cluster) a pass is offline."""
-    group = parser.add_argument_group("clusters (observe and apply)")
-    group.add_argument(
-        "--kubeconfig",
-        type=Path,
-        default=_path_env("KUBECONFIG"),
-        help="a kubeconfig file, or a directory of them (a mounted Secret); each Cluster's "
-        "spec.kubeconfig.context names its context. Without it the pass stops after the commit",
-    )
-    clihabits.add_bool(
-        group,
-        "--in-cluster",
-        default=settings.env("IN_CLUSTER") == "true",
-        help="reach clusters marked spec.kubeconfig.inCluster with the pod's service account "
-        "[env DRO_IN_CLUSTER]",
-    )
-    group.add_argument(
-        "--cluster-timeout", type=_duration, default="10s", help="per request (default 10s)"
-    )
-    group.add_argument(
-        "--parallel", type=int, default=8, help="clusters observed and applied at once (default 8)"
-    )
-    group.add_argument(
-        "--move-wait",
-        type=_duration,
-        default="60s",
-        help="how long to wait for a move's new copies to become Healthy before the old ones "
-        "retire in a second pass; after that, the next pass resumes (default 60s)",
-    )
-    group.add_argument(
-        "--status-interval",
-        type=_duration,
-        default=settings.env("STATUS_INTERVAL", "10m"),
-        help="commit a change to status/ alone at most this often, unless health or "
-        "reachability changed (default 10m)",
-    )
-
-
-def _duration(text: str) -> float:
-    try:
-        return durations.seconds(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from error
-
-
-def _path_env(name: str) -> Path | None:
-    value = settings.env(name)
-    return Path(value) if value else None
-
-
 def _settings(args: argparse.Namespace) -> settings.Settings:
     path = args.path if args.path is not None else (None if args.repo else Path("."))
     if args.repo and args.path is not None:
@@ -258,7 +166,7 @@ def _settings(args: argparse.Namespace) -> settings.Settings:
         credentials_file=args.git_credentials_file,
         output_branch=getattr(args, "output_branch", settings.DEFAULT_OUTPUT_BRANCH),
         push=not getattr(args, "no_push", False),
-        guard=guard.load_ceiling(args.guard),
+        guard=args.guard or guard.BUILTIN,
         **_cluster_settings(args),
     )
 
@@ -428,6 +336,16 @@ _COMMANDS = {
     "version": clihabits.show_version,
     "completion": _cmd_completion,
 }
+_SETTINGS = {
+    "validate": SOURCE,
+    "schedule": SOURCE,
+    "explain": SOURCE + OUTPUT_BRANCH,
+    "render": SOURCE,
+    "reconcile": SOURCE + OUTPUT_BRANCH + CLUSTERS,
+    "plan": cli_plan.OPTIONS,
+}
+"""The settings each one-pass command resolves before it runs (`dro run` resolves its own,
+with its config file)."""
 _QUIET = {"run", "version", "completion"}
 """Commands without a stage spinner: a service logs its stages, the others have none."""
 
@@ -435,14 +353,19 @@ _QUIET = {"run", "version", "completion"}
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `dro` console script; returns the process exit code."""
     args = build_parser().parse_args(argv)
-    log_format = args.log_format or settings.env("LOG_FORMAT") or "console"
-    if log_format not in clihabits.LOG_FORMATS:
-        sys.stderr.write(f"dro: DRO_LOG_FORMAT={log_format}: expected console or json\n")
+    try:
+        args.log_format = settings.log_format(args.log_format)
+    except UsageError as error:
+        sys.stderr.write(f"dro: {error}\n")
         return clihabits.USAGE_ERROR
-    args.log_format = args.log_format or settings.env("LOG_FORMAT")
+    log_format = args.log_format or "console"
     report.configure_logging(verbose=args.verbose, quiet=args.quiet, log_format=log_format)
     spin = sys.stderr.isatty() and not args.quiet and args.command not in _QUIET
     try:
+        if args.command in _SETTINGS:
+            # each flag not given: from the environment, else its default, converted alike
+            given = settings.resolve(_SETTINGS[args.command], vars(args), flags_converted=True)
+            vars(args).update(given)
         with progress.spinner(spin) as hook:
             return _COMMANDS[args.command](args, hook)
     except ValidationFailed as failed:

@@ -4,11 +4,13 @@
   "differences found", so a CI job would read a typo as a plan to post (`Parser.error`).
 - Global flags (`-v`, `-q`, `--log-format`) go before or after the subcommand: each subcommand
   repeats them with a suppressed default, so the value given anywhere wins (`add_globals`).
-- A bool flag works bare (`--leader-elect`) and with a value (`--leader-elect=false`)
-  (`add_bool`, `parse_bool`).
+- A bool flag works bare (`--leader-elect`) and with a value (`--leader-elect=false`), as
+  Go's flag package and so kubectl read them (`add_settings`, `settings.parse_bool`).
+- The operator's settings are flags built from `settings.TABLE`, each showing its default and
+  its environment variable (`add_settings`).
 - Durations are shown as a user writes them, `60s`, never `60.0` (`durations.short`).
 
-Called by `cli`, `cli_plan` and `cli_run` while they build the parser.
+Called by `cli`, `cli.plan` and `cli.run` while they build the parser.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ import argparse
 import difflib
 import re
 import sys
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import Any, NoReturn
 
+from reconciler import settings
 from reconciler.cli import report
+from reconciler.settings import LOG_FORMATS
 
-LOG_FORMATS = ("console", "json")
 OUTPUTS = ("json", "yaml", "table")
 """`-o` of every command that prints data (`plan` adds markdown and text)."""
 
@@ -83,42 +87,55 @@ def add_globals(parser: argparse.ArgumentParser, *, top: bool) -> None:
     )
 
 
-def parse_bool(text: str) -> bool:
-    """`true|false` (also `1|0`, `yes|no`, `on|off`, any case), as flags and env vars say it."""
-    lowered = str(text).strip().lower()
-    if lowered in ("true", "1", "yes", "on"):
-        return True
-    if lowered in ("false", "0", "no", "off"):
-        return False
-    raise ValueError(f"{text!r} is not true or false")
-
-
-def bool_type(text: str) -> bool:
-    """`parse_bool` for argparse: a bad value is a usage error naming the flag."""
-    try:
-        return parse_bool(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from error
-
-
-def add_bool(
+def add_settings(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup,
-    flag: str,
+    table: Sequence[settings.Setting],
     *,
-    default: bool | None,
-    help: str,
+    convert: bool,
 ) -> None:
-    """A bool flag that works bare (`--in-cluster` means true) and with a value
-    (`--in-cluster=false`), as Go's flag package and so kubectl read them."""
-    parser.add_argument(
-        flag,
-        nargs="?",
-        const=True,
-        default=default,
-        type=bool_type,
-        metavar="true|false",
-        help=help,
-    )
+    """One flag per setting, each defaulting to None so that `settings.resolve` can tell a flag
+    given from one not given. With `convert`, argparse converts a flag's value (a bad one is a
+    usage error naming the flag); without, the value stays text for `settings.resolve`."""
+    for setting in table:
+        shown = setting.shown_default  # read when the parser is built: the XDG default
+        help_text = setting.help + ("" if shown is None else f" (default: {shown})")
+        help_text += f" [env {setting.env}]"
+        typed = convert and setting.at_parse
+        flag, parse = f"--{setting.name}", _argparse_type(setting) if typed else str
+        if setting.is_bool:  # bare means true; `--leader-elect=false` still works
+            const = setting.convert("true") if typed else "true"
+            parser.add_argument(
+                flag,
+                dest=setting.dest,
+                nargs="?",
+                const=const,
+                default=None,
+                type=parse,
+                metavar="true|false",
+                help=help_text,
+            )
+            continue
+        parser.add_argument(
+            flag,
+            dest=setting.dest,
+            default=None,
+            type=parse,
+            metavar=setting.metavar,
+            help=help_text,
+        )
+
+
+def _argparse_type(setting: settings.Setting) -> Callable[[str], Any]:
+    """`setting.convert` for argparse: a ValueError is a usage error naming the flag."""
+
+    def convert(text: str) -> Any:
+        try:
+            return setting.convert(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from error
+
+    convert.__name__ = setting.convert.__name__
+    return convert
 
 
 def add_info_commands(commands: Any, *, version: str) -> None:

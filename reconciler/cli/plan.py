@@ -8,17 +8,34 @@ problem's `FILE:LINE`).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from reconciler import load, pipeline, review, settings, yamlio
+from reconciler.cli import habits as clihabits
 from reconciler.cli import report
 from reconciler.review import planreport
 from reconciler.validate import guard
 
 DIFFERENCES = 2
+OPTIONS = (
+    dataclasses.replace(
+        settings.TABLE["repo"],
+        default=".",
+        help="the source repository: a local path, opened in place so any revision resolves, "
+        "or a URL",
+    ),
+    dataclasses.replace(
+        settings.TABLE["output-branch"],
+        help="where the last decisions and observations are read from (a local branch or "
+        "origin/<branch>)",
+    ),
+    *settings.pick("state-dir", "git-credentials-file", "guard"),
+)
+"""The settings of `dro plan`, from the one table: here the repository is the working one."""
 FORMATS = ("markdown", "json", "yaml", "text", "table")
 """`-o`: every command's json, yaml and table (here the same as text), and markdown."""
 
@@ -35,18 +52,7 @@ def add_parser(commands: Any) -> None:
     )
     plan.add_argument("--base", required=True, help="the ref merged into, e.g. origin/main")
     plan.add_argument("--head", default="HEAD", help="the ref under review (default: HEAD)")
-    plan.add_argument(
-        "--repo",
-        default=settings.env("REPO", "."),
-        help="the source repository: a local path, opened in place so any revision resolves, "
-        "or a URL (default: .) [env DRO_REPO]",
-    )
-    plan.add_argument(
-        "--output-branch",
-        default=settings.env("OUTPUT_BRANCH", settings.DEFAULT_OUTPUT_BRANCH),
-        help="where the last decisions and observations are read from (default: dro/rendered; "
-        "a local branch or origin/<branch>)",
-    )
+    clihabits.add_settings(plan, OPTIONS[:2], convert=True)
     plan.add_argument(
         "-o",
         "--output",
@@ -57,38 +63,12 @@ def add_parser(commands: Any) -> None:
     )
     plan.add_argument("--chart", type=Path, help="also draw the water levels to FILE.svg|png")
     plan.add_argument("--exit-code", action="store_true", help="exit 2 when there are differences")
-    default_state = settings.default_state_dir()
-    plan.add_argument(
-        "--state-dir",
-        type=Path,
-        default=default_state,
-        metavar="DIR",
-        help=f"where the cache of a remote --repo is kept (default: {default_state}, from "
-        "$XDG_CACHE_HOME/dro, else ~/.cache/dro) [env DRO_STATE_DIR]",
-    )
-    plan.add_argument(
-        "--git-credentials-file",
-        type=Path,
-        default=None,
-        help="file with https credentials: 'username:password' or a token",
-    )
-    plan.add_argument(
-        "--guard",
-        type=Path,
-        default=_guard_env(),
-        metavar="FILE",
-        help=guard.FLAG_HELP + " [env DRO_GUARD]",
-    )
-
-
-def _guard_env() -> Path | None:
-    value = settings.env("GUARD")
-    return Path(value) if value else None
+    clihabits.add_settings(plan, OPTIONS[2:], convert=True)
 
 
 def run(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     """Plan both refs, print the review in the chosen format, and return the exit code."""
-    ceiling = guard.load_ceiling(args.guard)
+    ceiling = args.guard or guard.BUILTIN
     hook(pipeline.Stage.LOAD)
     diff = review.plan_review(
         args.repo,
@@ -96,7 +76,9 @@ def run(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
         args.head,
         output_branch=args.output_branch,
         state_dir=args.state_dir,
-        credentials=load.credentials_from(args.git_credentials_file),
+        credentials=load.credentials_from(
+            args.git_credentials_file, otherwise=settings.git_credentials()
+        ),
         on_stage=hook,
         ceiling=ceiling,
     )

@@ -14,7 +14,6 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -25,7 +24,6 @@ from reconciler import service as runner
 from reconciler import settings
 from reconciler.cli import habits as clihabits
 from reconciler.cli import report
-from reconciler.domain import Origin, durations
 from reconciler.errors import ClusterError, UsageError
 from reconciler.kube import client as kube
 from reconciler.service import httpguard, leader, metrics, server
@@ -35,111 +33,35 @@ from reconciler.yamlio import plain
 log = structlog.get_logger("dro")
 
 
-def _seconds(text: str) -> float:
-    return durations.seconds(str(text))
-
-
-def _guard(raw: Any) -> guard.Guard:
-    """`--guard FILE`, or `guard:` in the config file: a file name or the guard itself."""
-    if isinstance(raw, dict):
-        return guard.ceiling_from(raw, origin=Origin(path="guard in the config file", line=1))
-    return guard.load_ceiling(Path(str(raw)))
-
-
-@dataclass(frozen=True, slots=True)
-class Option:
-    """One setting of `dro run`: its flag, default, parser and help.
-
-    The default is written as a user would write the flag (`60s`, not 60.0) and goes through
-    the same `convert` as a flag's value, so a default can never have another type than the
-    flag gives (a `str` where a `Path` is expected crashed every pass). A callable default is
-    read when the command starts (the XDG cache directory depends on the environment)."""
-
-    name: str
-    default: str | Callable[[], str] | None
-    convert: Callable[[Any], Any]
-    help: str
-
-    @property
-    def shown_default(self) -> str | None:
-        """The default as the help shows it and as `convert` reads it."""
-        return self.default() if callable(self.default) else self.default
-
-    @property
-    def env(self) -> str:
-        """The environment variable read after the flag."""
-        return "DRO_" + self.name.upper().replace("-", "_")
-
-    @property
-    def dest(self) -> str:
-        """The attribute name on the parsed arguments."""
-        return self.name.replace("-", "_")
-
-
-OPTIONS = (
-    Option("repo", None, str, "the source repository: a local path or URL (required)"),
-    Option("ref", "main", str, "the branch or tag to reconcile"),
-    Option("output-branch", settings.DEFAULT_OUTPUT_BRANCH, str, "where rendered trees go"),
-    Option(
-        "state-dir",
-        lambda: str(settings.default_state_dir()),
-        Path,
-        "where dro keeps its git caches ($XDG_CACHE_HOME/dro, else ~/.cache/dro)",
-    ),
-    Option("git-credentials-file", None, Path, "'username:password' or a token, for https"),
-    Option("listen", "0.0.0.0:8080", str, "ADDR:PORT for /healthz /readyz /metrics /webhook"),
-    Option("interval", "60s", _seconds, "time between passes, e.g. 60s or 5m"),
-    Option("jitter", "0.1", float, "up to this fraction of the interval is added at random"),
-    Option(
-        "ready-intervals",
-        "3",
-        float,
-        "/readyz fails unless the last pass succeeded within this many intervals",
-    ),
-    Option("http-header-timeout", "10s", _seconds, "a client's time to send its request headers"),
-    Option(
-        "http-body-timeout",
-        "30s",
-        _seconds,
-        "a client's time to send its body, then to take the answer",
-    ),
-    Option("http-max-connections", "128", int, "connections open at once on --listen"),
-    Option("webhook-concurrency", "4", int, "webhook bodies (25 MB at most) read at once"),
-    Option("webhook-secret-file", None, Path, "the shared secret of GitHub/GitLab webhooks"),
-    Option(
-        "leader-elect",
-        "true",
-        clihabits.parse_bool,
-        "hold a Lease so one replica runs passes (true|false; bare means true)",
-    ),
-    Option("lease-name", "dro", str, "the Lease's name"),
-    Option("lease-namespace", None, str, "the Lease's namespace (default: the pod's)"),
-    Option("lease-duration", "15s", _seconds, "how long a Lease is valid without renewal"),
-    Option(
-        "lease-kubeconfig",
-        None,
-        Path,
-        "reach the Lease through this kubeconfig, not "
-        "the pod's service account (for running outside a cluster)",
-    ),
-    Option("kubeconfig", None, Path, "a kubeconfig or a directory of them: observe and apply"),
-    Option(
-        "in-cluster",
-        "false",
-        clihabits.parse_bool,
-        "reach Clusters marked inCluster with the pod's account (bare means true)",
-    ),
-    Option("cluster-timeout", "10s", _seconds, "per request to a cluster"),
-    Option("parallel", "8", int, "clusters observed and applied at once"),
-    Option("move-wait", "60s", _seconds, "wait this long for moved replicas to become Healthy"),
-    Option("status-interval", "10m", _seconds, "commit a status-only change at most this often"),
-    Option(
-        "guard",
-        None,
-        _guard,
-        guard.FLAG_HELP + "; in the config file, a file name or the guard's mapping itself",
-    ),
+OPTIONS = settings.pick(
+    "repo",
+    "ref",
+    "output-branch",
+    "state-dir",
+    "git-credentials-file",
+    "listen",
+    "interval",
+    "jitter",
+    "ready-intervals",
+    "http-header-timeout",
+    "http-body-timeout",
+    "http-max-connections",
+    "webhook-concurrency",
+    "webhook-secret-file",
+    "leader-elect",
+    "lease-name",
+    "lease-namespace",
+    "lease-duration",
+    "lease-kubeconfig",
+    "kubeconfig",
+    "in-cluster",
+    "cluster-timeout",
+    "parallel",
+    "move-wait",
+    "status-interval",
+    "guard",
 )
+"""The settings of `dro run`, from the one table; each is also a key of the config file."""
 
 
 def add_parser(commands: Any) -> None:
@@ -151,26 +73,10 @@ def add_parser(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument(
-        "--config", type=Path, default=None, help="a YAML file of settings [env DRO_CONFIG]"
+        "--config", type=Path, default=None, help=f"{settings.CONFIG.help} [env DRO_CONFIG]"
     )
-    for option in OPTIONS:
-        # shown when --help is asked, so the XDG default reads the environment of that call
-        shown = option.shown_default
-        help_text = option.help + ("" if shown is None else f" (default: {shown})")
-        help_text += f" [env {option.env}]"
-        if option.convert is clihabits.parse_bool:
-            # bare means true, `--leader-elect=false` still works
-            run.add_argument(
-                f"--{option.name}",
-                dest=option.dest,
-                nargs="?",
-                const="true",
-                default=None,
-                metavar="true|false",
-                help=help_text,
-            )
-            continue
-        run.add_argument(f"--{option.name}", dest=option.dest, default=None, help=help_text)
+    # text, converted in `resolve` with the config file: a bad value names where it came from
+    clihabits.add_settings(run, OPTIONS, convert=False)
 
 
 def resolve(
@@ -178,23 +84,7 @@ def resolve(
 ) -> dict[str, Any]:
     """Each option's value: flag, then environment, then config file, then default. Every one
     of them, the default included, goes through the option's conversion."""
-    values: dict[str, Any] = {}
-    for option in OPTIONS:
-        raw, origin = getattr(args, option.dest), f"--{option.name}"
-        if raw is None and environ.get(option.env):
-            raw, origin = environ[option.env], option.env
-        if raw is None and config.get(option.name) is not None:
-            raw, origin = config[option.name], f"{option.name} in the config file"
-        if raw is None:
-            raw, origin = option.shown_default, f"the default of --{option.name}"
-        if raw is None:
-            values[option.dest] = None
-            continue
-        try:
-            values[option.dest] = option.convert(raw)
-        except ValueError as error:
-            raise UsageError(f"{origin}: {error}") from error
-    return values
+    return settings.resolve(OPTIONS, vars(args), config=config, environ=environ)
 
 
 def load_config(path: Path | None) -> dict[str, Any]:
@@ -222,10 +112,8 @@ def load_config(path: Path | None) -> dict[str, Any]:
 
 def run(args: argparse.Namespace, _hook: Any) -> int:
     """Serve until SIGTERM or SIGINT; 1 when the settings do not allow starting."""
-    config_path = args.config or (
-        Path(os.environ["DRO_CONFIG"]) if os.environ.get("DRO_CONFIG") else None
-    )
-    values = resolve(args, os.environ, load_config(config_path))
+    config = load_config(settings.config_path(args.config))
+    values = settings.resolve(OPTIONS, vars(args), config=config)
     # a service's events are its output: on stdout, info and up, JSON unless asked otherwise
     report.configure_logging(
         verbose=not args.quiet, stream=sys.stdout, log_format=args.log_format or "json"

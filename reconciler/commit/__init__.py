@@ -20,6 +20,7 @@ from pathlib import Path
 
 from reconciler.branch import paths
 from reconciler.domain import fence
+from reconciler.domain.credentials import Credentials
 from reconciler.errors import GitError
 from reconciler.git import gitrepo
 
@@ -71,7 +72,7 @@ def publish(
     observations: str = "declared",
     hold: Mapping[str, bytes] | None = None,
     author: tuple[str, str] = ("dro", "dro@localhost"),
-    credentials: gitrepo.Credentials | None = None,
+    credentials: Credentials | None = None,
     summary: Callable[[], str] = str,
     fenced: fence.Fence = fence.UNFENCED,
 ) -> PublishResult:

@@ -12,13 +12,13 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pygit2
 
 from reconciler import redact as redaction
 from reconciler.domain import paths
+from reconciler.domain.credentials import Credentials
 from reconciler.errors import GitError, UsageError
 from reconciler.git import packfile
 
@@ -27,24 +27,6 @@ Commit = pygit2.Commit
 SAFE_NAMES_KEPT = 500_000
 """Path components a `TreeWriter` remembers as checked, so a steady pass checks none again."""
 FETCH_REFSPECS = ["+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Credentials:
-    """https credentials; `token` is sent as the password with username `x-access-token`.
-    Its `repr` names the fields that are set, never their values (a token may stand in the
-    username of a URL too): a logged or crashed pass shows `Credentials(token=<redacted>)`."""
-
-    username: str | None = field(default=None, repr=False)
-    password: str | None = field(default=None, repr=False)
-    token: str | None = field(default=None, repr=False)
-
-    def __repr__(self) -> str:
-        names = ("username", "password", "token")
-        shown = (f"{name}={redaction.HIDDEN}" for name in names if getattr(self, name) is not None)
-        return f"Credentials({', '.join(shown)})"
-
-    __str__ = __repr__
 
 
 def redact(url: str) -> str:

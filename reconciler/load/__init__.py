@@ -17,6 +17,7 @@ import structlog
 from reconciler import redact
 from reconciler.branch import paths, statefiles
 from reconciler.domain import Source, SourceFile
+from reconciler.domain.credentials import Credentials
 from reconciler.errors import GitError, UsageError
 from reconciler.git import gitrepo
 from reconciler.load import sourcecheck
@@ -25,7 +26,6 @@ log = structlog.get_logger("dro")
 
 SOURCE_FILES = ("dro.yaml", "topology.yaml")
 SOURCE_FOLDERS = ("clusters/", "datasets/", "workloads/", "policies/")
-Credentials = gitrepo.Credentials
 
 
 def is_source_path(path: str) -> bool:
@@ -86,24 +86,21 @@ def _directory_source(root: Path) -> Source:
     )
 
 
-def credentials_from(path: Path | None) -> Credentials | None:
-    """https credentials from a file (`user:password` or a token) or DRO_GIT_* variables.
-    A file that cannot be read is a UsageError naming it (never quoting it)."""
-    if path is not None:
-        try:
-            text = path.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as error:
-            reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
-            raise UsageError(f"--git-credentials-file {path}: {reason}") from None
-        name, sep, secret = text.partition(":")
-        return Credentials(username=name, password=secret) if sep else Credentials(token=text)
-    token = os.environ.get("DRO_GIT_TOKEN")
-    user, password = os.environ.get("DRO_GIT_USERNAME"), os.environ.get("DRO_GIT_PASSWORD")
-    if token:
-        return Credentials(username=user, token=token)
-    if user or password:
-        return Credentials(username=user, password=password)
-    return None
+def credentials_from(
+    path: Path | None, *, otherwise: Credentials | None = None
+) -> Credentials | None:
+    """https credentials from a file (`user:password` or a token), else `otherwise` (those of
+    the environment, which `settings` reads). A file that cannot be read is a UsageError
+    naming it (never quoting it)."""
+    if path is None:
+        return otherwise
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+        raise UsageError(f"--git-credentials-file {path}: {reason}") from None
+    name, sep, secret = text.partition(":")
+    return Credentials(username=name, password=secret) if sep else Credentials(token=text)
 
 
 def from_git(

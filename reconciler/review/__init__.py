@@ -26,6 +26,7 @@ import structlog
 from reconciler import live, load, pipeline, schedule
 from reconciler.branch import lastpass, status
 from reconciler.domain import Decision, Source, Spec
+from reconciler.domain.credentials import Credentials
 from reconciler.errors import Severity, ValidationFailed
 from reconciler.git import gitrepo
 from reconciler.review import followups, plandiff
@@ -45,7 +46,7 @@ def plan_review(
     *,
     output_branch: str,
     state_dir: Path,
-    credentials: load.Credentials | None = None,
+    credentials: Credentials | None = None,
     on_stage: pipeline.StageHook | None = None,
     ceiling: guard.Guard = guard.BUILTIN,
 ) -> plandiff.PlanDiff:

@@ -25,6 +25,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from reconciler import settings
+
 GAP = 2
 """Spaces between plain columns (kubectl's tabwriter padding)."""
 
@@ -51,9 +53,9 @@ def terminal_width(out: TextIO) -> int | None:
     None when it is a file or a pipe."""
     if not out.isatty():
         return None
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
-        return int(columns)
+    columns = settings.terminal_columns()
+    if columns is not None:
+        return columns
     try:
         return os.get_terminal_size(out.fileno()).columns
     except OSError:

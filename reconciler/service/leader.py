@@ -29,7 +29,7 @@ from typing import Any
 
 import structlog
 
-from reconciler import errors
+from reconciler import errors, settings
 from reconciler.domain import fence
 from reconciler.kube import client as kube
 
@@ -42,13 +42,13 @@ NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 def default_identity() -> str:
     """This replica's identity: the env `POD_NAME` if set, else `hostname_pid`."""
-    return os.environ.get("POD_NAME") or f"{socket.gethostname()}_{os.getpid()}"
+    return settings.pod_name() or f"{socket.gethostname()}_{os.getpid()}"
 
 
 def pod_namespace() -> str | None:
     """The namespace this pod runs in: env `POD_NAMESPACE`, else the service account's
     namespace file, else None (not in a pod)."""
-    if namespace := os.environ.get("POD_NAMESPACE"):
+    if namespace := settings.pod_namespace():
         return namespace
     try:
         return NAMESPACE_FILE.read_text(encoding="utf-8").strip() or None
