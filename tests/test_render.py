@@ -11,6 +11,7 @@ import pytest
 from conftest import EXAMPLE, ROOT
 
 from reconciler import load, render, schedule, validate, yamlio
+from reconciler.domain import ResourceKey
 
 GOLDEN = ROOT / "tests" / "golden" / "example"
 UPDATE = os.environ.get("DRO_UPDATE_GOLDEN") == "1"
@@ -108,8 +109,6 @@ def test_secret_is_rendered_as_written() -> None:
     ],
 )
 def test_object_paths(cluster: str, key_group: tuple[str, str, str, str], expected: str) -> None:
-    from reconciler.domain import ResourceKey
-
     assert render.object_path(cluster, ResourceKey(*key_group)) == expected
 
 

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from reconciler import schedule
-from reconciler.domain import Cluster, Origin
+from reconciler.domain import Cluster, Origin, ResourceSelector
 from reconciler.domain.data import DataAccess, DataSet, Link, Topology
 from reconciler.errors import Problem
-from reconciler.schedule import framework, stci
+from reconciler.schedule import framework, placing, stci
 from reconciler.schedule.fleet import Fleet
 from reconciler.schedule.plugins import data_locality
 from reconciler.validate import datamodel
@@ -212,8 +212,6 @@ def test_a_pass_keeps_a_data_heavy_workload_beside_its_data() -> None:
 def test_a_divided_workload_keeps_to_the_clusters_nearest_its_data(
     replicas: int, allocatable: list[int], chosen: list[int]
 ) -> None:
-    from reconciler.schedule import placing
-
     item = dataclasses.replace(
         subject(fleet=FLEET, replicas=replicas, allocatable=allocatable), data=row(READER, 0)
     )
@@ -222,8 +220,6 @@ def test_a_divided_workload_keeps_to_the_clusters_nearest_its_data(
 
 
 def test_replicas_spill_past_a_holder_filled_to_the_fleet_level_plus_the_margin() -> None:
-    from reconciler.schedule import placing
-
     busy = dataclasses.replace(
         FLEET.clusters[0],
         allocated=MappingProxyType({"cpu": 55.0, "memory": 1e11, "pods": 10.0}),
@@ -260,8 +256,6 @@ STORES = [cluster("a", "aws", "eu", "eu-1a"), cluster("b", "aws", "eu", "eu-1b")
 
 def stateful_spec(clusters: list[Cluster], replicas: int, placement: Any) -> Any:
     """A spec whose one policy places StatefulSets (spec_of's places Deployments)."""
-    from reconciler.domain import ResourceSelector
-
     spec = spec_of(clusters, [statefulset("db", replicas)], placement)
     (policy,) = spec.placement_policies
     selector = ResourceSelector(api_version="apps/v1", kind="StatefulSet")
