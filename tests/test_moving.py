@@ -18,8 +18,8 @@ from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
 from reconciler.live import observe
 from reconciler.schedule import moving
 from reconciler.schedule.fleet import Fleet
-from tests.test_schedule import cluster
-from tests.test_stci import GIB, ORIGIN, STORES, divided, stateful_spec
+from tests.builders.schedule import cluster
+from tests.builders.stci import GIB, ORIGIN, STORES, divided, stateful_spec
 
 DB = ResourceKey("apps", "StatefulSet", "shop", "db")
 HOOK = ResourceKey("batch", "Job", "shop", "db-sync")
