@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, MutableMapping
 from typing import Any
+from urllib.parse import unquote
 
 HIDDEN = "<redacted>"
 """What a credential shows instead of itself (a `repr`, a message)."""
@@ -32,8 +33,6 @@ def urls(text: str) -> str:
 def userinfo(url: str) -> tuple[str, str | None, str | None]:
     """(the URL without user information, the user name, the password); None where absent.
     Both are percent-decoded, as git decodes them."""
-    from urllib.parse import unquote
-
     match = _USERINFO.match(url)
     if match is None:
         return url, None, None

@@ -1,4 +1,5 @@
-"""Shared fixtures: real git repositories in temporary directories and a real `git daemon`.
+"""Shared fixtures: real git repositories in temporary directories, a real `git daemon`, and
+the repository the `dro plan` tests review (`reviewed`).
 
 The daemon binds to 127.0.0.1 on a free port, is started under `timeout` so it stops by
 itself, is waited for by polling its port (no sleeps), and is killed by its PID at teardown.
@@ -17,6 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from reconciler import pipeline, settings
+from tests.builders.plan import CASES
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "example-repo"
@@ -104,6 +108,22 @@ def make_source_repo(tmp: Path, content: Path | None = EXAMPLE) -> SourceRepo:
 def source_repo(tmp_path: Path) -> SourceRepo:
     """The example repo committed to a fresh bare repository."""
     return make_source_repo(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def reviewed(tmp_path_factory: pytest.TempPathFactory) -> SourceRepo:
+    """The example repo with an output branch from a real pass, and one branch per case."""
+    tmp = tmp_path_factory.mktemp("plan")
+    repo = make_source_repo(tmp)
+    pipeline.reconcile_once(settings.Settings(repo=str(repo.bare), state_dir=tmp / "state"))
+    git(repo.work, "fetch", "--quiet", "origin")
+    for case, change in CASES.items():
+        git(repo.work, "checkout", "--quiet", "-b", case, "main")
+        change(repo.work)
+        git(repo.work, "add", "--all")
+        git(repo.work, "commit", "--quiet", "-m", case)
+    git(repo.work, "checkout", "--quiet", "main")
+    return repo
 
 
 def _free_port() -> int:

@@ -10,8 +10,8 @@ import pytest
 
 from reconciler.kube import client as kube
 from reconciler.live import apply
+from tests.builders.kubeobjects import deployment
 from tests.kubeapi import KubeAPI
-from tests.test_kube import deployment
 
 
 @pytest.fixture

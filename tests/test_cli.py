@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from io import StringIO
 from pathlib import Path
 
@@ -71,8 +72,6 @@ def test_schedule_yaml_and_table(capsys: pytest.CaptureFixture[str]) -> None:
 def test_unschedulable_message_counts_reasons(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import shutil
-
     repo = tmp_path / "repo"
     shutil.copytree(EXAMPLE, repo)
     (repo / "policies" / "gpu-only.yaml").write_text(

@@ -7,71 +7,17 @@ from typing import Any
 
 import pytest
 
-from reconciler.domain import Origin, ResourceKey, Workload
-from reconciler.validate import dependencies, workloads
+from reconciler.domain import ResourceKey
+from reconciler.validate import dependencies
+from tests.builders.dependencies import CRON, NS, containers, core, deployment, key, obj, service
 
-NS = "shop"
 RBAC = "rbac.authorization.k8s.io"
-POD = "/spec/template/spec"
-
-
-def obj(manifest: Mapping[str, Any], *, lines: Mapping[str, int] | None = None) -> Workload:
-    """A Workload from a manifest, keyed as validation keys it (default namespace, group)."""
-    api, kind = str(manifest["apiVersion"]), str(manifest["kind"])
-    key = workloads.key_of(manifest, workloads.is_cluster_scoped(api, kind, {}))
-    path = f"workloads/{key.namespace or '_cluster'}/{kind.lower()}-{key.name}.yaml"
-    return Workload(
-        key=key,
-        api_version=api,
-        manifest=manifest,
-        origin=Origin(path=path, line=1, lines=lines or {}),
-    )
-
-
-def core(kind: str, name: str, namespace: str | None = NS, **body: Any) -> dict[str, Any]:
-    meta: dict[str, Any] = (
-        {"name": name} if namespace is None else {"name": name, "namespace": namespace}
-    )
-    return {"apiVersion": "v1", "kind": kind, "metadata": meta, **body}
 
 
 def rbac(kind: str, name: str, namespace: str | None = NS, **body: Any) -> dict[str, Any]:
     return {**core(kind, name, namespace, **body), "apiVersion": f"{RBAC}/v1"}
 
 
-def deployment(
-    pod: Mapping[str, Any], *, name: str = "cart", namespace: str = NS
-) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": {"labels": {"app": name, "tier": "web"}}, "spec": pod},
-        },
-    }
-
-
-def containers(**container: Any) -> dict[str, Any]:
-    return {"containers": [{"name": "main", "image": "shop:1", **container}]}
-
-
-def key(kind: str, name: str, namespace: str = NS, group: str = "") -> ResourceKey:
-    return ResourceKey(group=group, kind=kind, namespace=namespace, name=name)
-
-
-CRON = {
-    "apiVersion": "batch/v1",
-    "kind": "CronJob",
-    "metadata": {"name": "nightly", "namespace": NS},
-    "spec": {
-        "schedule": "0 3 * * *",
-        "jobTemplate": {
-            "spec": {"template": {"spec": containers(envFrom=[{"secretRef": {"name": "db"}}])}}
-        },
-    },
-}
 STATEFUL = {
     "apiVersion": "apps/v1",
     "kind": "StatefulSet",
@@ -108,13 +54,6 @@ def pdb(name: str, selector: Mapping[str, Any]) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": NS},
         "spec": {"selector": selector},
     }
-
-
-def service(name: str, selector: Mapping[str, str] | None, namespace: str = NS) -> dict[str, Any]:
-    spec: dict[str, Any] = {"ports": [{"port": 80}]}
-    if selector is not None:
-        spec["selector"] = selector
-    return core("Service", name, namespace, spec=spec)
 
 
 def binding(

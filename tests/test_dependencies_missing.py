@@ -10,7 +10,17 @@ from reconciler import yamlio
 from reconciler.errors import Severity
 from reconciler.validate import dependencies, workloads
 from reconciler.validate.dependencies import Reference
-from tests.test_dependencies import CRON, NS, POD, containers, core, deployment, key, obj, service
+from tests.builders.dependencies import (
+    CRON,
+    NS,
+    POD,
+    containers,
+    core,
+    deployment,
+    key,
+    obj,
+    service,
+)
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from reconciler.domain import (
 )
 from reconciler.schedule import facts, spread
 from reconciler.schedule.fleet import Fleet
-from tests.test_schedule import cluster, deployment, spec_of
+from tests.builders.schedule import cluster, deployment, spec_of
 
 DYNAMIC = ReplicaScheduling(type="Divided", division="DynamicWeight")
 

@@ -20,21 +20,17 @@ from reconciler.domain import (
     LabelRequirement,
     LabelSelector,
     Placement,
-    PlacementPolicy,
-    PolicyRef,
     ReplicaScheduling,
-    ResourceSelector,
     SchedulerConfig,
     Source,
     Spec,
     SpreadConstraint,
     Taint,
-    Workload,
 )
 from reconciler.kube import demand
 from reconciler.schedule import batch, engine, express, facts, framework
 from reconciler.schedule.fleet import Fleet
-from tests.test_schedule import GPU, ORIGIN, cluster, deployment
+from tests.builders.schedule import GPU, cluster, deployment, labelled, policy
 
 EVICT = Taint(key="maintenance", value="", effect="NoExecute")
 DIVISIONS = ("Duplicated", "StaticWeight", "DynamicWeight", "Aggregated")
@@ -42,27 +38,6 @@ DIVISIONS = ("Duplicated", "StaticWeight", "DynamicWeight", "Aggregated")
 
 def without_verdicts(decisions: tuple[Decision, ...]) -> list[Decision]:
     return [replace(d, diagnosis=replace(d.diagnosis, verdicts=())) for d in decisions]
-
-
-def labelled(workload: Workload, group: str) -> Workload:
-    metadata = {**workload.manifest["metadata"], "labels": {"p": group}}
-    return replace(workload, manifest={**workload.manifest, "metadata": metadata})
-
-
-def policy(group: int, placement: Placement, extensions: bool) -> PlacementPolicy:
-    """Policy `p<group>`, for the Deployments labelled `p: <group>`."""
-    labels = LabelSelector(match_labels=MappingProxyType({"p": str(group)}))
-    return PlacementPolicy(
-        ref=PolicyRef(kind="ResourcePlacementPolicy", namespace=None, name=f"p{group}"),
-        origin=ORIGIN,
-        api_version="multicluster.io/v1alpha1",
-        namespaced=False,
-        selectors=(
-            ResourceSelector(api_version="apps/v1", kind="Deployment", label_selector=labels),
-        ),
-        placement=placement,
-        dro_extensions=extensions,
-    )
 
 
 def region_targets(regions: tuple[str, ...]) -> tuple[ClusterAffinity, ...]:

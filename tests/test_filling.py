@@ -22,8 +22,7 @@ from reconciler.domain import (
     durations,
 )
 from reconciler.settings import Settings
-from tests.test_rebalance import counts, with_rebalance
-from tests.test_schedule import cluster, deployment, spec_of
+from tests.builders.schedule import cluster, counts, deployment, spec_of, with_rebalance
 
 DYNAMIC = ReplicaScheduling(type="Divided", division="DynamicWeight")
 

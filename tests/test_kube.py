@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from reconciler.errors import ClusterError, UsageError
 from reconciler.kube import client as kube
+from tests.builders.kubeobjects import deployment
 from tests.kubeapi import KubeAPI
 
 
@@ -56,22 +56,6 @@ def api(tmp_path: Path) -> Iterator[tuple[KubeAPI, kube.Connection]]:
         connection.close()
     finally:
         server.stop()
-
-
-def deployment(name: str, image: str = "app:1", replicas: int = 2) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "app", "image": image}]},
-            },
-        },
-    }
 
 
 def test_apply_get_list_and_delete(api: tuple[KubeAPI, kube.Connection]) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from reconciler.domain import ResourceKey
 from reconciler.kube import movehooks
-from tests.test_dependencies import obj
+from tests.builders.dependencies import obj
 
 ANNOTATION = "/metadata/annotations/multicluster.io~1data-sync-for"
 

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from types import MappingProxyType
 
 import pytest
 
+from reconciler import schedule
 from reconciler.branch import summary
 from reconciler.cli import report
 from reconciler.domain import Decision, Observation, Placed, ResourceKey, Spec
+from reconciler.domain.data import DataAccess, DataSet
 from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
 from reconciler.live import observe
 from reconciler.schedule import moving
 from reconciler.schedule.fleet import Fleet
-from tests.test_schedule import cluster
+from tests.builders.schedule import cluster
+from tests.builders.stci import GIB, ORIGIN, STORES, divided, stateful_spec
 
 DB = ResourceKey("apps", "StatefulSet", "shop", "db")
 HOOK = ResourceKey("batch", "Job", "shop", "db-sync")
@@ -213,12 +217,6 @@ def test_explain_says_where_the_move_stands_and_what_it_waits_for() -> None:
 
 
 def test_a_fresh_request_moves_a_stateful_workload_beside_its_data() -> None:
-    from types import MappingProxyType
-
-    from reconciler import schedule
-    from reconciler.domain.data import DataAccess, DataSet
-    from tests.test_stci import GIB, ORIGIN, STORES, divided, stateful_spec
-
     writes = (DataAccess(dataset="db", access="write", rate=GIB),)
     spec: Spec = stateful_spec(STORES, 2, divided(data=writes))
 

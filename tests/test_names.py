@@ -7,6 +7,7 @@ accepts, and `dro validate` must accept it too.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -160,8 +161,6 @@ GOOD: list[tuple[str, str]] = [
 def test_a_name_kubernetes_accepts_is_accepted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
 ) -> None:
-    import shutil
-
     source = tmp_path / "src"
     shutil.copytree(EXAMPLE, source)
     (source / W).write_text(text)
@@ -174,8 +173,6 @@ def test_two_objects_that_would_share_a_file_are_an_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`v1 Deployment` has no schema (a warning only), but its file would be apps' one."""
-    import shutil
-
     source = tmp_path / "src"
     shutil.copytree(EXAMPLE, source)
     (source / W).write_text(

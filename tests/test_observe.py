@@ -11,8 +11,8 @@ from reconciler import schedule
 from reconciler.domain import Placement, ReplicaScheduling, ResourceKey
 from reconciler.kube import client as kube
 from reconciler.live import observe
+from tests.builders.schedule import cluster, deployment, spec_of
 from tests.kubeapi import KubeAPI
-from tests.test_schedule import cluster, deployment, spec_of
 
 AT = "2026-01-01T00:00:00Z"
 

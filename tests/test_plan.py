@@ -11,92 +11,17 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from reconciler import cli, pipeline, settings
 from reconciler.branch import statefiles
+from tests.builders.plan import CASES, NEW_PASSWORD, OLD_PASSWORD, plan
 from tests.conftest import ROOT, SourceRepo, git, make_source_repo
 
 GOLDEN = ROOT / "tests" / "golden" / "plan"
 UPDATE = os.environ.get("DRO_UPDATE_GOLDEN") == "1"
-OLD_PASSWORD = "example-only-not-a-real-password"
-NEW_PASSWORD = "rotated-7f3a9c-never-shown"
-
-
-def _edit(path: str, old: str, new: str) -> Callable[[Path], None]:
-    def change(work: Path) -> None:
-        text = (work / path).read_text()
-        assert old in text, f"{path} no longer holds {old!r}"
-        (work / path).write_text(text.replace(old, new, 1))
-
-    return change
-
-
-def _add_cluster(work: Path) -> None:
-    text = (work / "clusters/eu-west-2.yaml").read_text()
-    text = text.replace("name: eu-west-2", "name: eu-west-3").replace("eu-west-2b", "eu-west-3a")
-    (work / "clusters/eu-west-3.yaml").write_text(
-        text.replace("context: eu-west-2", "context: eu-west-3")
-    )
-
-
-def _policy_and_replicas(work: Path) -> None:
-    _edit(
-        "policies/shop.yaml",
-        "{labels: {region: ap-south}, weight: 1}",
-        "{labels: {region: ap-south}, weight: 3}",
-    )(work)
-    _edit("workloads/shop/frontend.yaml", "replicas: 6", "replicas: 9")(work)
-
-
-def _readme(work: Path) -> None:
-    (work / "README.md").write_text("# Fleet\n\nHow we run our clusters.\n")
-
-
-CASES: dict[str, Callable[[Path], None]] = {
-    "replicas-changed": _edit("workloads/shop/frontend.yaml", "replicas: 6", "replicas: 9"),
-    "policy-moves-workloads": _edit(
-        "policies/shop.yaml",
-        "{labels: {region: ap-south}, weight: 1}",
-        "{labels: {region: ap-south}, weight: 3}",
-    ),
-    "policy-and-replicas": _policy_and_replicas,
-    "cluster-added": _add_cluster,
-    "cluster-tainted": _edit(
-        "clusters/eu-west-2.yaml",
-        "  kubeconfig:",
-        "  taints:\n    - {key: maintenance, value: kernel, effect: NoExecute}\n  kubeconfig:",
-    ),
-    "secret-changed": _edit("workloads/payments/ledger-db.yaml", OLD_PASSWORD, NEW_PASSWORD),
-    "readme-only": _readme,
-    "invalid-head": _edit("workloads/shop/cart.yaml", "replicas: 4", "replicas: four"),
-}
-
-
-@pytest.fixture(scope="module")
-def reviewed(tmp_path_factory: pytest.TempPathFactory) -> SourceRepo:
-    """The example repo with an output branch from a real pass, and one branch per case."""
-    tmp = tmp_path_factory.mktemp("plan")
-    repo = make_source_repo(tmp)
-    pipeline.reconcile_once(settings.Settings(repo=str(repo.bare), state_dir=tmp / "state"))
-    git(repo.work, "fetch", "--quiet", "origin")
-    for case, change in CASES.items():
-        git(repo.work, "checkout", "--quiet", "-b", case, "main")
-        change(repo.work)
-        git(repo.work, "add", "--all")
-        git(repo.work, "commit", "--quiet", "-m", case)
-    git(repo.work, "checkout", "--quiet", "main")
-    return repo
-
-
-def plan(repo: SourceRepo, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    """Run `dro plan` on the work tree (opened in place); (exit code, stdout)."""
-    capsys.readouterr()
-    code = cli.main(["plan", "--repo", str(repo.work), "--base", "main", *args])
-    return code, capsys.readouterr().out
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -11,10 +11,8 @@ from pathlib import Path
 import pytest
 
 from reconciler import cli
+from tests.builders.plan import CASES, plan
 from tests.conftest import SourceRepo, git, make_source_repo
-from tests.test_plan import CASES, plan, reviewed
-
-__all__ = ["reviewed"]  # the module-scoped fixture, shared with test_plan
 
 FORMATS = ("markdown", "json", "text")
 

@@ -9,10 +9,10 @@ import pytest
 
 from reconciler import yamlio
 from reconciler.branch import statefiles, status
-from reconciler.domain import Cluster, Decision, Origin, Placed, ResourceKey
+from reconciler.domain import Cluster, Decision, Move, MoveBudget, Origin, Placed, ResourceKey
 from reconciler.errors import Problem
 from reconciler.kube import secrets
-from reconciler.review import plandiff, planreport
+from reconciler.review import followups, plandiff, planreport
 
 WEB = ResourceKey(group="apps", kind="Deployment", namespace="shop", name="web")
 SINCE = "2026-01-01T00:00:00Z"
@@ -227,9 +227,6 @@ def test_a_stateful_move_shows_its_phase() -> None:
 
 
 def test_follow_ups_name_moves_phases_and_filling() -> None:
-    from reconciler.domain import Move, MoveBudget
-    from reconciler.review import followups
-
     moving = Decision(
         key=WEB,
         api_version="apps/v1",

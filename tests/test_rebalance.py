@@ -25,23 +25,22 @@ from reconciler.domain import (
     Workload,
     durations,
 )
-from tests.test_express import labelled, policy
-from tests.test_schedule import cluster, deployment, spec_of
+from tests.builders.schedule import (
+    DYNAMIC,
+    cluster,
+    counts,
+    deployment,
+    labelled,
+    policy,
+    spec_of,
+    with_rebalance,
+)
 
-DYNAMIC = ReplicaScheduling(type="Divided", division="DynamicWeight")
 HOUR = 3600.0
-
-
-def counts(decision: Decision) -> dict[str, int | None]:
-    return {p.cluster: p.replicas for p in decision.clusters}
 
 
 def retiring(decision: Decision) -> dict[str, int | None]:
     return {p.cluster: p.replicas for p in decision.retiring}
-
-
-def with_rebalance(spec: Spec, **settings: object) -> Spec:
-    return replace(spec, config=SchedulerConfig(rebalance=Rebalance(**settings)))  # type: ignore[arg-type]
 
 
 def two_clusters(

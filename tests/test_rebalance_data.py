@@ -18,9 +18,8 @@ from reconciler.domain import (
     SchedulerConfig,
 )
 from reconciler.domain.data import DataAccess, DataSet
-from tests.test_rebalance import DYNAMIC, counts
-from tests.test_schedule import deployment, spec_of
-from tests.test_stci import ORIGIN, TIB, cluster
+from tests.builders.schedule import DYNAMIC, counts, deployment, spec_of
+from tests.builders.stci import ORIGIN, TIB, cluster
 
 LOGS = {"logs": DataSet(name="logs", origin=ORIGIN, primary="a", replicas=("c",))}
 HOUR = 3600.0

@@ -12,6 +12,7 @@ from conftest import EXAMPLE, ROOT
 
 from reconciler import load, render, schedule, validate, yamlio
 from reconciler.branch import paths
+from reconciler.domain import ResourceKey
 
 GOLDEN = ROOT / "tests" / "golden" / "example"
 UPDATE = os.environ.get("DRO_UPDATE_GOLDEN") == "1"
@@ -109,8 +110,6 @@ def test_secret_is_rendered_as_written() -> None:
     ],
 )
 def test_object_paths(cluster: str, key_group: tuple[str, str, str, str], expected: str) -> None:
-    from reconciler.domain import ResourceKey
-
     assert paths.object_path(cluster, ResourceKey(*key_group)) == expected
 
 

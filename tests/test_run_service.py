@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SourceRepo, git, make_source_repo
+from tests.livefleet import running_fleet
 from tests.service import DRO, Service, wait_for
 
 SECRET = b"webhook-secret"
@@ -94,8 +95,6 @@ def test_run_refuses_to_start_and_says_why(
 
 
 def test_sigterm_before_the_commit_stops_the_pass_cleanly(tmp_path: Path) -> None:
-    from tests.livefleet import running_fleet
-
     with running_fleet(tmp_path) as fleet:
         for api in fleet.apis.values():
             api.delay(1.0)  # observing takes seconds: the signal lands before the commit

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import threading
 import urllib.error
 import urllib.request
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+import yaml
 
 from reconciler import live, pipeline
 from reconciler import service as runner
@@ -322,10 +324,6 @@ def test_the_webhook_triggers_and_rejects(served: tuple[server.Server, runner.Ru
 
 
 def test_the_readme_documents_every_metric_and_its_alerts_use_real_ones() -> None:
-    import re
-
-    import yaml
-
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     exposed = {
         line.split()[2]

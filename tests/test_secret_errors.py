@@ -17,36 +17,8 @@ import pytest
 
 from reconciler import cli
 from tests import leaks
+from tests.builders.secretsource import CONFIG, OVERRIDE_PLAINTEXT, secret
 from tests.conftest import EXAMPLE, SourceRepo, git, make_source_repo
-
-CONFIG = "workloads/shop/config.yaml"
-"""Not named like a Secret: masking must go by kind."""
-
-
-def secret(planted: leaks.Planted, secret_text: leaks.Planted, extra: str = "") -> str:
-    """A ConfigMap and a Secret in one file; the Secret holds `planted` base64 in `data`, and
-    `secret_text` in `stringData` and in a last-applied-configuration annotation."""
-    last = json.dumps(
-        {"apiVersion": "v1", "kind": "Secret", "stringData": {"pw": secret_text.value}}
-    )
-    return f"""apiVersion: v1
-kind: ConfigMap
-metadata: {{name: settings, namespace: shop}}
-data: {{mode: plain}}
----
-apiVersion: v1
-kind: Secret
-metadata:
-  name: credentials
-  namespace: shop
-  annotations:
-    kubectl.kubernetes.io/last-applied-configuration: '{last}'
-type: Opaque
-data:
-  token: {planted.base64}
-stringData:
-  pw: {secret_text.value}
-{extra}"""
 
 
 def example(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -114,15 +86,6 @@ def test_offline_commands_show_no_secret_value(
         assert f"pw: {text.value}\n" in manifest
 
 
-OVERRIDE_PLAINTEXT = """apiVersion: policy.karmada.io/v1alpha1
-kind: ClusterOverridePolicy
-metadata: {name: bad-path}
-spec:
-  resourceSelectors: [{apiVersion: v1, kind: Secret, namespace: shop, name: credentials}]
-  overrideRules:
-    - overriders:
-        plaintext: [{path: /data/missing/x, operator: replace, value: y}]
-"""
 OVERRIDE_FIELD = """apiVersion: multicluster.io/v1alpha1
 kind: ClusterOverridePolicy
 metadata: {name: bad-field}

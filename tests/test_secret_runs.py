@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 
 from tests import httpgit, leaks
+from tests.builders.secretsource import CONFIG, OVERRIDE_PLAINTEXT, secret
 from tests.conftest import SourceRepo, git, make_source_repo
 from tests.kubeapi import KubeAPI
 from tests.livefleet import DRO as DRO_YAML
 from tests.livefleet import POLICY, WEB, cluster_file
 from tests.service import Service, wait_for
-from tests.test_secret_errors import CONFIG, OVERRIDE_PLAINTEXT, secret
 
 DRO = str(Path(sys.executable).parent / "dro")
 OUTPUT = "dro/rendered"

@@ -6,35 +6,20 @@ from __future__ import annotations
 
 import dataclasses
 from types import MappingProxyType
-from typing import Any
 
 import numpy as np
 import pytest
 
 from reconciler import schedule
-from reconciler.domain import Cluster, Origin
+from reconciler.domain import Origin
 from reconciler.domain.data import DataAccess, DataSet, Link, Topology
 from reconciler.errors import Problem
-from reconciler.schedule import framework, stci
+from reconciler.schedule import framework, placing, stci
 from reconciler.schedule.fleet import Fleet
 from reconciler.schedule.plugins import data_locality
 from reconciler.validate import datamodel
-from tests.test_schedule import deployment, spec_of, subject
-
-ORIGIN = Origin(path="datasets/d.yaml", line=1)
-TIB = float(2**40)
-GIB = float(2**30)
-
-
-def cluster(name: str, provider: str, region: str, zone: str) -> Cluster:
-    return Cluster(
-        name=name,
-        origin=ORIGIN,
-        labels=MappingProxyType({"provider": provider, "region": region, "zone": zone}),
-        capacity=MappingProxyType({"cpu": 100.0, "memory": 1e12, "pods": 1000.0}),
-        allocated=MappingProxyType({"cpu": 10.0, "memory": 1e11, "pods": 10.0}),
-    )
-
+from tests.builders.schedule import deployment, spec_of, subject
+from tests.builders.stci import GIB, ORIGIN, STORES, TIB, cluster, divided, stateful_spec
 
 # a and b share a zone; c is in a's region; d is across regions; e is another provider
 FLEET = Fleet(
@@ -212,8 +197,6 @@ def test_a_pass_keeps_a_data_heavy_workload_beside_its_data() -> None:
 def test_a_divided_workload_keeps_to_the_clusters_nearest_its_data(
     replicas: int, allocatable: list[int], chosen: list[int]
 ) -> None:
-    from reconciler.schedule import placing
-
     item = dataclasses.replace(
         subject(fleet=FLEET, replicas=replicas, allocatable=allocatable), data=row(READER, 0)
     )
@@ -222,8 +205,6 @@ def test_a_divided_workload_keeps_to_the_clusters_nearest_its_data(
 
 
 def test_replicas_spill_past_a_holder_filled_to_the_fleet_level_plus_the_margin() -> None:
-    from reconciler.schedule import placing
-
     busy = dataclasses.replace(
         FLEET.clusters[0],
         allocated=MappingProxyType({"cpu": 55.0, "memory": 1e11, "pods": 10.0}),
@@ -240,34 +221,6 @@ def test_replicas_spill_past_a_holder_filled_to_the_fleet_level_plus_the_margin(
     assert placing.near_data(fleet, item, np.arange(5), fleet.load()).tolist() == [0, 1]
     fewer = dataclasses.replace(item, replicas=room)
     assert placing.near_data(fleet, fewer, np.arange(5), fleet.load()).tolist() == [0]
-
-
-def statefulset(name: str, replicas: int) -> Any:
-    made = deployment(name, replicas)
-    manifest = {**made.manifest, "apiVersion": "apps/v1", "kind": "StatefulSet"}
-    key = dataclasses.replace(made.key, kind="StatefulSet")
-    return dataclasses.replace(made, key=key, manifest=manifest)
-
-
-def divided(**changes: Any) -> Any:
-    base = subject().placement
-    replicas = dataclasses.replace(base.replicas, type="Divided", division="DynamicWeight")
-    return dataclasses.replace(base, replicas=replicas, **changes)
-
-
-STORES = [cluster("a", "aws", "eu", "eu-1a"), cluster("b", "aws", "eu", "eu-1b")]
-
-
-def stateful_spec(clusters: list[Cluster], replicas: int, placement: Any) -> Any:
-    """A spec whose one policy places StatefulSets (spec_of's places Deployments)."""
-    from reconciler.domain import ResourceSelector
-
-    spec = spec_of(clusters, [statefulset("db", replicas)], placement)
-    (policy,) = spec.placement_policies
-    selector = ResourceSelector(api_version="apps/v1", kind="StatefulSet")
-    return dataclasses.replace(
-        spec, placement_policies=(dataclasses.replace(policy, selectors=(selector,)),)
-    )
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from reconciler import validate
-from reconciler.domain import Source, SourceFile
+from reconciler.domain import Source, SourceFile, claims
 from reconciler.errors import Severity, ValidationFailed
 
 CLUSTERS = {
@@ -207,8 +207,6 @@ BY_KIND = "{apiVersion: apps/v1, kind: Deployment}"
 def test_precedence_namespaced_then_priority_then_specificity(
     policies: dict[str, str], winner: str
 ) -> None:
-    from reconciler.domain import claims
-
     files = {f"policies/{n}.yaml": text for n, text in policies.items()}
     spec = validate.spec(source({"workloads/web.yaml": DEPLOY, **files}))
     claim = claims.claim(spec.placement_policies, spec.workloads[0])

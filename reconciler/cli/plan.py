@@ -17,7 +17,7 @@ from typing import Any
 from reconciler import load, pipeline, review, settings, yamlio
 from reconciler.cli import habits as clihabits
 from reconciler.cli import report
-from reconciler.review import planreport
+from reconciler.review import chart, planreport
 from reconciler.validate import guard
 
 DIFFERENCES = 2
@@ -94,8 +94,6 @@ def run(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
         for item in planreport.terminal(diff, console):
             console.print(item)
     if args.chart is not None:
-        from reconciler.review import chart
-
         chart.write(diff, args.chart)
         sys.stderr.write(f"wrote the water-level chart to {args.chart}\n")
     if not diff.head.valid:

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from reconciler import redact
 from reconciler.domain import fence as fencing
 from reconciler.errors import ClusterError, UsageError
+from reconciler.yamlio import plain
 
 # --- cluster access -------------------------------------------------------------------------
 
@@ -31,8 +32,6 @@ def kubeconfig_contexts(path: Path) -> dict[str, Path]:
     """Context name → the kubeconfig file that defines it. `path` is one kubeconfig file or a
     directory of them (a mounted Secret holds one file per key). A context defined in two
     files is an error naming both."""
-    from reconciler.yamlio import plain
-
     files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
     found: dict[str, Path] = {}
     for file in files:
