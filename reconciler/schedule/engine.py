@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
 from reconciler.domain import (
     Decision,
     Placed,
+    ResourceKey,
     SchedulerConfig,
     durations,
 )
@@ -53,14 +53,14 @@ class Pass:
         self,
         fleet: Fleet,
         config: SchedulerConfig,
-        previous: Mapping[Any, Decision],
+        previous: Mapping[ResourceKey, Decision],
         *,
         diagnose: bool,
         now: float,
         filling: Collection[str] = (),
         data: stci.DataCosts | None = None,
-        rows: Mapping[Any, int] | None = None,
-        hooks: Mapping[Any, Any] | None = None,
+        rows: Mapping[ResourceKey, int] | None = None,
+        hooks: Mapping[ResourceKey, ResourceKey] | None = None,
         replicas: overridden.Replicas | None = None,
     ) -> None:
         self.fleet = fleet
@@ -87,19 +87,18 @@ class Pass:
             diagnose=diagnose,
             load=self.load,
             weights=self.weights,
-            cache=self.facts.cache,
             adapt=self._adapted,
         )
         self.clock = 0
         """Counts the changes to the ledger."""
         self.changed: IntArray = np.zeros(fleet.size, dtype=np.int64)
         """The `clock` of each cluster's last usage change."""
-        self.fresh_targets: dict[Any, tuple[IntArray, str]] = {}
+        self.fresh_targets: dict[ResourceKey, tuple[IntArray, str]] = {}
         """Workload key → (its Fresh division, the requestedAt it serves), for requests that
         re-balancing carries out under the churn budget."""
         self.lane = express.Lane(fleet, self.facts, previous, self.changed, diagnose=diagnose)
 
-    def _adapted(self, key: Any) -> dict[str, float]:
+    def _adapted(self, key: ResourceKey) -> dict[str, float]:
         """The factors a workload's weights are multiplied by: DataLocality's, when it uses
         data (recorded in its diagnosis)."""
         row = self.facts.data_row(key)

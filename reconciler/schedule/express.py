@@ -24,12 +24,40 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from reconciler.domain import Decision, ResourceKey
 from reconciler.schedule import facts, framework
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, rows_of, some
+from reconciler.schedule.memo import Ref, ref
+
+
+class RefusalKey(NamedTuple):
+    """What a newcomer's refusal depends on besides the usage: its placement, whether dro's
+    plugins apply, its per-replica demand and its replica count."""
+
+    placement: Ref
+    extensions: bool
+    demand: bytes
+    replicas: int | None
+
+    @classmethod
+    def of(cls, claimed: facts.Claimed, demand: FloatArray) -> RefusalKey:
+        """The key of `claimed` with this per-replica `demand`."""
+        workload = claimed.workload
+        return cls(ref(claimed.placement), claimed.extensions, demand.tobytes(), workload.replicas)
+
+
+@dataclass(frozen=True, slots=True)
+class _Refused:
+    """A memoised refusal: the ledger's clock when worded, the message, and the clusters past
+    the static filters (whose usage it read)."""
+
+    clock: int
+    message: str
+    rows: IntArray
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +75,7 @@ class Newcomer:
 
     subject: framework.Subject
     outcome: framework.Outcome
-    key: tuple[object, ...]
+    key: RefusalKey
 
 
 class Lane:
@@ -68,6 +96,7 @@ class Lane:
         self.changed = changed
         """The ledger's clock of each cluster's last usage change (`Pass.changed`, shared)."""
         self.diagnose = diagnose
+        self._refusals: dict[RefusalKey, _Refused] = {}
 
     def eligible(self, claimed: facts.Claimed) -> bool:
         """Whether the express lane may place this workload: it holds nothing (a first
@@ -91,7 +120,7 @@ class Lane:
     ) -> Refusal | Newcomer | None:
         """The lane's answer for an eligible workload at the ledger's `clock`; None when the
         lane cannot decide it (the engine then does)."""
-        key = _refusal_key(claimed, demand)
+        key = RefusalKey.of(claimed, demand)
         message = self._still_refused(key)
         if message is not None:
             return Refusal(message, claimed.strategy)
@@ -108,19 +137,16 @@ class Lane:
     # nothing else). A run of workloads alike, refused while those clusters' usage stands
     # still, is worked out once.
 
-    def _still_refused(self, key: tuple[object, ...]) -> str | None:
+    def _still_refused(self, key: RefusalKey) -> str | None:
         """The memoised refusal under `key`, if none of the usage it read has changed since."""
-        memo: _Refusal | None = self.facts.cache.get(key)
+        memo = self._refusals.get(key)
         if memo is None:
             return None
-        clock, message, rows = memo
-        if len(rows) and int(self.changed[rows].max()) > clock:
+        if len(memo.rows) and int(self.changed[memo.rows].max()) > memo.clock:
             return None
-        return message
+        return memo.message
 
-    def _refusal(
-        self, subject: framework.Subject, key: tuple[object, ...], clock: int
-    ) -> str | None:
+    def _refusal(self, subject: framework.Subject, key: RefusalKey, clock: int) -> str | None:
         """Why no cluster takes this newcomer, in the filters' words, memoised under `key`;
         None if the filters find a cluster after all."""
         outcome = framework.apply_filters(self.fleet, subject)
@@ -135,20 +161,9 @@ class Lane:
         short): memoise why, at the ledger's `clock`."""
         self._remember(newcomer.subject, newcomer.key, why, clock)
 
-    def _remember(
-        self, subject: framework.Subject, key: tuple[object, ...], why: str, clock: int
-    ) -> None:
+    def _remember(self, subject: framework.Subject, key: RefusalKey, why: str, clock: int) -> None:
         rows = rows_of(framework.static_feasible(self.fleet, subject))
-        self.facts.cache[key] = (clock, why, rows)
-
-
-_Refusal = tuple[int, str, IntArray]
-"""(the ledger's clock when worded, the message, the clusters past the static filters)."""
-
-
-def _refusal_key(claimed: facts.Claimed, demand: FloatArray) -> tuple[object, ...]:
-    placement, replicas = claimed.placement, claimed.workload.replicas
-    return ("refusal", id(placement), claimed.extensions, demand.tobytes(), replicas)
+        self._refusals[key] = _Refused(clock, why, rows)
 
 
 def feasible(fleet: Fleet, subject: framework.Subject) -> BoolArray:
