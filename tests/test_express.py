@@ -167,10 +167,10 @@ def test_only_unexplained_first_placements_take_the_lane() -> None:
             placement_policies=(),
         )
     )
-    assert express.eligible(engine.Pass(fleet, config, {}, diagnose=False, now=0.0), claimed)
-    assert not express.eligible(engine.Pass(fleet, config, {}, diagnose=True, now=0.0), claimed)
+    assert engine.Pass(fleet, config, {}, diagnose=False, now=0.0).lane.eligible(claimed)
+    assert not engine.Pass(fleet, config, {}, diagnose=True, now=0.0).lane.eligible(claimed)
     again = engine.Pass(fleet, config, {workload.key: before}, diagnose=False, now=0.0)
-    assert not express.eligible(again, claimed)
+    assert not again.lane.eligible(claimed)
 
 
 def test_a_workload_scaled_to_zero_still_keeps_off_clusters_above_the_limit() -> None:

@@ -12,7 +12,8 @@ by name, in reverse name order when the FNV-1a-32 hash of the template's UID is 
 - DynamicWeight and Aggregated: by available replicas, with Karmada's fresh and steady modes:
   scale-up divides only the extra replicas and merges them into the previous assignment,
   scale-down uses the previous counts as weights, replicas on clusters that are no longer
-  candidates are placed again, and a shortfall is all-or-nothing `Unschedulable`.
+  candidates are placed again, and a shortfall is all-or-nothing: an `Unschedulable` value,
+  returned in place of the division.
 
 `divide` is the same algorithm on arrays indexed by cluster row (rows in name order); the
 scheduler calls it so that a pass never builds a per-cluster dict. `assign` is a thin wrapper.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -36,8 +38,18 @@ _FNV_OFFSET = 0x811C9DC5
 _FNV_PRIME = 0x01000193
 
 
-class Unschedulable(Exception):
-    """The candidates cannot hold the replicas; nothing is placed (all-or-nothing)."""
+@dataclass(frozen=True, slots=True)
+class Unschedulable:
+    """The candidates cannot hold the replicas; nothing is placed (all-or-nothing). Returned
+    in place of a division: a shortfall is an expected answer, not an error."""
+
+    available: int
+    """The replicas the candidates can take in all."""
+
+    @property
+    def message(self) -> str:
+        """Karmada's words for the shortfall."""
+        return f"Clusters available replicas {self.available} are not enough to schedule."
 
 
 def fnv1a_32(text: str) -> int:
@@ -212,7 +224,7 @@ def divide(
     descending: bool = False,
     fresh: bool = False,
     distinct: bool = False,
-) -> IntArray:
+) -> IntArray | Unschedulable:
     """Divide `replicas` over the cluster rows `candidates` (in the caller's order).
 
     `distinct=True` promises that `candidates` has no repeated row, which spares a dedupe.
@@ -220,7 +232,7 @@ def divide(
     Rows index arrays of length `size` and are in name order. `static` holds each row's
     largest matching weight (None when the policy lists no weights), `available` each row's
     free capacity in replicas (Karmada's AllocatableReplicas), `previous` the last assignment.
-    Returns replicas per row. Raises `Unschedulable` when capacity is short.
+    Returns replicas per row, or `Unschedulable` when capacity is short.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
@@ -246,7 +258,10 @@ def divide(
         return result
     free = _zeros(candidates) if available is None else np.maximum(available[candidates], 0)
     before = _zeros(candidates) if previous is None else np.maximum(previous[candidates], 0)
-    result[candidates] = _dynamic(strategy, replicas, candidates, free, before, descending, fresh)
+    divided = _dynamic(strategy, replicas, candidates, free, before, descending, fresh)
+    if isinstance(divided, Unschedulable):
+        return divided
+    result[candidates] = divided
     return result
 
 
@@ -267,9 +282,10 @@ def _dynamic(
     scheduled: IntArray,
     descending: bool,
     fresh: bool,
-) -> IntArray:
+) -> IntArray | Unschedulable:
     """DynamicWeight and Aggregated over the candidates (no row twice): `free` and `scheduled`
-    are their free capacity and previous replicas; returns their new replicas."""
+    are their free capacity and previous replicas; returns their new replicas, or
+    `Unschedulable` when the weights cannot cover the replicas."""
     assigned = int(scheduled.sum())
     merge = False
     if fresh:
@@ -286,7 +302,7 @@ def _dynamic(
         return scheduled
     total = int(weights.sum())
     if total < target:
-        raise Unschedulable(f"Clusters available replicas {total} are not enough to schedule.")
+        return Unschedulable(total)
     voters = (weights > 0).nonzero()[0]
     if strategy == "Aggregated":
         # A stable sort by weight descending keeps the caller's order among equals; the
@@ -324,13 +340,13 @@ def assign(
     previous: Mapping[str, int] | None = None,
     uid: str = "",
     fresh: bool = False,
-) -> dict[str, int]:
+) -> dict[str, int] | Unschedulable:
     """Divide `replicas` over `candidates` (in the caller's order) by `strategy`.
 
     `static_weights` lists (cluster, weight) for every rule that matches a cluster; the largest
     weight per cluster counts. `available` is each candidate's free capacity in replicas
     (Karmada's AllocatableReplicas); `previous` the last assignment. Returns cluster → replicas
-    with zero entries dropped, sorted by name. Raises `Unschedulable` when capacity is short.
+    with zero entries dropped, sorted by name; `Unschedulable` when capacity is short.
     """
     names = sorted(set(candidates) | set(previous or {}) | {n for n, _ in static_weights or ()})
     row = {name: i for i, name in enumerate(names)}
@@ -351,6 +367,8 @@ def assign(
         descending=names_descending(uid),
         fresh=fresh,
     )
+    if isinstance(result, Unschedulable):
+        return result
     return {names[i]: int(result[i]) for i in np.flatnonzero(result > 0)}
 
 

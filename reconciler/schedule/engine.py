@@ -14,45 +14,35 @@ candidates on every pass.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Collection, Mapping
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
 from reconciler.domain import (
     Decision,
     Placed,
+    ResourceKey,
     SchedulerConfig,
     durations,
 )
 from reconciler.kube import movehooks
 from reconciler.render import overridden
 from reconciler.schedule import (
-    division,
     express,
     facts,
     framework,
     moving,
-    placing,
     record,
     runs,
-    spread,
+    selecting,
     stci,
     triggers,
 )
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, rows_of, some
 from reconciler.schedule.plugins import data_locality
 from reconciler.schedule.record import Result
-
-
-class _Failed(Exception):
-    """This attempt cannot place the workload; `keep` says whether to keep the old copies."""
-
-    def __init__(self, message: str, *, keep: bool) -> None:
-        super().__init__(message)
-        self.keep = keep
+from reconciler.schedule.selecting import Refused
 
 
 class Pass:
@@ -63,14 +53,14 @@ class Pass:
         self,
         fleet: Fleet,
         config: SchedulerConfig,
-        previous: Mapping[Any, Decision],
+        previous: Mapping[ResourceKey, Decision],
         *,
         diagnose: bool,
         now: float,
         filling: Collection[str] = (),
         data: stci.DataCosts | None = None,
-        rows: Mapping[Any, int] | None = None,
-        hooks: Mapping[Any, Any] | None = None,
+        rows: Mapping[ResourceKey, int] | None = None,
+        hooks: Mapping[ResourceKey, ResourceKey] | None = None,
         replicas: overridden.Replicas | None = None,
     ) -> None:
         self.fleet = fleet
@@ -97,18 +87,18 @@ class Pass:
             diagnose=diagnose,
             load=self.load,
             weights=self.weights,
-            cache=self.facts.cache,
             adapt=self._adapted,
         )
         self.clock = 0
         """Counts the changes to the ledger."""
         self.changed: IntArray = np.zeros(fleet.size, dtype=np.int64)
         """The `clock` of each cluster's last usage change."""
-        self.fresh_targets: dict[Any, tuple[IntArray, str]] = {}
+        self.fresh_targets: dict[ResourceKey, tuple[IntArray, str]] = {}
         """Workload key → (its Fresh division, the requestedAt it serves), for requests that
         re-balancing carries out under the churn budget."""
+        self.lane = express.Lane(fleet, self.facts, previous, self.changed, diagnose=diagnose)
 
-    def _adapted(self, key: Any) -> dict[str, float]:
+    def _adapted(self, key: ResourceKey) -> dict[str, float]:
         """The factors a workload's weights are multiplied by: DataLocality's, when it uses
         data (recorded in its diagnosis)."""
         row = self.facts.data_row(key)
@@ -158,8 +148,8 @@ class Pass:
     def _decide(
         self, claimed: facts.Claimed, demand: FloatArray, scale: FloatArray, node_fit: BoolArray
     ) -> Decision:
-        if express.eligible(self, claimed):
-            decided = express.place(self, claimed, demand, scale, node_fit)
+        if self.lane.eligible(claimed):
+            decided = self._express(claimed, demand, scale, node_fit)
             if decided is not None:
                 return decided
         fleet = self.fleet
@@ -181,7 +171,7 @@ class Pass:
         names = [t.name for t in placement.affinity_terms]
         if before is not None and before.affinity_term in names:
             terms = terms[names.index(before.affinity_term) :]
-        failure: _Failed | None = None
+        failure: Refused | None = None
         outcome: framework.Outcome | None = None
         subject: framework.Subject | None = None
         for attempt, term in enumerate(terms):
@@ -198,13 +188,13 @@ class Pass:
                 self._charge(demand, running, result.counts)
                 return self.record.decision(claimed, subject.strategy, None, result, None, stuck)
             outcome = framework.apply_filters(fleet, subject)
-            try:
-                result, outcome = self._place(
-                    subject, outcome, tiers, before, lost, refresh=attempt > 0, stuck=stuck
-                )
-            except _Failed as error:
-                failure = error
+            tried = self._place(
+                subject, outcome, tiers, before, lost, refresh=attempt > 0, stuck=stuck
+            )
+            if isinstance(tried, Refused):
+                failure = tried
                 continue
+            result, outcome = tried
             self._charge(demand, running, result.counts)
             term_name = names[term] if term is not None else None
             return self.record.decision(
@@ -216,6 +206,21 @@ class Pass:
         return self._unschedulable(
             claimed, subject.strategy, outcome, failure, before, running, demand
         )
+
+    def _express(
+        self, claimed: facts.Claimed, demand: FloatArray, scale: FloatArray, node_fit: BoolArray
+    ) -> Decision | None:
+        """The express lane's decision for an eligible workload, charged to the ledger; None
+        when the lane leaves it to the full path."""
+        answer = self.lane.look(claimed, demand, scale, node_fit, clock=self.clock)
+        if isinstance(answer, express.Refusal):
+            return self.refuse(claimed, answer.strategy, None, answer.message, demand)
+        if answer is None:
+            return None
+        decision = self.place_newcomer(claimed, answer.subject, answer.outcome, demand)
+        if decision.unschedulable is not None:  # capacity or spread fell short
+            self.lane.remember(answer, decision.unschedulable, clock=self.clock)
+        return decision
 
     def _stands(
         self,
@@ -278,12 +283,12 @@ class Pass:
         *,
         refresh: bool,
         stuck: Mapping[int, int],
-    ) -> tuple[Result, framework.Outcome]:
-        """The placement, and the outcome with its scores when they were needed."""
+    ) -> tuple[Result, framework.Outcome] | Refused:
+        """The placement, and the outcome with its scores when they were needed; or why not."""
         fleet = self.fleet
         feasible = outcome.feasible
         if not some(feasible):
-            raise _Failed(outcome.fit_error(fleet.size), keep=False)
+            return Refused(outcome.fit_error(fleet.size), keep=False)
         divided = subject.replicas is not None and subject.strategy != "Duplicated"
         trigger = triggers.FOLLOWS
         if divided:
@@ -302,6 +307,8 @@ class Pass:
             if reason is None and request is not None:
                 outcome = self._scored(subject, outcome)
                 target = self._select(subject, outcome, tiers, triggers.REQUESTED, fresh=True)
+                if isinstance(target, Refused):
+                    return target
                 if not subject.movable:
                     return replace(target, served=request), outcome
                 assert target.counts is not None
@@ -317,9 +324,12 @@ class Pass:
             if request is not None:
                 outcome = self._scored(subject, outcome)
                 placed = self._select(subject, outcome, tiers, trigger, fresh=True)
+                if isinstance(placed, Refused):
+                    return placed
                 return replace(placed, served=request), outcome
         outcome = self._scored(subject, outcome)
-        return self._select(subject, outcome, tiers, trigger), outcome
+        placed = self._select(subject, outcome, tiers, trigger)
+        return placed if isinstance(placed, Refused) else (placed, outcome)
 
     def _scored(self, subject: framework.Subject, outcome: framework.Outcome) -> framework.Outcome:
         """The outcome with its scores when anything reads them: the diagnosis, Aggregated's
@@ -336,94 +346,10 @@ class Pass:
         trigger: str,
         *,
         fresh: bool = False,
-    ) -> Result:
-        fleet = self.fleet
-        rows = rows_of(outcome.feasible)
-        selected = rows  # unscored: no spread, and a division that reads no order
-        if outcome.total is not None:
-            # Aggregated and spread read the candidate order; the others divide in name order.
-            available = subject.available
-            ordered = rows[np.lexsort((rows, -available[rows], -outcome.total[rows], tiers[rows]))]
-            try:
-                selected = spread.select(
-                    fleet,
-                    ordered,
-                    subject.placement.spread,
-                    scores=outcome.total,
-                    available=available,
-                    replicas=subject.replicas,
-                    strategy=subject.strategy,
-                    karmada=not subject.extensions,
-                )
-            except spread.SpreadError as error:
-                raise _Failed(str(error), keep=True) from error
-        if subject.replicas is None:
-            return Result(None, np.sort(selected), trigger)
-        if subject.strategy == "Duplicated":
-            counts = np.zeros(fleet.size, dtype=np.int64)
-            counts[selected] = subject.replicas
-            return Result(counts, np.sort(selected), trigger)
-        if moving.runs_whole(subject.extensions, subject.workload, subject.placement):
-            try:
-                selected = placing.one_home(subject, selected, outcome.total, fresh=fresh)
-            except placing.NoHome as error:
-                raise _Failed(str(error), keep=True) from error
-            trigger += f"; runs whole on {fleet.name_list[int(selected[0])]} (stateful)"
-        elif subject.data is not None and subject.extensions:
-            candidates = selected.size
-            selected = placing.near_data(fleet, subject, selected, self.load)
-            if selected.size < candidates:
-                near = ", ".join(fleet.name_list[int(row)] for row in selected)
-                trigger += f"; kept near its data: {near}"
-        try:
-            counts = self._divide(subject, selected, tiers, fresh=fresh)
-        except division.Unschedulable as error:
-            raise _Failed(str(error), keep=True) from error
-        return Result(counts, rows_of(counts), trigger)
-
-    def _divide(
-        self, subject: framework.Subject, selected: IntArray, tiers: IntArray, *, fresh: bool
-    ) -> IntArray:
-        size = self.fleet.size
-        descending = division.names_descending(subject.workload.uid)
-        replicas = subject.replicas or 0
-        if subject.strategy == "StaticWeight":
-            return division.divide(
-                "StaticWeight",
-                replicas,
-                selected,
-                size=size,
-                static=self.facts.static(subject.placement),
-                descending=descending,
-                distinct=True,
-            )
-        dynamic = functools.partial(
-            division.divide,
-            subject.strategy,
-            size=size,
-            available=subject.allocatable,
-            previous=subject.previous,
-            descending=descending,
-            distinct=True,
-            fresh=fresh,
+    ) -> Result | Refused:
+        return selecting.select(
+            self.fleet, self.facts, subject, outcome, tiers, trigger, load=self.load, fresh=fresh
         )
-        if not self.facts.tiered(tiers) or not some(tiers[selected]):
-            return dynamic(replicas, selected)
-        counts = np.zeros(size, dtype=np.int64)
-        remaining = replicas
-        for tier in np.unique(tiers[selected]).tolist():
-            rows = selected[tiers[selected] == tier]
-            take = min(remaining, int(subject.available[rows].sum()))
-            if take <= 0:
-                continue
-            counts += dynamic(take, rows)
-            remaining -= take
-        if remaining > 0:
-            total = int(subject.available[selected].sum())
-            raise division.Unschedulable(
-                f"Clusters available replicas {total} are not enough to schedule."
-            )
-        return counts
 
     def place_newcomer(
         self,
@@ -439,11 +365,10 @@ class Pass:
         trigger = triggers.newcomer(before) if divided else triggers.FOLLOWS
         tiers = self.facts.target(subject.placement, None)[1]
         outcome = self._scored(subject, outcome)
-        try:
-            result = self._select(subject, outcome, tiers, trigger)
-        except _Failed as failure:
+        result = self._select(subject, outcome, tiers, trigger)
+        if isinstance(result, Refused):
             return self._unschedulable(
-                claimed, subject.strategy, outcome, failure, None, subject.previous, demand
+                claimed, subject.strategy, outcome, result, None, subject.previous, demand
             )
         if result.counts is not None and len(result.rows):
             self.add(result.rows, demand, result.counts[result.rows])
@@ -459,7 +384,7 @@ class Pass:
     ) -> Decision:
         """Record a workload placed for the first time as unschedulable, with `message`."""
         zeros = np.zeros(self.fleet.size, dtype=np.int64)
-        failure = _Failed(message, keep=False)
+        failure = Refused(message, keep=False)
         return self._unschedulable(claimed, strategy, outcome, failure, None, zeros, demand)
 
     def _charge(self, demand: FloatArray, previous: IntArray, counts: IntArray | None) -> None:
@@ -483,7 +408,7 @@ class Pass:
         claimed: facts.Claimed,
         strategy: str,
         outcome: framework.Outcome | None,
-        failure: _Failed,
+        failure: Refused,
         before: Decision | None,
         running: IntArray,
         demand: FloatArray,
@@ -498,4 +423,4 @@ class Pass:
             for placed in kept:
                 counts[self.fleet.index[placed.cluster]] = placed.replicas or 0
         self._charge(demand, running, counts)
-        return self.record.unschedulable(claimed, strategy, outcome, str(failure), before, kept)
+        return self.record.unschedulable(claimed, strategy, outcome, failure.message, before, kept)

@@ -11,98 +11,159 @@ only which clusters pass. This lane computes that mask directly:
   each cluster can take (`Facts.room`);
 - WaterLevel from the subject's headroom, when it is not implied by Capacity.
 
-The engine then selects, divides and charges as for any workload (`Pass.place_newcomer`).
-When no cluster passes, the filters run in full for the reasons of the unschedulable message.
-A workload with a previous decision, or with ordered affinity terms, or a pass that explains
-itself, goes through `Pass.decide` in full. `tests/test_express.py` checks that both lanes
-decide alike.
+The lane answers with a value and the engine acts on it: a `Refusal` it records, or a
+`Newcomer` it selects, divides and charges as for any workload (`Pass.place_newcomer`). When
+no cluster passes, the filters run in full for the reasons of the unschedulable message. A
+workload with a previous decision, or with ordered affinity terms, or a pass that explains
+itself, goes through `Pass.decide` in full. The lane knows nothing of the engine: `engine.Pass`
+builds one `Lane` per pass and calls it. `tests/test_express.py` checks that both lanes decide
+alike.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
-from reconciler.domain import Decision
+from reconciler.domain import Decision, ResourceKey
 from reconciler.schedule import facts, framework
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, rows_of, some
-
-if TYPE_CHECKING:
-    from reconciler.schedule.engine import Pass
+from reconciler.schedule.memo import Ref, ref
 
 
-def eligible(run: Pass, claimed: facts.Claimed) -> bool:
-    """Whether the express lane may place this workload: it holds nothing (a first placement,
-    or one that was unschedulable), the pass does not explain itself, its placement has no
-    ordered affinity terms, and it uses no data set (STCI)."""
-    if run.diagnose or claimed.placement.affinity_terms:
-        return False
-    if run.facts.data_row(claimed.workload.key) is not None:
-        return False  # its data makes every cluster's score its own: no shared refusal
-    before = run.previous.get(claimed.workload.key)
-    return before is None or not (before.clusters or before.retiring)
+class RefusalKey(NamedTuple):
+    """What a newcomer's refusal depends on besides the usage: its placement, whether dro's
+    plugins apply, its per-replica demand and its replica count."""
+
+    placement: Ref
+    extensions: bool
+    demand: bytes
+    replicas: int | None
+
+    @classmethod
+    def of(cls, claimed: facts.Claimed, demand: FloatArray) -> RefusalKey:
+        """The key of `claimed` with this per-replica `demand`."""
+        workload = claimed.workload
+        return cls(ref(claimed.placement), claimed.extensions, demand.tobytes(), workload.replicas)
 
 
-def place(
-    run: Pass, claimed: facts.Claimed, demand: FloatArray, scale: FloatArray, node_fit: BoolArray
-) -> Decision | None:
-    """The decision for an eligible workload, its placement charged to the ledger; None when
-    the lane cannot decide it (the engine then does)."""
-    key = _refusal_key(claimed, demand)
-    message = _still_refused(run, key)
-    if message is not None:
-        return run.refuse(claimed, claimed.strategy, None, message, demand)
-    subject = run.facts.newcomer(claimed, demand, scale, node_fit, None)
-    passed = feasible(run.fleet, subject)
-    if some(passed):
-        outcome = framework.Outcome(feasible=passed, rejected_by=())
-        decision = run.place_newcomer(claimed, subject, outcome, demand)
-        if decision.unschedulable is not None:  # capacity or spread fell short
-            _remember(run, subject, key, decision.unschedulable)
-        return decision
-    message = _refusal(run, subject, key)
-    return None if message is None else run.refuse(claimed, subject.strategy, None, message, demand)
+@dataclass(frozen=True, slots=True)
+class _Refused:
+    """A memoised refusal: the ledger's clock when worded, the message, and the clusters past
+    the static filters (whose usage it read)."""
+
+    clock: int
+    message: str
+    rows: IntArray
 
 
-# A refusal is memoised: whether a newcomer fits, and why not, depends only on its placement,
-# its demand and replica count, and the usage of the clusters that pass the static filters
-# (the filters' verdicts, the estimate, spread and division all read nothing else). A run of
-# workloads alike, refused while those clusters' usage stands still, is worked out once.
-_Refusal = tuple[int, str, IntArray]
-"""(the ledger's clock when worded, the message, the clusters past the static filters)."""
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """The lane's answer for a workload no cluster takes: record it as unschedulable."""
+
+    message: str
+    strategy: str
 
 
-def _refusal_key(claimed: facts.Claimed, demand: FloatArray) -> tuple[object, ...]:
-    placement, replicas = claimed.placement, claimed.workload.replicas
-    return ("refusal", id(placement), claimed.extensions, demand.tobytes(), replicas)
+@dataclass(frozen=True, slots=True)
+class Newcomer:
+    """The lane's answer for a workload some cluster takes: place it on `outcome`'s feasible
+    clusters, and tell the lane (`Lane.remember`) if that falls short after all."""
+
+    subject: framework.Subject
+    outcome: framework.Outcome
+    key: RefusalKey
 
 
-def _still_refused(run: Pass, key: tuple[object, ...]) -> str | None:
-    """The memoised refusal under `key`, if none of the usage it read has changed since."""
-    memo: _Refusal | None = run.facts.cache.get(key)
-    if memo is None:
-        return None
-    clock, message, rows = memo
-    if len(rows) and int(run.changed[rows].max()) > clock:
-        return None
-    return message
+class Lane:
+    """The express lane of one pass: what it reads of the pass, and its memo of refusals."""
 
+    def __init__(
+        self,
+        fleet: Fleet,
+        memo: facts.Facts,
+        previous: Mapping[ResourceKey, Decision],
+        changed: IntArray,
+        *,
+        diagnose: bool,
+    ) -> None:
+        self.fleet = fleet
+        self.facts = memo
+        self.previous = previous
+        self.changed = changed
+        """The ledger's clock of each cluster's last usage change (`Pass.changed`, shared)."""
+        self.diagnose = diagnose
+        self._refusals: dict[RefusalKey, _Refused] = {}
 
-def _refusal(run: Pass, subject: framework.Subject, key: tuple[object, ...]) -> str | None:
-    """Why no cluster takes this newcomer, in the filters' words, memoised under `key`; None
-    if the filters find a cluster after all."""
-    outcome = framework.apply_filters(run.fleet, subject)
-    if some(outcome.feasible):
-        return None  # the lane and the filters disagree: let the engine decide
-    message = outcome.fit_error(run.fleet.size)
-    _remember(run, subject, key, message)
-    return message
+    def eligible(self, claimed: facts.Claimed) -> bool:
+        """Whether the express lane may place this workload: it holds nothing (a first
+        placement, or one that was unschedulable), the pass does not explain itself, its
+        placement has no ordered affinity terms, and it uses no data set (STCI)."""
+        if self.diagnose or claimed.placement.affinity_terms:
+            return False
+        if self.facts.data_row(claimed.workload.key) is not None:
+            return False  # its data makes every cluster's score its own: no shared refusal
+        before = self.previous.get(claimed.workload.key)
+        return before is None or not (before.clusters or before.retiring)
 
+    def look(
+        self,
+        claimed: facts.Claimed,
+        demand: FloatArray,
+        scale: FloatArray,
+        node_fit: BoolArray,
+        *,
+        clock: int,
+    ) -> Refusal | Newcomer | None:
+        """The lane's answer for an eligible workload at the ledger's `clock`; None when the
+        lane cannot decide it (the engine then does)."""
+        key = RefusalKey.of(claimed, demand)
+        message = self._still_refused(key)
+        if message is not None:
+            return Refusal(message, claimed.strategy)
+        subject = self.facts.newcomer(claimed, demand, scale, node_fit, None)
+        passed = feasible(self.fleet, subject)
+        if some(passed):
+            return Newcomer(subject, framework.Outcome(feasible=passed, rejected_by=()), key)
+        message = self._refusal(subject, key, clock)
+        return None if message is None else Refusal(message, subject.strategy)
 
-def _remember(run: Pass, subject: framework.Subject, key: tuple[object, ...], why: str) -> None:
-    rows = rows_of(framework.static_feasible(run.fleet, subject))
-    run.facts.cache[key] = (run.clock, why, rows)
+    # A refusal is memoised: whether a newcomer fits, and why not, depends only on its
+    # placement, its demand and replica count, and the usage of the clusters that pass the
+    # static filters (the filters' verdicts, the estimate, spread and division all read
+    # nothing else). A run of workloads alike, refused while those clusters' usage stands
+    # still, is worked out once.
+
+    def _still_refused(self, key: RefusalKey) -> str | None:
+        """The memoised refusal under `key`, if none of the usage it read has changed since."""
+        memo = self._refusals.get(key)
+        if memo is None:
+            return None
+        if len(memo.rows) and int(self.changed[memo.rows].max()) > memo.clock:
+            return None
+        return memo.message
+
+    def _refusal(self, subject: framework.Subject, key: RefusalKey, clock: int) -> str | None:
+        """Why no cluster takes this newcomer, in the filters' words, memoised under `key`;
+        None if the filters find a cluster after all."""
+        outcome = framework.apply_filters(self.fleet, subject)
+        if some(outcome.feasible):
+            return None  # the lane and the filters disagree: let the engine decide
+        message = outcome.fit_error(self.fleet.size)
+        self._remember(subject, key, message, clock)
+        return message
+
+    def remember(self, newcomer: Newcomer, why: str, *, clock: int) -> None:
+        """A newcomer the lane let through was refused after all (capacity or spread fell
+        short): memoise why, at the ledger's `clock`."""
+        self._remember(newcomer.subject, newcomer.key, why, clock)
+
+    def _remember(self, subject: framework.Subject, key: RefusalKey, why: str, clock: int) -> None:
+        rows = rows_of(framework.static_feasible(self.fleet, subject))
+        self._refusals[key] = _Refused(clock, why, rows)
 
 
 def feasible(fleet: Fleet, subject: framework.Subject) -> BoolArray:

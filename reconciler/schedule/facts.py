@@ -1,17 +1,17 @@
 """What a pass knows about each placement and workload, memoised for the pass.
 
 `Claimed` pairs a workload with the placement that applies to it. `Facts` answers, once per
-placement, its RWL limits, the clusters its targets (or an affinity term) select, its static
-weights and its capacity ceiling; and, against the live usage ledger, a workload's headroom
-and how many replicas each cluster can still take (Karmada's AllocatableReplicas). It builds
-the `framework.Subject` the filters and scorers see.
+placement (one typed memo per answer, keyed by the placement's `memo.Ref`), its RWL limits,
+the clusters its targets (or an affinity term) select, its static weights and its capacity
+ceiling; and, against the live usage ledger, a workload's headroom and how many replicas each
+cluster can still take (Karmada's AllocatableReplicas). It builds the `framework.Subject` the
+filters and scorers see, with the pass's `memo.Memos`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from reconciler.schedule.fleet import (
     rows_of,
     some,
 )
+from reconciler.schedule.memo import Memos, Ref, ref
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,8 +97,18 @@ class Facts:
         self.rows = rows or {}
         self._data_rows: dict[ResourceKey, framework.DataRow | None] = {}
         """Workload key → its row in `data`."""
-        """The pass's ledger (resources × clusters); updated in place as the pass goes."""
-        self.cache: dict[Any, Any] = {}
+        self.memos = Memos()
+        """The memos the framework and the plugins keep for the pass (`Subject.memos`)."""
+        self._limits: dict[tuple[Ref, bool], FloatArray] = {}
+        """(placement, extensions) → its RWL limit per resource."""
+        self._targets: dict[tuple[Ref, int | None], tuple[BoolArray, IntArray]] = {}
+        """(placement, affinity term) → the clusters it selects, and their overflow tiers."""
+        self._tiered: dict[Ref, tuple[IntArray, bool]] = {}
+        """A tiers array → (the array, held so its identity stays its own; has tiers)."""
+        self._static: dict[Ref, IntArray | None] = {}
+        """Placement → each cluster's largest static weight (None: it lists none)."""
+        self._ceilings: dict[Ref, FloatArray] = {}
+        """A limit array of `_limits` → capacity × limit."""
         self._any_cordoned = some(fleet.cordoned)
         self._requested: dict[bytes, IntArray] = {}
         self._nothing = frozen(np.zeros(fleet.size, dtype=np.int64))
@@ -105,8 +116,9 @@ class Facts:
 
     def limit(self, claimed: Claimed) -> FloatArray:
         """The RWL limit per resource that applies to this workload; 1 where none does."""
-        key = ("limit", id(claimed.placement), claimed.extensions)
-        if key not in self.cache:
+        key = (ref(claimed.placement), claimed.extensions)
+        found = self._limits.get(key)
+        if found is None:
             limits = np.ones(len(self.fleet.resources), dtype=np.float64)
             if claimed.extensions:
                 for j, resource in enumerate(self.fleet.resources):
@@ -114,14 +126,14 @@ class Facts:
                         resource, self.config.water_level_limit.get(resource, 1.0)
                     )
                     limits[j] = float(value)
-            self.cache[key] = limits
-        result: FloatArray = self.cache[key]
-        return result
+            found = self._limits[key] = limits
+        return found
 
     def target(self, placement: Placement, term: int | None) -> tuple[BoolArray, IntArray]:
         """Clusters the targets (or one affinity term with its overflow) select, and tiers."""
-        key = ("target", id(placement), term)
-        if key not in self.cache:
+        key = (ref(placement), term)
+        found = self._targets.get(key)
+        if found is None:
             fleet = self.fleet
             tiers = np.zeros(fleet.size, dtype=np.int64)
             if term is None:
@@ -133,22 +145,21 @@ class Facts:
                     extra = fleet.affinity_mask(overflow) & ~mask
                     tiers[extra] = tier
                     mask = mask | extra
-            self.cache[key] = (mask, tiers)
-        pair: tuple[BoolArray, IntArray] = self.cache[key]
-        return pair
+            found = self._targets[key] = (mask, tiers)
+        return found
 
     def tiered(self, tiers: IntArray) -> bool:
         """Whether a `target` tiers array has overflow tiers at all; memoised per array."""
-        key = ("tiered", id(tiers))
-        if key not in self.cache:
-            self.cache[key] = (tiers, some(tiers))  # holding the array keeps its id unique
-        tiered: bool = self.cache[key][1]
-        return tiered
+        key = ref(tiers)
+        found = self._tiered.get(key)
+        if found is None:
+            found = self._tiered[key] = (tiers, some(tiers))
+        return found[1]
 
     def static(self, placement: Placement) -> IntArray | None:
         """Each cluster's largest matching static weight; None when the policy lists none."""
-        key = ("static", id(placement))
-        if key not in self.cache:
+        key = ref(placement)
+        if key not in self._static:
             rules = placement.replicas.static_weights
             weights = None
             if rules:
@@ -156,9 +167,8 @@ class Facts:
                 for affinity, weight in rules:
                     matched = self.fleet.affinity_mask(affinity)
                     weights[matched] = np.maximum(weights[matched], weight)
-            self.cache[key] = weights
-        result: IntArray | None = self.cache[key]
-        return result
+            self._static[key] = weights
+        return self._static[key]
 
     def requested(self, demand: FloatArray) -> IntArray:
         """Indices of the resources one replica requests; memoised per distinct demand."""
@@ -170,11 +180,11 @@ class Facts:
 
     def ceiling(self, limit: FloatArray) -> FloatArray:
         """(resources × clusters) capacity × RWL limit; unbounded resources stay inf."""
-        key = ("ceiling", id(limit))
-        if key not in self.cache:
-            self.cache[key] = self.fleet.capacity_by_resource * limit[:, np.newaxis]
-        result: FloatArray = self.cache[key]
-        return result
+        key = ref(limit)
+        found = self._ceilings.get(key)
+        if found is None:
+            found = self._ceilings[key] = self.fleet.capacity_by_resource * limit[:, np.newaxis]
+        return found
 
     def room(
         self, scale: FloatArray, requested: IntArray, limit: FloatArray, replicas: int
@@ -246,7 +256,7 @@ class Facts:
             headroom=headroom,
             allocatable=allocatable,
             node_fit=node_fit,
-            cache=self.cache,
+            memos=self.memos,
             data=self.data_row(claimed.workload.key),
         )
 

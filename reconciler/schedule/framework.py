@@ -19,6 +19,7 @@ import numpy as np
 
 from reconciler.domain import ClusterVerdict, Placement, Workload
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, frozen, rows_of, some
+from reconciler.schedule.memo import Memos, Ref, Slot, ref
 
 SCORE_MAX = 100.0
 
@@ -58,8 +59,8 @@ class Subject:
     """Replicas each cluster can still take, within the RWL limit (Karmada's Allocatable)."""
     node_fit: BoolArray
     """One replica fits the cluster's largest free node."""
-    cache: dict[Any, Any] = field(default_factory=dict)
-    """Per-pass memo for results that depend only on the placement."""
+    memos: Memos = field(default_factory=Memos)
+    """The pass's memos, for results that depend only on the placement (`memo.Slot`)."""
     data: DataRow | None = None
     """STCI: what its data would cost on each cluster; None when it uses no data set."""
 
@@ -250,15 +251,25 @@ def _applies(entry: _Registered, subject: Subject) -> bool:
     return entry.karmada or subject.extensions
 
 
-def _static_filters(
-    fleet: Fleet, subject: Subject
-) -> tuple[BoolArray, tuple[tuple[str, BoolArray, Verdict], ...]]:
+Rejections = tuple[tuple[str, BoolArray, Verdict], ...]
+"""(filter name, the clusters it rejected first, its verdict), in filter order."""
+
+_STATIC_FILTERS: Slot[tuple[Ref, Ref, bool], tuple[BoolArray, Rejections]] = Slot(
+    "the static filters' feasible clusters and rejections, per (placement, target, extensions)"
+)
+_STATIC_SCORES: Slot[tuple[Ref, bool], tuple[dict[str, FloatArray], FloatArray]] = Slot(
+    "the static scorers' columns and weighted total, per (placement, extensions)"
+)
+
+
+def _static_filters(fleet: Fleet, subject: Subject) -> tuple[BoolArray, Rejections]:
     """The leading static filters' result, memoised per placement for workloads that hold
     nothing yet (their verdicts depend on nothing else)."""
     fresh = not some(subject.holders)
-    key = ("static-filters", id(subject.placement), id(subject.target), subject.extensions)
-    if fresh and key in subject.cache:
-        feasible, rejected = subject.cache[key]
+    key = (ref(subject.placement), ref(subject.target), subject.extensions)
+    memo = _STATIC_FILTERS.of(subject.memos)
+    if fresh and key in memo:
+        feasible, rejected = memo[key]
         return feasible.copy(), rejected
     feasible = np.ones(fleet.size, dtype=bool)
     rejected_by: list[tuple[str, BoolArray, Verdict]] = []
@@ -268,7 +279,7 @@ def _static_filters(
         if _applies(entry, subject):
             _reject(name, entry.plugin(fleet, subject), feasible, rejected_by)
     if fresh:
-        subject.cache[key] = (frozen(feasible.copy()), tuple(rejected_by))
+        memo[key] = (frozen(feasible.copy()), tuple(rejected_by))
     return feasible, tuple(rejected_by)
 
 
@@ -281,11 +292,11 @@ def static_filters(fleet: Fleet, subject: Subject) -> BoolArray:
 def static_feasible(fleet: Fleet, subject: Subject) -> BoolArray:
     """The clusters that pass the leading static filters, for a subject that holds nothing;
     memoised per placement, and shared: the caller must not change it."""
-    key = ("static-filters", id(subject.placement), id(subject.target), subject.extensions)
-    if key not in subject.cache:
+    key = (ref(subject.placement), ref(subject.target), subject.extensions)
+    memo = _STATIC_FILTERS.of(subject.memos)
+    if key not in memo:
         _static_filters(fleet, subject)
-    feasible: BoolArray = subject.cache[key][0]
-    return feasible
+    return memo[key][0]
 
 
 def _reject(
@@ -316,10 +327,10 @@ def _static_scores(
     fleet: Fleet, subject: Subject, weights: Mapping[str, float], feasible: BoolArray
 ) -> tuple[dict[str, FloatArray], FloatArray]:
     fresh = not some(subject.holders)
-    key = ("static-scores", id(subject.placement), subject.extensions)
-    if fresh and key in subject.cache:
-        cached: tuple[dict[str, FloatArray], FloatArray] = subject.cache[key]
-        return cached
+    key = (ref(subject.placement), subject.extensions)
+    memo = _STATIC_SCORES.of(subject.memos)
+    if fresh and key in memo:
+        return memo[key]
     columns: dict[str, FloatArray] = {}
     total = np.zeros(fleet.size, dtype=np.float64)
     for name, entry in SCORERS.items():
@@ -327,7 +338,7 @@ def _static_scores(
             columns[name] = _bounded(entry.plugin(fleet, subject, feasible))
             total += float(weights.get(name, entry.weight)) * columns[name]
     if fresh:
-        subject.cache[key] = (columns, total)
+        memo[key] = (columns, total)
     return columns, total
 
 

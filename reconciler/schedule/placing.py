@@ -11,14 +11,28 @@ division. Pure numpy over clusters.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from reconciler.schedule import framework
 from reconciler.schedule.fleet import Fleet, FloatArray, IntArray
 
 
-class NoHome(Exception):
-    """No single cluster can take every replica of a stateful workload."""
+@dataclass(frozen=True, slots=True)
+class NoHome:
+    """No single cluster can take every replica of a stateful workload: returned in place of
+    the home."""
+
+    replicas: int
+
+    @property
+    def message(self) -> str:
+        """The refusal, with what would let the workload split."""
+        return (
+            f"no cluster can run all {self.replicas} replicas of a stateful workload on its own "
+            "(set placement.allowSplit to let it split)"
+        )
 
 
 def one_home(
@@ -27,20 +41,17 @@ def one_home(
     total: FloatArray | None,
     *,
     fresh: bool = False,
-) -> IntArray:
+) -> IntArray | NoHome:
     """Follow-up scheduling: a stateful workload (a StatefulSet, or one with a PVC) runs whole
     on one cluster that can take all its replicas: the one it runs on (unless a Fresh request
     asks to choose again), else the one holding the primary of the data it writes (fewest
-    cross-domain bytes), else the best scored, then the roomiest. Raises `NoHome` when no
-    single cluster can take them all."""
+    cross-domain bytes), else the best scored, then the roomiest. `NoHome` when no single
+    cluster can take them all."""
     replicas = subject.replicas or 0
     room = subject.available[selected]
     fits = selected[room >= replicas]
     if fits.size == 0:
-        raise NoHome(
-            f"no cluster can run all {replicas} replicas of a stateful workload on its own "
-            "(set placement.allowSplit to let it split)"
-        )
+        return NoHome(replicas)
     moved = subject.data.bytes_per_day[fits] if subject.data is not None else np.zeros(fits.size)
     scores = total[fits] if total is not None else np.zeros(fits.size)
     running = np.zeros(fits.size) if fresh else subject.previous[fits]

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from reconciler.domain import Decision, Diagnosis, Move, Placed, durations
+from reconciler.domain import Decision, Diagnosis, Move, Placed, ResourceKey, durations
 from reconciler.schedule import facts, framework, triggers
 from reconciler.schedule.fleet import Fleet, IntArray, rows_of
 
@@ -37,15 +36,14 @@ class Recorder:
     def __init__(
         self,
         fleet: Fleet,
-        previous: Mapping[Any, Decision],
+        previous: Mapping[ResourceKey, Decision],
         *,
         now: float,
         cooldown: float,
         diagnose: bool,
         load: float,
         weights: Mapping[str, float],
-        cache: dict[Any, Any],
-        adapt: Callable[[Any], Mapping[str, float]] | None = None,
+        adapt: Callable[[ResourceKey], Mapping[str, float]] | None = None,
     ) -> None:
         self.fleet = fleet
         self.adapt = adapt
@@ -56,7 +54,8 @@ class Recorder:
         self.diagnose = diagnose
         self.load = load
         self.weights = weights
-        self.cache = cache
+        self._scorer_weights: dict[bool, dict[str, float]] = {}
+        """extensions → the weights of the scorers that run for such a policy."""
 
     def recent_moves(self, before: Decision | None) -> tuple[Move, ...]:
         """The previous decision's moves that are still within the cooldown."""
@@ -66,12 +65,12 @@ class Recorder:
 
     def _weights(self, extensions: bool) -> dict[str, float]:
         """The weights of the scorers that run for such a policy; the same every workload."""
-        key = ("weights", extensions)
-        if key not in self.cache:
+        found = self._scorer_weights.get(extensions)
+        if found is None:
             names = framework.scorer_names(extensions)
-            self.cache[key] = {name: self.weights.get(name, 1.0) for name in names}
-        weights: dict[str, float] = self.cache[key]
-        return weights
+            found = {name: self.weights.get(name, 1.0) for name in names}
+            self._scorer_weights[extensions] = found
+        return found
 
     def _diagnosis(
         self,

@@ -14,8 +14,9 @@ name). Karmada's rules:
 
 Karmada groups by region only (zone and provider only filter), and a placement whose spread
 constraints name neither region nor cluster (`spreadByLabel`, which Karmada does not implement)
-is unschedulable with Karmada's error, as is a selection of no cluster. dro's own policies may
-group by region, zone or provider, one of them. Karmada has no default for maxGroups (unset selects
+is unschedulable with Karmada's error, as is a selection of no cluster. Such a refusal is an
+`Unspreadable` value, returned in place of the selection. dro's own policies may group by
+region, zone or provider, one of them. Karmada has no default for maxGroups (unset selects
 nothing); in dro's policies an unset maxGroups means no limit.
 """
 
@@ -35,8 +36,12 @@ MAX_SEARCHED_GROUPS = 16
 """Beyond this many groups the combination search is replaced by taking groups by score."""
 
 
-class SpreadError(Exception):
-    """No selection satisfies the spread constraints."""
+@dataclass(frozen=True, slots=True)
+class Unspreadable:
+    """No selection satisfies the spread constraints: returned in place of the selection."""
+
+    message: str
+    """Why, in Karmada's words where Karmada has them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,19 +61,19 @@ def select(
     replicas: int | None,
     strategy: str,
     karmada: bool,
-) -> IntArray:
-    """The candidate rows to divide over, in candidate order; raises SpreadError."""
+) -> IntArray | Unspreadable:
+    """The candidate rows to divide over, in candidate order, or why there are none."""
     if not constraints or strategy == "StaticWeight":
         return ordered
     if karmada:
         selected = _karmada(fleet, ordered, constraints, scores, available, replicas, strategy)
-        if not len(selected):
-            raise SpreadError("no clusters available to schedule")
+        if not isinstance(selected, Unspreadable) and not len(selected):
+            return Unspreadable("no clusters available to schedule")
         return selected
     by_cluster = next((c for c in constraints if c.by == "cluster"), None)
     grouping = [c for c in constraints if c.by != "cluster"]
     if len(grouping) > 1:
-        raise SpreadError("spread supports cluster plus one of region, zone or provider")
+        return Unspreadable("spread supports cluster plus one of region, zone or provider")
     cluster = by_cluster or SpreadConstraint(by="cluster", min_groups=1, max_groups=None)
     need = None if strategy == "Duplicated" or replicas is None else replicas
     if grouping:
@@ -86,7 +91,7 @@ def _karmada(
     available: IntArray,
     replicas: int | None,
     strategy: str,
-) -> IntArray:
+) -> IntArray | Unspreadable:
     """Karmada's `selectBestClustersBySpreadConstraints`: by region when a region constraint
     exists, else by cluster when a cluster constraint exists, else an error: zone and provider
     only filter, and `spreadByLabel` is not implemented."""
@@ -100,7 +105,7 @@ def _karmada(
         )
     if "cluster" in fields:
         return _by_cluster(ordered, cluster, available, need, True)
-    raise SpreadError("just support cluster and region spread constraint")
+    return Unspreadable("just support cluster and region spread constraint")
 
 
 def _max(constraint: SpreadConstraint, karmada: bool, fallback: int) -> int:
@@ -115,9 +120,11 @@ def _by_cluster(
     available: IntArray,
     need: int | None,
     karmada: bool,
-) -> IntArray:
+) -> IntArray | Unspreadable:
     if len(ordered) < constraint.min_groups:
-        raise SpreadError("the number of feasible clusters is less than spreadConstraint.MinGroups")
+        return Unspreadable(
+            "the number of feasible clusters is less than spreadConstraint.MinGroups"
+        )
     count = min(len(ordered), _max(constraint, karmada, len(ordered)))
     if need is None:
         return ordered[:count]
@@ -133,7 +140,7 @@ def _by_cluster(
             chosen[slot], rest[best] = rest[best], chosen[slot]
         slot -= 1
     if sum(int(available[r]) for r in chosen) < need or not chosen:
-        raise SpreadError(f"no enough resource when selecting {count} clusters")
+        return Unspreadable(f"no enough resource when selecting {count} clusters")
     return np.array(chosen, dtype=np.int64)
 
 
@@ -147,14 +154,14 @@ def _by_group(
     need: int | None,
     replicas: int,
     karmada: bool,
-) -> IntArray:
+) -> IntArray | Unspreadable:
     field = fleet.topology(grouping.by)
     members: dict[str, list[int]] = {}
     for row in ordered.tolist():
         if field[row] is not None:
             members.setdefault(str(field[row]), []).append(row)
     if len(members) < grouping.min_groups:
-        raise SpreadError(
+        return Unspreadable(
             f"the number of feasible {grouping.by}s is less than spreadConstraint.MinGroups"
         )
     groups = [
@@ -168,7 +175,7 @@ def _by_group(
     most = _max(grouping, karmada, len(groups))
     chosen = _select_groups(groups, grouping.min_groups, most, cluster.min_groups)
     if not chosen:
-        raise SpreadError(
+        return Unspreadable(
             "the number of clusters is less than the cluster spreadConstraint.MinGroups"
         )
     picked = [members[g.name][0] for g in chosen]

@@ -10,20 +10,24 @@ term: it spreads load, and it weighs most when the fleet is loaded.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
 from reconciler.schedule import framework
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray
+from reconciler.schedule.memo import Slot
+
+_COUNTED: Slot[bytes, tuple[IntArray, FloatArray, IntArray]] = Slot(
+    "the counted resource rows, their capacity and the clusters without it, per requested set"
+)
 
 
 def _counted(fleet: Fleet, subject: framework.Subject) -> tuple[IntArray, FloatArray, IntArray]:
     """The resource rows the level is taken over, their capacity (inf where it is 0), and the
     clusters with no capacity of one of them; memoised per pass."""
-    key = ("balance", subject.requested.tobytes())
-    cache: dict[Any, Any] = subject.cache
-    if key not in cache:
+    key = subject.requested.tobytes()
+    memo = _COUNTED.of(subject.memos)
+    if key not in memo:
         wanted = [j for j in subject.requested.tolist() if fleet.resources[j] != "pods"]
         if not wanted:
             wanted = [fleet.resources.index(r) for r in ("cpu", "memory") if r in fleet.resources]
@@ -31,9 +35,8 @@ def _counted(fleet: Fleet, subject: framework.Subject) -> tuple[IntArray, FloatA
         capacity = fleet.capacity_by_resource[rows].copy()
         full = capacity <= 0
         capacity[full] = np.inf
-        cache[key] = (rows, capacity, np.flatnonzero(full.any(axis=0)))
-    result: tuple[IntArray, FloatArray, IntArray] = cache[key]
-    return result
+        memo[key] = (rows, capacity, np.flatnonzero(full.any(axis=0)))
+    return memo[key]
 
 
 @framework.register_scorer("Balance")

@@ -19,6 +19,12 @@ import numpy as np
 from reconciler.domain import Placement, Taint
 from reconciler.schedule import framework
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray
+from reconciler.schedule.memo import Ref, Slot, ref
+
+_BLOCKING: Slot[Ref, tuple[BoolArray, BoolArray]] = Slot(
+    "the untolerated NoSchedule and NoExecute (or expired) taints, per placement"
+)
+_PREFER_NOT: Slot[Ref, FloatArray] = Slot("the PreferNoSchedule scores, per placement")
 
 
 def untolerated(fleet: Fleet, placement: Placement, effect: str) -> BoolArray:
@@ -75,14 +81,14 @@ def _added(taint: Taint, now: float) -> float:
 
 
 def _blocking(fleet: Fleet, subject: framework.Subject) -> tuple[BoolArray, BoolArray]:
-    key = ("taints", id(subject.placement))
-    if key not in subject.cache:
+    key = ref(subject.placement)
+    memo = _BLOCKING.of(subject.memos)
+    if key not in memo:
         no_execute = untolerated(fleet, subject.placement, "NoExecute")
         if fleet.taints:
             no_execute = no_execute | expired(fleet, subject.placement)
-        subject.cache[key] = (untolerated(fleet, subject.placement, "NoSchedule"), no_execute)
-    pair: tuple[BoolArray, BoolArray] = subject.cache[key]
-    return pair
+        memo[key] = (untolerated(fleet, subject.placement, "NoSchedule"), no_execute)
+    return memo[key]
 
 
 @framework.register_filter("TaintToleration", order=30, karmada=True, static=True)
@@ -113,10 +119,10 @@ def taint_filter(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
 @framework.register_scorer("TaintToleration", static=True)
 def taint_score(fleet: Fleet, subject: framework.Subject, _feasible: BoolArray) -> FloatArray:
     """100 minus 25 per untolerated PreferNoSchedule taint, floored at 0."""
-    key = ("prefer-no-schedule", id(subject.placement))
-    if key not in subject.cache:
+    key = ref(subject.placement)
+    memo = _PREFER_NOT.of(subject.memos)
+    if key not in memo:
         preferred = untolerated(fleet, subject.placement, "PreferNoSchedule")
         count = preferred.sum(axis=1) if preferred.shape[1] else np.zeros(fleet.size)
-        subject.cache[key] = np.maximum(0.0, framework.SCORE_MAX - 25.0 * count)
-    scores: FloatArray = subject.cache[key]
-    return scores
+        memo[key] = np.maximum(0.0, framework.SCORE_MAX - 25.0 * count)
+    return memo[key]

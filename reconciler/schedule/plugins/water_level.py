@@ -10,27 +10,29 @@ within the limit (`Subject.allocatable`) uses.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from reconciler.schedule import framework
 from reconciler.schedule.fleet import Fleet, IntArray
+from reconciler.schedule.memo import Ref, Slot, ref
+
+_LIMITED: Slot[tuple[Ref, bytes], tuple[IntArray, list[int], list[str]]] = Slot(
+    "the limited requested resources and their categories, per (limit array, requested set)"
+)
 
 
 def _limited(fleet: Fleet, subject: framework.Subject) -> tuple[IntArray, list[int], list[str]]:
     """The requested resources that have a limit, and their categories; memoised per pass."""
-    key = ("water-level", id(subject.limit), subject.requested.tobytes())
-    cache: dict[Any, Any] = subject.cache
-    if key not in cache:
+    key = (ref(subject.limit), subject.requested.tobytes())
+    memo = _LIMITED.of(subject.memos)
+    if key not in memo:
         limited = subject.requested[subject.limit[subject.requested] < 1.0]
         columns = limited.tolist()
         names = [
             f"water level above {float(subject.limit[j]):g} ({fleet.resources[j]})" for j in columns
         ]
-        cache[key] = (limited, columns, names)
-    result: tuple[IntArray, list[int], list[str]] = cache[key]
-    return result
+        memo[key] = (limited, columns, names)
+    return memo[key]
 
 
 @framework.register_filter("WaterLevel", order=50)

@@ -1,0 +1,140 @@
+"""One workload's placement from its feasible clusters: spread selection, the pulls of its state
+and data, and the division of its replicas, overflow tier by tier.
+
+`select` returns the placement as a `record.Result`, or why there is none as a `Refused`
+value: spread finds no selection (`spread.Unspreadable`), no single cluster can run a stateful
+workload whole (`placing.NoHome`), or the candidates cannot hold the replicas
+(`division.Unschedulable`). These are answers, not errors, so they are returned, never raised.
+Called by `engine.Pass` (a workload's turn, and a newcomer of the express lane).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from reconciler.schedule import division, facts, framework, moving, placing, spread
+from reconciler.schedule.fleet import Fleet, IntArray, rows_of, some
+from reconciler.schedule.record import Result
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """One attempt cannot place the workload: why, and whether it keeps its old copies."""
+
+    message: str
+    """The unschedulable message, as the decision records it."""
+    keep: bool
+    """A shortfall (spread, a home, capacity) keeps the previous copies; a fit error, where no
+    cluster passes the filters, does not."""
+
+
+def select(
+    fleet: Fleet,
+    memo: facts.Facts,
+    subject: framework.Subject,
+    outcome: framework.Outcome,
+    tiers: IntArray,
+    trigger: str,
+    *,
+    load: float,
+    fresh: bool = False,
+) -> Result | Refused:
+    """The placement of `subject` on the clusters `outcome` finds feasible (scored when the
+    candidate order matters), with `trigger` saying why it was made; or why not."""
+    rows = rows_of(outcome.feasible)
+    selected = rows  # unscored: no spread, and a division that reads no order
+    if outcome.total is not None:
+        # Aggregated and spread read the candidate order; the others divide in name order.
+        available = subject.available
+        ordered = rows[np.lexsort((rows, -available[rows], -outcome.total[rows], tiers[rows]))]
+        spread_out = spread.select(
+            fleet,
+            ordered,
+            subject.placement.spread,
+            scores=outcome.total,
+            available=available,
+            replicas=subject.replicas,
+            strategy=subject.strategy,
+            karmada=not subject.extensions,
+        )
+        if isinstance(spread_out, spread.Unspreadable):
+            return Refused(spread_out.message, keep=True)
+        selected = spread_out
+    if subject.replicas is None:
+        return Result(None, np.sort(selected), trigger)
+    if subject.strategy == "Duplicated":
+        counts = np.zeros(fleet.size, dtype=np.int64)
+        counts[selected] = subject.replicas
+        return Result(counts, np.sort(selected), trigger)
+    if moving.runs_whole(subject.extensions, subject.workload, subject.placement):
+        home = placing.one_home(subject, selected, outcome.total, fresh=fresh)
+        if isinstance(home, placing.NoHome):
+            return Refused(home.message, keep=True)
+        selected = home
+        trigger += f"; runs whole on {fleet.name_list[int(selected[0])]} (stateful)"
+    elif subject.data is not None and subject.extensions:
+        candidates = selected.size
+        selected = placing.near_data(fleet, subject, selected, load)
+        if selected.size < candidates:
+            near = ", ".join(fleet.name_list[int(row)] for row in selected)
+            trigger += f"; kept near its data: {near}"
+    counts_or_short = _divide(fleet, memo, subject, selected, tiers, fresh=fresh)
+    if isinstance(counts_or_short, division.Unschedulable):
+        return Refused(counts_or_short.message, keep=True)
+    return Result(counts_or_short, rows_of(counts_or_short), trigger)
+
+
+def _divide(
+    fleet: Fleet,
+    memo: facts.Facts,
+    subject: framework.Subject,
+    selected: IntArray,
+    tiers: IntArray,
+    *,
+    fresh: bool,
+) -> IntArray | division.Unschedulable:
+    """The division over the selected rows: StaticWeight by weight; the others by room, the
+    first overflow tier before the next, and all-or-nothing."""
+    size = fleet.size
+    descending = division.names_descending(subject.workload.uid)
+    replicas = subject.replicas or 0
+    if subject.strategy == "StaticWeight":
+        return division.divide(
+            "StaticWeight",
+            replicas,
+            selected,
+            size=size,
+            static=memo.static(subject.placement),
+            descending=descending,
+            distinct=True,
+        )
+    dynamic = functools.partial(
+        division.divide,
+        subject.strategy,
+        size=size,
+        available=subject.allocatable,
+        previous=subject.previous,
+        descending=descending,
+        distinct=True,
+        fresh=fresh,
+    )
+    if not memo.tiered(tiers) or not some(tiers[selected]):
+        return dynamic(replicas, selected)
+    counts = np.zeros(size, dtype=np.int64)
+    remaining = replicas
+    for tier in np.unique(tiers[selected]).tolist():
+        rows = selected[tiers[selected] == tier]
+        take = min(remaining, int(subject.available[rows].sum()))
+        if take <= 0:
+            continue
+        divided = dynamic(take, rows)
+        if isinstance(divided, division.Unschedulable):
+            return divided
+        counts += divided
+        remaining -= take
+    if remaining > 0:
+        return division.Unschedulable(int(subject.available[selected].sum()))
+    return counts
