@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reconciler import pipeline, redact, settings, validate
+from reconciler import laststate, pipeline, redact, settings, validate
 from reconciler.branch import summary
 from reconciler.cli import completion, outdir, progress, report
 from reconciler.cli import habits as clihabits
@@ -335,7 +335,8 @@ def _cmd_explain(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     config = _settings(args)
     source = pipeline.read_source(config)
     previous = pipeline.previous_decisions(config)
-    _, decisions = pipeline.decide(source, on_stage=hook, previous=previous, ceiling=config.guard)
+    before = laststate.LastPass(decisions=previous)
+    _, decisions = pipeline.decide(source, on_stage=hook, before=before, ceiling=config.guard)
     decision = report.find_decision(decisions, args.workload)
     if decision is None:
         close = report.suggestions(decisions, args.workload)

@@ -17,13 +17,13 @@ decisions). The head side lists what later passes will still do (`followups`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import structlog
 
-from reconciler import live, load, pipeline, schedule
+from reconciler import laststate, live, load, pipeline, schedule
 from reconciler.branch import lastpass, status
 from reconciler.domain import Decision, Source, Spec
 from reconciler.errors import Severity, ValidationFailed
@@ -55,18 +55,17 @@ def plan_review(
     state = revisions.state(output_branch)
     sources = revisions.source(base, may_be_empty=True), revisions.source(head)
     now = float(max(s.commit_time or 0 for s in sources))
-    previous = tuple(lastpass.decisions(state).values())
-    phases = lastpass.phases(state)
+    last = laststate.of(state)
     log.info(
         "review_loaded",
         base=sources[0].commit,
         head=sources[1].commit,
-        previous_decisions=len(previous),
-        observed=sorted(status.previous_statuses(state)),
+        previous_decisions=len(last.decisions),
+        observed=sorted(last.statuses),
     )
 
     def side(ref: str, source: Source) -> plandiff.Side:
-        return _side(ref, source, state, previous, phases, now, on_stage or _quiet, ceiling)
+        return _side(ref, source, last, now, on_stage or _quiet, ceiling)
 
     before, after = side(base, sources[0]), side(head, sources[1])
     if not before.valid and after.valid:
@@ -136,22 +135,19 @@ def _quiet(_stage: str) -> None:
 def _side(
     ref: str,
     source: Source,
-    state: Mapping[str, bytes],
-    previous: Sequence[Decision],
-    phases: Mapping[str, str],
+    last: laststate.LastPass,
     now: float,
     on_stage: pipeline.StageHook,
     ceiling: guard.Guard,
 ) -> plandiff.Side:
     def committed(spec: Spec) -> live.Observed:
-        return live.Observed(observations=status.committed_observations(state, spec.clusters))
+        return live.Observed(observations=status.committed_observations(last.files, spec.clusters))
 
     try:
         planned, _ = pipeline.plan(
             source,
             on_stage=on_stage,
-            previous=previous,
-            phases=phases,
+            before=last,
             now=now,
             observer=committed,
             diagnose=False,
@@ -160,7 +156,7 @@ def _side(
     except ValidationFailed as failed:
         return plandiff.Side(ref=ref, commit=source.commit, problems=failed.problems)
     spec = planned.spec
-    still = schedule.still_filling(planned.decisions, pipeline.filling(spec, phases), now)
+    still = schedule.still_filling(planned.decisions, pipeline.filling(spec, last.phases), now)
     return plandiff.Side(
         ref=ref,
         commit=source.commit,
