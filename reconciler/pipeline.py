@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -20,13 +21,12 @@ from reconciler import audit, commit, laststate, live, load, render, schedule, v
 from reconciler.branch import lastpass, status, summary
 from reconciler.commit import describe as commitmessage
 from reconciler.domain import Decision, Observation, Source, Spec, fence
+from reconciler.errors import Problem
 from reconciler.laststate import FIRST_PASS, LastPass
 from reconciler.live import takeover
 from reconciler.live.apply import Identity
 from reconciler.settings import Settings
 from reconciler.validate import guard
-
-log = structlog.get_logger("dro")
 
 StageHook = Callable[[str], None]
 """Called with each stage's name as it starts; the CLI uses it for its progress display."""
@@ -44,6 +44,17 @@ class Stage(StrEnum):
     APPLY = "apply"
 
 
+def _before(stage: Stage) -> frozenset[Stage]:
+    return frozenset(itertools.takewhile(lambda earlier: earlier != stage, Stage))
+
+
+WRITES_NOTHING = _before(Stage.COMMIT)
+"""Stages that write nothing anywhere: a pass in one of them may be abandoned at once."""
+STOPPABLE = _before(Stage.APPLY)
+"""Stages a pass may still stop before entering (shutdown, lost leadership): up to the
+commit, which is one ref update, so that nothing is half-written."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Planned:
     """What the pure stages produced from one source: the spec, the decisions and the tree."""
@@ -53,6 +64,8 @@ class Planned:
     tree: dict[str, bytes]
     water_levels: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     """Cluster → resource → the water level the decisions leave it at (`schedule.Placement`)."""
+    still_filling: frozenset[str] = frozenset()
+    """The Filling clusters this pass moved replicas into: they stay Filling."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,8 +93,8 @@ def last_pass(settings: Settings) -> LastPass:
     return laststate.of(load.previous_state(*where), kept=load.previous_rendered(*where))
 
 
-def previous_decisions(settings: Settings) -> tuple[Decision, ...]:
-    """The last pass's decisions from the output branch (none when reading a directory)."""
+def _last_decisions(settings: Settings) -> tuple[Decision, ...]:
+    """The last pass's decisions alone (none from a directory), for validate and explain."""
     if settings.repo is None:
         return ()
     state = load.previous_state(settings.repo, settings.output_branch, settings.state_dir)
@@ -212,8 +225,73 @@ def plan(
         decisions=decisions,
         tree=dict(sorted(tree.items())),
         water_levels=placement.water_levels,
+        still_filling=frozenset(still),
     )
     return planned, observed
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Validated:
+    """What `validated` found: every problem, the spec when there was no error, and the
+    clusters removed while the last pass still placed replicas on them."""
+
+    source: Source
+    problems: tuple[Problem, ...]
+    spec: Spec | None
+    removed: tuple[str, ...] = ()
+
+
+def validated(settings: Settings, on_stage: StageHook = _noop) -> Validated:
+    """Load → validate, every problem at once (`dro validate`); a valid spec is compared with
+    the last pass's decisions for removed clusters."""
+    source = _loaded(settings, on_stage)
+    on_stage(Stage.VALIDATE)
+    checked = validate.check(source, ceiling=settings.guard)
+    removed: list[str] = []
+    if checked.spec is not None:
+        removed = validate.removed_clusters(checked.spec, _last_decisions(settings))
+    return Validated(
+        source=source, problems=checked.problems, spec=checked.spec, removed=tuple(removed)
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decided:
+    """What `decided` placed: the source, its spec and one decision per workload."""
+
+    source: Source
+    spec: Spec
+    decisions: tuple[Decision, ...]
+
+
+def decided(
+    settings: Settings,
+    on_stage: StageHook = _noop,
+    *,
+    diagnose: bool = True,
+    from_last_pass: bool = False,
+) -> Decided:
+    """Load → validate → schedule (`dro schedule`, `dro explain`), offline. `from_last_pass`
+    starts from the last pass's decisions, as the next pass does; without it every workload
+    is placed as if for the first time."""
+    source = _loaded(settings, on_stage)
+    before = LastPass(decisions=_last_decisions(settings)) if from_last_pass else FIRST_PASS
+    spec, decisions = decide(
+        source, on_stage=on_stage, before=before, diagnose=diagnose, ceiling=settings.guard
+    )
+    return Decided(source=source, spec=spec, decisions=decisions)
+
+
+def rendered(
+    settings: Settings,
+    on_stage: StageHook,
+    write: Callable[[Spec, tuple[Decision, ...]], None],
+) -> None:
+    """Load → validate → schedule → render (`dro render`): `write` renders the decisions
+    where the command wants them (on every core, into a folder)."""
+    placed = decided(settings, on_stage)
+    on_stage(Stage.RENDER)
+    write(placed.spec, placed.decisions)
 
 
 def reconcile_once(
@@ -316,10 +394,21 @@ class _Clusters:
             return None
 
         def observe(spec: Spec) -> live.Observed:
-            self.members = live.Members(spec, _access(self._settings, self._fenced)).open()
+            self.members = live.Members(spec, self._access()).open()
             return self.members.observe(before.statuses, now)
 
         return observe
+
+    def _access(self) -> live.Access:
+        settings = self._settings
+        return live.Access(
+            fence=self._fenced,
+            kubeconfig=settings.kubeconfig,
+            in_cluster=settings.in_cluster,
+            timeout=settings.cluster_timeout,
+            parallel=settings.parallel,
+            move_wait=settings.move_wait,
+        )
 
     def __enter__(self) -> _Clusters:
         return self
@@ -399,17 +488,6 @@ def provenance(spec: Spec) -> dict[Identity, takeover.Provenance]:
             where=f"{workload.origin.path}:{workload.origin.line}", takeover=placement.takeover
         )
     return found
-
-
-def _access(settings: Settings, fenced: fence.Fence) -> live.Access:
-    return live.Access(
-        fence=fenced,
-        kubeconfig=settings.kubeconfig,
-        in_cluster=settings.in_cluster,
-        timeout=settings.cluster_timeout,
-        parallel=settings.parallel,
-        move_wait=settings.move_wait,
-    )
 
 
 def _digest(tree: Mapping[str, bytes]) -> str:

@@ -89,7 +89,6 @@ def _guard_env() -> Path | None:
 def run(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     """Plan both refs, print the review in the chosen format, and return the exit code."""
     ceiling = guard.load_ceiling(args.guard)
-    hook(pipeline.Stage.LOAD)
     diff = review.plan_review(
         args.repo,
         args.base,
