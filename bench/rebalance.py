@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import schedule as schedule_bench
 
-from reconciler import errors, load, pipeline
+from reconciler import errors, laststate, load, pipeline
 from reconciler.branch import lastpass
 from reconciler.domain import Decision
 
@@ -257,7 +257,9 @@ def play_dro(trace: Trace, variant: str, steps: int) -> list[Step]:
             started = time.perf_counter()
             try:
                 source = load.from_directory(root)
-                planned, _ = pipeline.plan(source, previous=previous, now=START + t * STEP_S)
+                planned, _ = pipeline.plan(
+                    source, before=laststate.LastPass(decisions=previous), now=START + t * STEP_S
+                )
             except errors.ValidationFailed as failure:
                 print(f"{variant}, step {t}: the generated source is invalid:", file=sys.stderr)
                 for problem in failure.problems:

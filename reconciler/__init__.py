@@ -11,6 +11,9 @@ the only module that knows their order:
     commit/     6 COMMIT    the tree → one commit on the output branch
     live/       7 APPLY     the tree → every cluster, server-side   (live/apply.py)
 
+`audit.py` tells operators each stage's result (the pass's log events), so the pass reads as
+its stages; `laststate.py` is the last pass's state, read once per pass and passed on.
+
 Beneath the stages: `branch/` (the output branch's format, written and read back), `kube/`
 (Kubernetes knowledge; `kube/client.py` is the only `kubernetes` import), `git/` (the only
 `pygit2` import), `yamlio/`, `domain/` (the frozen values that flow between stages), and

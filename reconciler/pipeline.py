@@ -7,25 +7,25 @@ last good state on the output branch stays in force.
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
+import itertools
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 import structlog
 
-from reconciler import commit, live, load, render, schedule, validate
-from reconciler.branch import lastpass, paths, status, summary
+from reconciler import audit, commit, laststate, live, load, render, schedule, validate
+from reconciler.branch import lastpass, status, summary
 from reconciler.commit import describe as commitmessage
 from reconciler.domain import Decision, Observation, Source, Spec, fence
-from reconciler.git import gitrepo
+from reconciler.errors import Problem
+from reconciler.laststate import FIRST_PASS, LastPass
 from reconciler.live import takeover
-from reconciler.live.apply import ClusterSync, Identity
+from reconciler.live.apply import Identity
 from reconciler.settings import Settings
 from reconciler.validate import guard
-
-log = structlog.get_logger("dro")
 
 StageHook = Callable[[str], None]
 """Called with each stage's name as it starts; the CLI uses it for its progress display."""
@@ -43,6 +43,17 @@ class Stage(StrEnum):
     APPLY = "apply"
 
 
+def _before(stage: Stage) -> frozenset[Stage]:
+    return frozenset(itertools.takewhile(lambda earlier: earlier != stage, Stage))
+
+
+WRITES_NOTHING = _before(Stage.COMMIT)
+"""Stages that write nothing anywhere: a pass in one of them may be abandoned at once."""
+STOPPABLE = _before(Stage.APPLY)
+"""Stages a pass may still stop before entering (shutdown, lost leadership): up to the
+commit, which is one ref update, so that nothing is half-written."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Planned:
     """What the pure stages produced from one source: the spec, the decisions and the tree."""
@@ -52,6 +63,8 @@ class Planned:
     tree: dict[str, bytes]
     water_levels: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     """Cluster → resource → the water level the decisions leave it at (`schedule.Placement`)."""
+    still_filling: frozenset[str] = frozenset()
+    """The Filling clusters this pass moved replicas into: they stay Filling."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,6 +83,21 @@ class PassResult:
     """2 when the moves' new copies became Healthy and a second pass retired the old ones."""
     skipped: str | None = None
     """Why an online pass applied nothing (`applied` is None), e.g. `NOT_ON_REMOTE`."""
+
+
+def last_pass(settings: Settings) -> LastPass:
+    """The last pass's state, from the output branch of the fetched cache of `settings.repo`."""
+    assert settings.repo is not None
+    where = (settings.repo, settings.output_branch, settings.state_dir)
+    return laststate.of(load.previous_state(*where), kept=load.previous_rendered(*where))
+
+
+def _last_decisions(settings: Settings) -> tuple[Decision, ...]:
+    """The last pass's decisions alone (none from a directory), for validate and explain."""
+    if settings.repo is None:
+        return ()
+    state = load.previous_state(settings.repo, settings.output_branch, settings.state_dir)
+    return tuple(lastpass.decisions(state).values())
 
 
 NOT_ON_REMOTE = (
@@ -105,8 +133,7 @@ def decide(
     source: Source,
     *,
     on_stage: StageHook = _noop,
-    previous: Sequence[Decision] = (),
-    phases: Mapping[str, str] | None = None,
+    before: LastPass = FIRST_PASS,
     diagnose: bool = True,
     now: float | None = None,
     observations: Mapping[str, Observation] | None = None,
@@ -115,22 +142,21 @@ def decide(
     """Validate → schedule: the spec and one decision per workload.
 
     `now` stamps moves and measures cooldowns; by default it is the source commit's time, so
-    an offline run on the same commit gives the same bytes. `phases` are the clusters' phases
-    after the last pass (`lastpass.phases`), which say which clusters are filling.
+    an offline run on the same commit gives the same bytes. `before` is the last pass's state:
+    its decisions, and its clusters' phases, which say which clusters are filling.
     `observations` replace the declared figures of the clusters they name. `ceiling` is the
     operator's guard.
     """
     on_stage(Stage.VALIDATE)
     spec = validate.spec(source, ceiling=ceiling)
-    placement = _schedule(spec, on_stage, previous, phases, diagnose, now, source, observations)
+    placement = _schedule(spec, on_stage, before, diagnose, now, source, observations)
     return spec, placement.decisions
 
 
 def _schedule(
     spec: Spec,
     on_stage: StageHook,
-    previous: Sequence[Decision],
-    phases: Mapping[str, str] | None,
+    before: LastPass,
     diagnose: bool,
     now: float | None,
     source: Source,
@@ -139,11 +165,11 @@ def _schedule(
     on_stage(Stage.SCHEDULE)
     return schedule.place_and_project(
         spec,
-        {d.key: d for d in previous} or None,
+        {d.key: d for d in before.decisions} or None,
         observations,
         diagnose=diagnose,
         now=pass_time(source, now),
-        filling=filling(spec, phases or {}),
+        filling=filling(spec, before.phases),
     )
 
 
@@ -164,30 +190,20 @@ def filling(spec: Spec, phases: Mapping[str, str]) -> set[str]:
     }
 
 
-def previous_decisions(settings: Settings) -> tuple[Decision, ...]:
-    """The last pass's decisions from the output branch (none when reading a directory)."""
-    if settings.repo is None:
-        return ()
-    state = load.previous_state(settings.repo, settings.output_branch, settings.state_dir)
-    return tuple(lastpass.decisions(state).values())
-
-
 def plan(
     source: Source,
     *,
     on_stage: StageHook = _noop,
-    previous: Sequence[Decision] = (),
-    phases: Mapping[str, str] | None = None,
+    before: LastPass = FIRST_PASS,
     now: float | None = None,
     observer: Observer | None = None,
     diagnose: bool = True,
     ceiling: guard.Guard = guard.BUILTIN,
-    kept: render.Kept | None = None,
 ) -> tuple[Planned, live.Observed]:
     """Validate → (observe) → schedule → render: the part of a pass every command shares.
     Without an `observer` nothing is observed, and the tree is a pure function of the source
-    and the previous state. `diagnose=False` leaves the per-cluster verdicts out of the
-    decisions. `ceiling` is the operator's guard."""
+    and the last pass's state (`before`). `diagnose=False` leaves the per-cluster verdicts out
+    of the decisions. `ceiling` is the operator's guard."""
     on_stage(Stage.VALIDATE)
     spec = validate.spec(source, ceiling=ceiling)
     observed = live.Observed()
@@ -195,25 +211,90 @@ def plan(
         on_stage(Stage.OBSERVE)
         observed = observer(spec)
     seen = observed.observations
-    placement = _schedule(spec, on_stage, previous, phases, diagnose, now, source, seen)
+    placement = _schedule(spec, on_stage, before, diagnose, now, source, seen)
     decisions = placement.decisions
     on_stage(Stage.RENDER)
-    still = schedule.still_filling(decisions, filling(spec, phases or {}), pass_time(source, now))
+    still = schedule.still_filling(decisions, filling(spec, before.phases), pass_time(source, now))
     tree = render.tree(
         spec,
         decisions,
         observations=seen,
         suspended=observed.suspended,
         filling=still,
-        kept=kept,
+        kept=before.kept,
     )
     planned = Planned(
         spec=spec,
         decisions=decisions,
         tree=tree,
         water_levels=placement.water_levels,
+        still_filling=frozenset(still),
     )
     return planned, observed
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Validated:
+    """What `validated` found: every problem, the spec when there was no error, and the
+    clusters removed while the last pass still placed replicas on them."""
+
+    source: Source
+    problems: tuple[Problem, ...]
+    spec: Spec | None
+    removed: tuple[str, ...] = ()
+
+
+def validated(settings: Settings, on_stage: StageHook = _noop) -> Validated:
+    """Load → validate, every problem at once (`dro validate`); a valid spec is compared with
+    the last pass's decisions for removed clusters."""
+    source = _loaded(settings, on_stage)
+    on_stage(Stage.VALIDATE)
+    checked = validate.check(source, ceiling=settings.guard)
+    removed: list[str] = []
+    if checked.spec is not None:
+        removed = validate.removed_clusters(checked.spec, _last_decisions(settings))
+    return Validated(
+        source=source, problems=checked.problems, spec=checked.spec, removed=tuple(removed)
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decided:
+    """What `decided` placed: the source, its spec and one decision per workload."""
+
+    source: Source
+    spec: Spec
+    decisions: tuple[Decision, ...]
+
+
+def decided(
+    settings: Settings,
+    on_stage: StageHook = _noop,
+    *,
+    diagnose: bool = True,
+    from_last_pass: bool = False,
+) -> Decided:
+    """Load → validate → schedule (`dro schedule`, `dro explain`), offline. `from_last_pass`
+    starts from the last pass's decisions, as the next pass does; without it every workload
+    is placed as if for the first time."""
+    source = _loaded(settings, on_stage)
+    before = LastPass(decisions=_last_decisions(settings)) if from_last_pass else FIRST_PASS
+    spec, decisions = decide(
+        source, on_stage=on_stage, before=before, diagnose=diagnose, ceiling=settings.guard
+    )
+    return Decided(source=source, spec=spec, decisions=decisions)
+
+
+def rendered(
+    settings: Settings,
+    on_stage: StageHook,
+    write: Callable[[Spec, tuple[Decision, ...]], None],
+) -> None:
+    """Load → validate → schedule → render (`dro render`): `write` renders the decisions
+    where the command wants them (on every core, into a folder)."""
+    placed = decided(settings, on_stage)
+    on_stage(Stage.RENDER)
+    write(placed.spec, placed.decisions)
 
 
 def reconcile_once(
@@ -245,129 +326,35 @@ def reconcile_once(
 def _one_pass(
     settings: Settings, on_stage: StageHook, fenced: fence.Fence, *, follow_up: bool = False
 ) -> PassResult:
+    """Load, plan, commit, apply: each a call that returns the next one's input, and each
+    result told to the operators once (`audit`)."""
     assert settings.repo is not None
-    on_stage(Stage.LOAD)
-    source = read_source(settings)
-    state = load.previous_state(settings.repo, settings.output_branch, settings.state_dir)
-    previous = tuple(lastpass.decisions(state).values())
-    log.info(
-        "source_loaded",
-        stage=Stage.LOAD,
-        source=source.commit,
-        files=len(source.files),
-        previous_decisions=len(previous),
-        follow_up=follow_up,
-    )
-    now = time.time()
-    members: live.Members | None = None
-    structlog.contextvars.bind_contextvars(source=source.commit)
-    try:
-        statuses = status.previous_statuses(state)
-
-        def observer(spec: Spec) -> live.Observed:
-            nonlocal members
-            members = live.Members(spec, _access(settings, fenced)).open()
-            return members.observe(statuses, now)
-
+    source = _loaded(settings, on_stage)
+    with _Clusters(settings, fenced) as clusters, _working_on(source):
+        before = last_pass(settings)
+        audit.loaded(Stage.LOAD, source, before.decisions, follow_up=follow_up)
+        now = time.time()
         planned, observed = plan(
             source,
             on_stage=on_stage,
-            previous=previous,
-            phases=lastpass.phases(state),
+            before=before,
             now=now,
-            observer=observer if settings.online else None,
+            observer=clusters.observer(before, now),
             ceiling=settings.guard,
-            kept=load.previous_rendered(settings.repo, settings.output_branch, settings.state_dir),
         )
-        for warning in validate.removed_clusters(planned.spec, previous):
-            log.warning("cluster_removed_with_replicas", stage=Stage.VALIDATE, detail=warning)
-        log.info(
-            "planned",
-            stage=Stage.RENDER,
-            source=source.commit,
-            decisions=len(planned.decisions),
-            files=len(planned.tree),
-            unreachable=sorted(observed.unreachable),
+        audit.removed_clusters(
+            Stage.VALIDATE, validate.removed_clusters(planned.spec, before.decisions)
         )
-        on_stage(Stage.COMMIT)
-        published = commit.publish(
-            settings.repo,
-            settings.state_dir,
-            branch=settings.output_branch,
-            tree=planned.tree,
-            source_sha=source.commit,
-            commit_time=source.commit_time,
-            push=settings.push,
-            observations=_digest(planned.tree) if observed.observations else "declared",
-            hold=_held_status(state, planned.tree, now, settings.status_interval),
-            author=(settings.author_name, settings.author_email),
-            credentials=load.credentials_from(
-                settings.credentials_file, otherwise=settings.environment_credentials
-            ),
-            summary=lambda: commitmessage.compose(
-                before=previous,
-                after=planned.decisions,
-                state=state,
-                tree=planned.tree,
-                source=source.commit,
-            ),
-            fenced=fenced,
+        audit.planned(Stage.RENDER, source, planned.decisions, planned.tree, observed.unreachable)
+        published = _committed(settings, source, before, planned, observed, now, fenced, on_stage)
+        audit.published(
+            Stage.COMMIT, source, published, branch=settings.output_branch, repo=settings.repo
         )
-        log.info(
-            "committed",
-            stage=Stage.COMMIT,
-            source=source.commit,
-            commit=published.commit,
-            pushed=published.pushed,
-        )
-        if published.commit is not None:
-            who = {"source": source.commit, "author": source.author}
-            log.info(
-                "audit",
-                action="commit",
-                branch=settings.output_branch,
-                commit=published.commit,
-                **who,
-            )
-            if published.pushed:
-                log.info(
-                    "audit",
-                    action="push",
-                    branch=settings.output_branch,
-                    commit=published.commit,
-                    remote=gitrepo.redact(settings.repo),
-                    **who,
-                )
-        if members is None or not published.on_remote:
-            skipped = None if members is None else NOT_ON_REMOTE
-            if skipped:
-                log.warning("apply_skipped", stage=Stage.APPLY, reason=skipped)
-            return PassResult(
-                planned=planned,
-                commit=published.commit,
-                pushed=published.pushed,
-                skipped=skipped,
-            )
-        on_stage(Stage.APPLY)
-        down = ", ".join(sorted(observed.unreachable))
-        applied = members.apply(
-            planned.tree,
-            held_back=f"clusters could not be listed ({down})" if down else None,
-            provenance=provenance(planned.spec),
-        )
-        for cluster in applied.clusters:
-            log.info("applied", stage=Stage.APPLY, **_fields(cluster))
-            for write in cluster.written:
-                action, _, obj = write.partition(" ")
-                log.info(
-                    "audit",
-                    action=action,
-                    cluster=cluster.cluster,
-                    object=obj,
-                    source=source.commit,
-                    author=source.author,
-                )
-        retire = not follow_up and applied.ok and members.await_moves(planned.decisions)
+        if clusters.members is None or not published.on_remote:
+            return _unapplied(planned, published, online=clusters.members is not None)
+        applied = _applied(clusters.members, planned, observed, on_stage)
+        audit.applied(Stage.APPLY, source, applied)
+        retire = not follow_up and applied.ok and clusters.members.await_moves(planned.decisions)
         return PassResult(
             planned=planned,
             commit=published.commit,
@@ -376,10 +363,124 @@ def _one_pass(
             unreachable=dict(observed.unreachable),
             passes=2 if retire else 1,
         )
+
+
+def _loaded(settings: Settings, on_stage: StageHook) -> Source:
+    """Load: the source tree the pass works on."""
+    on_stage(Stage.LOAD)
+    return read_source(settings)
+
+
+@contextlib.contextmanager
+def _working_on(source: Source) -> Iterator[None]:
+    """Every event logged inside names the source commit the pass works on."""
+    structlog.contextvars.bind_contextvars(source=source.commit)
+    try:
+        yield
     finally:
         structlog.contextvars.unbind_contextvars("source")
-        if members is not None:
-            members.close()
+
+
+class _Clusters:
+    """The clusters of an online pass: connected when the pass observes them (after validate,
+    once the spec names them), closed when the pass ends. Offline, nothing is observed."""
+
+    def __init__(self, settings: Settings, fenced: fence.Fence) -> None:
+        self._settings = settings
+        self._fenced = fenced
+        self.members: live.Members | None = None
+        """The open connections; None until observed, and always offline."""
+
+    def observer(self, before: LastPass, now: float) -> Observer | None:
+        """Observes the clusters at `now` against their last committed status; None offline."""
+        if not self._settings.online:
+            return None
+
+        def observe(spec: Spec) -> live.Observed:
+            self.members = live.Members(spec, self._access()).open()
+            return self.members.observe(before.statuses, now)
+
+        return observe
+
+    def _access(self) -> live.Access:
+        settings = self._settings
+        return live.Access(
+            fence=self._fenced,
+            kubeconfig=settings.kubeconfig,
+            in_cluster=settings.in_cluster,
+            timeout=settings.cluster_timeout,
+            parallel=settings.parallel,
+            move_wait=settings.move_wait,
+        )
+
+    def __enter__(self) -> _Clusters:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.members is not None:
+            self.members.close()
+
+
+def _committed(
+    settings: Settings,
+    source: Source,
+    before: LastPass,
+    planned: Planned,
+    observed: live.Observed,
+    now: float,
+    fenced: fence.Fence,
+    on_stage: StageHook,
+) -> commit.PublishResult:
+    """Commit: the tree as one commit on the output branch, pushed unless `--no-push`."""
+    assert settings.repo is not None
+    on_stage(Stage.COMMIT)
+    return commit.publish(
+        settings.repo,
+        settings.state_dir,
+        branch=settings.output_branch,
+        tree=planned.tree,
+        source_sha=source.commit,
+        commit_time=source.commit_time,
+        push=settings.push,
+        observations=status.observations_digest(planned.tree)
+        if observed.observations
+        else "declared",
+        hold=before.held_status(planned.tree, now, settings.status_interval),
+        author=(settings.author_name, settings.author_email),
+        credentials=load.credentials_from(
+            settings.credentials_file, otherwise=settings.environment_credentials
+        ),
+        summary=lambda: commitmessage.compose(
+            before=before.decisions,
+            after=planned.decisions,
+            state=before.files,
+            tree=planned.tree,
+            source=source.commit,
+        ),
+        fenced=fenced,
+    )
+
+
+def _unapplied(planned: Planned, published: commit.PublishResult, *, online: bool) -> PassResult:
+    """The pass ends at the commit: offline, or online when the tree is not on the remote."""
+    skipped = NOT_ON_REMOTE if online else None
+    audit.apply_skipped(Stage.APPLY, skipped)
+    return PassResult(
+        planned=planned, commit=published.commit, pushed=published.pushed, skipped=skipped
+    )
+
+
+def _applied(
+    members: live.Members, planned: Planned, observed: live.Observed, on_stage: StageHook
+) -> live.Applied:
+    """Apply: the tree to every cluster; prune is held back while a cluster could not be listed."""
+    on_stage(Stage.APPLY)
+    down = ", ".join(sorted(observed.unreachable))
+    return members.apply(
+        planned.tree,
+        held_back=f"clusters could not be listed ({down})" if down else None,
+        provenance=provenance(planned.spec),
+    )
 
 
 def provenance(spec: Spec) -> dict[Identity, takeover.Provenance]:
@@ -394,50 +495,3 @@ def provenance(spec: Spec) -> dict[Identity, takeover.Provenance]:
             where=f"{workload.origin.path}:{workload.origin.line}", takeover=placement.takeover
         )
     return found
-
-
-def _access(settings: Settings, fenced: fence.Fence) -> live.Access:
-    return live.Access(
-        fence=fenced,
-        kubeconfig=settings.kubeconfig,
-        in_cluster=settings.in_cluster,
-        timeout=settings.cluster_timeout,
-        parallel=settings.parallel,
-        move_wait=settings.move_wait,
-    )
-
-
-def _digest(tree: Mapping[str, bytes]) -> str:
-    """`Dro-Observations`: the sha256 of the cluster status files the decisions used."""
-    hashed = hashlib.sha256()
-    for path, data in sorted(tree.items()):
-        if path.startswith(paths.STATUS_CLUSTERS):
-            hashed.update(path.encode() + b"\0" + data + b"\0")
-    return hashed.hexdigest()
-
-
-def _held_status(
-    state: Mapping[str, bytes], tree: Mapping[str, bytes], now: float, interval: float
-) -> dict[str, bytes] | None:
-    """The last committed `status/` files when a change to status alone must wait for
-    `--status-interval` (health and reachability unchanged); None when it may be committed."""
-    before = {p: d for p, d in state.items() if paths.is_status(p)}
-    after = {p: d for p, d in tree.items() if paths.is_status(p)}
-    if before == after or status.urgent(before, after) or status.due(before, now, interval):
-        return None
-    return before
-
-
-def _fields(report: ClusterSync) -> dict[str, object]:
-    return {
-        "cluster": report.cluster,
-        "reachable": report.reachable,
-        "applied": report.applied,
-        "unchanged": report.unchanged,
-        "pruned": report.pruned,
-        "drifted": report.drifted,
-        "failed": report.failed,
-        "rejected": report.rejected,
-        "released": report.released,
-        "writes": report.writes,
-    }

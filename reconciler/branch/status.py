@@ -17,6 +17,7 @@ numbers, read as well (`quantity.amounts`). Water levels are plain ratios. This 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -281,3 +282,12 @@ def _floats(raw: Any) -> dict[str, float]:
     if not isinstance(raw, Mapping):
         return {}
     return {str(k): float(v) for k, v in raw.items() if isinstance(v, int | float)}
+
+
+def observations_digest(tree: Mapping[str, bytes]) -> str:
+    """`Dro-Observations`: the sha256 of the cluster status files the decisions used."""
+    hashed = hashlib.sha256()
+    for path, data in sorted(tree.items()):
+        if path.startswith(paths.STATUS_CLUSTERS):
+            hashed.update(path.encode() + b"\0" + data + b"\0")
+    return hashed.hexdigest()

@@ -16,14 +16,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reconciler import pipeline, redact, settings, validate
+from reconciler import pipeline, redact, settings
 from reconciler.branch import summary
 from reconciler.cli import completion, outdir, progress, report
 from reconciler.cli import habits as clihabits
 from reconciler.cli import plan as cli_plan
 from reconciler.cli import render as cli_render
 from reconciler.cli import run as cli_run
-from reconciler.domain import Decision, Source
+from reconciler.domain import Decision, Source, Spec
 from reconciler.errors import DroError, UsageError, ValidationFailed
 from reconciler.review import tables
 from reconciler.validate import guard
@@ -189,14 +189,8 @@ def _cluster_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _cmd_validate(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
-    hook(pipeline.Stage.LOAD)
-    config = _settings(args)
-    source = pipeline.read_source(config)
-    hook(pipeline.Stage.VALIDATE)
-    result = validate.check(source, ceiling=config.guard)
-    warnings = []
-    if result.spec is not None:
-        warnings = validate.removed_clusters(result.spec, pipeline.previous_decisions(config))
+    result = pipeline.validated(_settings(args), hook)
+    source, warnings = result.source, result.removed
     if args.output != "table":
         document = report.problems_document(result.problems) + [
             {"file": None, "line": None, "pointer": None, "message": w, "severity": "warning"}
@@ -226,10 +220,8 @@ def _schedule_document(source: Source, decisions: Sequence[Decision]) -> dict[st
 
 
 def _cmd_schedule(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
-    hook(pipeline.Stage.LOAD)
-    config = _settings(args)
-    source = pipeline.read_source(config)
-    spec, decisions = pipeline.decide(source, on_stage=hook, diagnose=False, ceiling=config.guard)
+    placed = pipeline.decided(_settings(args), hook, diagnose=False)
+    source, spec, decisions = placed.source, placed.spec, placed.decisions
     if args.output != "table":
         report.write_document(_schedule_document(source, decisions), args.output)
     else:
@@ -239,11 +231,7 @@ def _cmd_schedule(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
-    hook(pipeline.Stage.LOAD)
-    config = _settings(args)
-    source = pipeline.read_source(config)
-    previous = pipeline.previous_decisions(config)
-    _, decisions = pipeline.decide(source, on_stage=hook, previous=previous, ceiling=config.guard)
+    decisions = pipeline.decided(_settings(args), hook, from_last_pass=True).decisions
     decision = report.find_decision(decisions, args.workload)
     if decision is None:
         close = report.suggestions(decisions, args.workload)
@@ -263,14 +251,12 @@ def _cmd_explain(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
 def _cmd_render(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     out: Path = args.out
     outdir.check(out, clean=args.clean, protected=cli_render.kept(args))
-    hook(pipeline.Stage.LOAD)
-    config = _settings(args)
-    spec, decisions = pipeline.decide(
-        pipeline.read_source(config), on_stage=hook, ceiling=config.guard
-    )
-    hook(pipeline.Stage.RENDER)
-    with outdir.staged(out) as stage:
-        cli_render.render_to(stage, spec, decisions)
+
+    def write(spec: Spec, decisions: tuple[Decision, ...]) -> None:
+        with outdir.staged(out) as stage:
+            cli_render.render_to(stage, spec, decisions)
+
+    pipeline.rendered(_settings(args), hook, write)
     sys.stderr.write(f"wrote the rendered tree to {out}\n")
     return 0
 

@@ -69,7 +69,6 @@ def add_parser(commands: Any) -> None:
 def run(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     """Plan both refs, print the review in the chosen format, and return the exit code."""
     ceiling = args.guard or guard.BUILTIN
-    hook(pipeline.Stage.LOAD)
     diff = review.plan_review(
         args.repo,
         args.base,

@@ -17,14 +17,14 @@ decisions). The head side lists what later passes will still do (`followups`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import structlog
 
-from reconciler import live, load, pipeline, schedule
-from reconciler.branch import lastpass, status
+from reconciler import laststate, live, load, pipeline
+from reconciler.branch import status
 from reconciler.domain import Decision, Source, Spec
 from reconciler.domain.credentials import Credentials
 from reconciler.errors import Severity, ValidationFailed
@@ -52,26 +52,27 @@ def plan_review(
 ) -> plandiff.PlanDiff:
     """Plan `base` and `head` of the repository at `location` and compare them, both under the
     operator's guard `ceiling`."""
+    stage = on_stage or _quiet
+    stage(pipeline.Stage.LOAD)
     revisions = load.Revisions(location, state_dir, credentials=credentials)
     state = revisions.state(output_branch)
     sources = revisions.source(base, may_be_empty=True), revisions.source(head)
     now = float(max(s.commit_time or 0 for s in sources))
-    previous = tuple(lastpass.decisions(state).values())
-    phases = lastpass.phases(state)
+    last = laststate.of(state)
     log.info(
         "review_loaded",
         base=sources[0].commit,
         head=sources[1].commit,
-        previous_decisions=len(previous),
-        observed=sorted(status.previous_statuses(state)),
+        previous_decisions=len(last.decisions),
+        observed=sorted(last.statuses),
     )
 
     def side(ref: str, source: Source) -> plandiff.Side:
-        return _side(ref, source, state, previous, phases, now, on_stage or _quiet, ceiling)
+        return _side(ref, source, last, now, stage, ceiling)
 
     before, after = side(base, sources[0]), side(head, sources[1])
     if not before.valid and after.valid:
-        before = _in_force(before, revisions, output_branch)
+        before = _in_force(before, revisions, output_branch, last)
     diff = plandiff.compare(before, replace(after, note=_set_aside(after.decisions)))
     notes = (
         *_uncommitted(location, revisions.local),
@@ -137,22 +138,19 @@ def _quiet(_stage: str) -> None:
 def _side(
     ref: str,
     source: Source,
-    state: Mapping[str, bytes],
-    previous: Sequence[Decision],
-    phases: Mapping[str, str],
+    last: laststate.LastPass,
     now: float,
     on_stage: pipeline.StageHook,
     ceiling: guard.Guard,
 ) -> plandiff.Side:
     def committed(spec: Spec) -> live.Observed:
-        return live.Observed(observations=status.committed_observations(state, spec.clusters))
+        return live.Observed(observations=status.committed_observations(last.files, spec.clusters))
 
     try:
         planned, _ = pipeline.plan(
             source,
             on_stage=on_stage,
-            previous=previous,
-            phases=phases,
+            before=last,
             now=now,
             observer=committed,
             diagnose=False,
@@ -161,7 +159,6 @@ def _side(
     except ValidationFailed as failed:
         return plandiff.Side(ref=ref, commit=source.commit, problems=failed.problems)
     spec = planned.spec
-    still = schedule.still_filling(planned.decisions, pipeline.filling(spec, phases), now)
     return plandiff.Side(
         ref=ref,
         commit=source.commit,
@@ -171,13 +168,19 @@ def _side(
         water_levels=planned.water_levels,
         water_level_limits=dict(spec.config.water_level_limit),
         follow_ups=followups.sentences(
-            planned.decisions, filling=still, budget=spec.config.rebalance.max_moves, now=now
+            planned.decisions,
+            filling=planned.still_filling,
+            budget=spec.config.rebalance.max_moves,
+            now=now,
         ),
     )
 
 
-def _in_force(invalid: plandiff.Side, revisions: load.Revisions, branch: str) -> plandiff.Side:
-    """The output branch's last rendered state, standing in for an invalid base."""
+def _in_force(
+    invalid: plandiff.Side, revisions: load.Revisions, branch: str, last: laststate.LastPass
+) -> plandiff.Side:
+    """The output branch's last rendered state, standing in for an invalid base: its manifests,
+    and the decisions and status of the last pass (`last`)."""
     files = revisions.state(branch, manifests=True)
     errors = sum(1 for p in invalid.problems if p.severity is Severity.ERROR)
     said = f"The base `{invalid.ref}` is invalid ({errors} problems)"
@@ -188,14 +191,11 @@ def _in_force(invalid: plandiff.Side, revisions: load.Revisions, branch: str) ->
             note=f"{said}, and there is no output branch `{branch}`: "
             "the head is compared with nothing.",
         )
-    levels = {
-        name: status.committed_water_levels(body)
-        for name, body in status.previous_statuses(files).items()
-    }
+    levels = {name: status.committed_water_levels(body) for name, body in last.statuses.items()}
     return plandiff.Side(
         ref=f"{branch} (in force)",
         commit=revisions.tip(branch),
-        decisions=tuple(lastpass.decisions(files).values()),
+        decisions=last.decisions,
         tree=files,
         clusters=tuple(sorted(levels)),
         water_levels=levels,

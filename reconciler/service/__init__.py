@@ -45,22 +45,6 @@ from reconciler.settings import Settings
 log = structlog.get_logger("dro")
 
 PassFunction = Callable[[Settings, pipeline.StageHook], pipeline.PassResult]
-_UNWRITTEN = {
-    pipeline.Stage.LOAD,
-    pipeline.Stage.VALIDATE,
-    pipeline.Stage.OBSERVE,
-    pipeline.Stage.SCHEDULE,
-    pipeline.Stage.RENDER,
-}
-"""Stages that write nothing anywhere: a pass in one of them may be abandoned at once."""
-_BEFORE_COMMIT = {
-    pipeline.Stage.LOAD,
-    pipeline.Stage.VALIDATE,
-    pipeline.Stage.OBSERVE,
-    pipeline.Stage.SCHEDULE,
-    pipeline.Stage.RENDER,
-    pipeline.Stage.COMMIT,
-}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -179,7 +163,7 @@ class Runner:
         then counted as interrupted. False between passes and once a pass commits."""
         with self._stage_lock:
             stage = self.stage
-            if stage not in _UNWRITTEN:
+            if stage not in pipeline.WRITES_NOTHING:
                 return False
             self._abandoning = True  # the pass can no longer reach its commit
         self.metrics.record_pass(metrics.INTERRUPTED, {})
@@ -262,7 +246,7 @@ class Runner:
                 # the signal watcher counted this pass and is exiting the process: stop here,
                 # before anything is written, and let it
                 threading.Event().wait()
-            if stage in _BEFORE_COMMIT and (self.stop.is_set() or not self.leading.is_set()):
+            if stage in pipeline.STOPPABLE and (self.stop.is_set() or not self.leading.is_set()):
                 raise Interrupted(f"stopped before {stage}: shutting down or no longer leader")
 
         result = metrics.FAILED

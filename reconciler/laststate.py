@@ -1,0 +1,60 @@
+"""The last pass's state on the output branch, as one value read once per pass.
+
+`pipeline` reads it at the start of a pass (`pipeline.last_pass`) and passes it on to every
+stage that needs it; `review` (dro plan) builds it once for both sides of a change. Nothing
+else parses the output branch's `decisions/` and `status/` files during a pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler import render
+from reconciler.branch import lastpass, paths, status
+from reconciler.domain import Decision
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LastPass:
+    """The last pass's state: its `decisions/` and `status/` files, and what they say. Empty
+    before the first pass."""
+
+    files: Mapping[str, bytes] = field(default_factory=dict)
+    """The `decisions/` and `status/` files (`load.previous_state`)."""
+    decisions: tuple[Decision, ...] = ()
+    phases: Mapping[str, str] = field(default_factory=dict)
+    """Cluster → its phase after the last pass (`lastpass.phases`)."""
+    statuses: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Cluster → the `status` of its file (`status.previous_statuses`)."""
+    kept: render.Kept | None = None
+    """Reads single rendered files back, for what a suspended dispatch keeps."""
+
+    def held_status(
+        self, tree: Mapping[str, bytes], now: float, interval: float
+    ) -> dict[str, bytes] | None:
+        """The last committed `status/` files when a change to status alone must wait for
+        `--status-interval` (health and reachability unchanged); None when it may be
+        committed."""
+        before = {p: d for p, d in self.files.items() if paths.is_status(p)}
+        after = {p: d for p, d in tree.items() if paths.is_status(p)}
+        if before == after or status.urgent(before, after) or status.due(before, now, interval):
+            return None
+        return before
+
+
+FIRST_PASS = LastPass()
+"""No last pass: nothing decided before, no phases, no status."""
+
+
+def of(files: Mapping[str, bytes], *, kept: render.Kept | None = None) -> LastPass:
+    """What the output branch's state `files` say, each file read once (an unreadable one is
+    warned about once, by `lastpass`)."""
+    return LastPass(
+        files=files,
+        decisions=tuple(lastpass.decisions(files).values()),
+        phases=lastpass.phases(files),
+        statuses=status.previous_statuses(files),
+        kept=kept,
+    )
