@@ -227,7 +227,7 @@ def test_a_stateful_move_shows_its_phase() -> None:
 
 
 def test_follow_ups_name_moves_phases_and_filling() -> None:
-    from reconciler.domain import Move, MoveBudget
+    from reconciler.domain import Move, MoveBudget, MoveCode, MoveReason
     from reconciler.review import followups
 
     moving = Decision(
@@ -240,7 +240,15 @@ def test_follow_ups_name_moves_phases_and_filling() -> None:
     filled = replace(
         decision(a=2, c=2),
         retiring=(Placed("a", 2),),
-        moves=(Move("a", "c", 2, "filling c: water level 0.60 vs 0.10 (cpu)", SINCE),),
+        moves=(
+            Move(
+                "a",
+                "c",
+                2,
+                MoveReason(MoveCode.FILLING, "c: water level 0.60 vs 0.10 (cpu)"),
+                SINCE,
+            ),
+        ),
     )
     said = followups.sentences(
         [moving, filled], filling={"c"}, budget=MoveBudget(count=4), now=1767225600.0

@@ -5,7 +5,8 @@
 by `ResourceKey`; there is no class per Kubernetes kind. Nothing here does I/O.
 
 One module per responsibility: `base` (keys, origins, the source), `cluster`, `policy`,
-`spec` (workloads, settings, the validated Spec) and `decision`; beside them the rules every
+`spec` (workloads, settings, the validated Spec), `decision` and `reasons` (a decision's
+trigger and a move's reason, as codes); beside them the rules every
 stage shares: `claims` (which policy claims a workload), `durations`, `fence` (a write only
 while the Lease is held) and `paths`.
 """
@@ -53,6 +54,12 @@ from reconciler.domain.policy import (
     ResourceSelector,
     SpreadConstraint,
 )
+from reconciler.domain.reasons import (
+    MoveCode,
+    MoveReason,
+    Trigger,
+    TriggerCode,
+)
 from reconciler.domain.spec import (
     Rebalance,
     SchedulerConfig,
@@ -79,6 +86,8 @@ __all__ = [
     "Manifest",
     "Move",
     "MoveBudget",
+    "MoveCode",
+    "MoveReason",
     "Observation",
     "Origin",
     "OverridePolicy",
@@ -100,6 +109,8 @@ __all__ = [
     "SpreadConstraint",
     "Taint",
     "Toleration",
+    "Trigger",
+    "TriggerCode",
     "Workload",
     "group_of",
 ]

@@ -25,6 +25,7 @@ from reconciler.domain import (
     Decision,
     Placed,
     SchedulerConfig,
+    Trigger,
     durations,
 )
 from reconciler.kube import movehooks
@@ -287,9 +288,9 @@ class Pass:
         divided = subject.replicas is not None and subject.strategy != "Duplicated"
         trigger = triggers.FOLLOWS
         if divided:
-            reason = "an affinity term failed" if refresh else None
+            reason = triggers.AFFINITY_FAILED if refresh else None
             if stuck and reason is None:
-                reason = f"{triggers.PENDING} {durations.short(fleet.unschedulable_after)}"
+                reason = triggers.pending(fleet)
             reason = reason or triggers.trigger(
                 fleet,
                 subject,
@@ -333,7 +334,7 @@ class Pass:
         subject: framework.Subject,
         outcome: framework.Outcome,
         tiers: IntArray,
-        trigger: str,
+        trigger: Trigger,
         *,
         fresh: bool = False,
     ) -> Result:
@@ -368,13 +369,15 @@ class Pass:
                 selected = placing.one_home(subject, selected, outcome.total, fresh=fresh)
             except placing.NoHome as error:
                 raise _Failed(str(error), keep=True) from error
-            trigger += f"; runs whole on {fleet.name_list[int(selected[0])]} (stateful)"
+            trigger = trigger.noting(
+                f"runs whole on {fleet.name_list[int(selected[0])]} (stateful)"
+            )
         elif subject.data is not None and subject.extensions:
             candidates = selected.size
             selected = placing.near_data(fleet, subject, selected, self.load)
             if selected.size < candidates:
                 near = ", ".join(fleet.name_list[int(row)] for row in selected)
-                trigger += f"; kept near its data: {near}"
+                trigger = trigger.noting(f"kept near its data: {near}")
         try:
             counts = self._divide(subject, selected, tiers, fresh=fresh)
         except division.Unschedulable as error:

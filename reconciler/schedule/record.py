@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from reconciler.domain import Decision, Diagnosis, Move, Placed, durations
+from reconciler.domain import Decision, Diagnosis, Move, MoveReason, Placed, Trigger, durations
 from reconciler.schedule import facts, framework, triggers
 from reconciler.schedule.fleet import Fleet, IntArray, rows_of
 
@@ -26,7 +26,7 @@ class Result:
 
     counts: IntArray | None
     rows: IntArray
-    trigger: str
+    trigger: Trigger
     served: str | None = None
     """The `rebalance.requestedAt` this placement fully serves."""
 
@@ -78,7 +78,7 @@ class Recorder:
         claimed: facts.Claimed,
         strategy: str,
         outcome: framework.Outcome | None,
-        trigger: str,
+        trigger: Trigger,
     ) -> Diagnosis:
         weights = self._weights(claimed.extensions)
         factors = self.adapt(claimed.workload.key) if self.adapt is not None else {}
@@ -143,8 +143,8 @@ class Recorder:
     ) -> tuple[Move, ...]:
         """The replicas a failover, or pods pending too long, re-placed: from the clusters
         they left to those that gained, paired in name order."""
-        forced = (triggers.FAILOVER, triggers.PENDING)
-        if before is None or result.counts is None or not result.trigger.startswith(forced):
+        reason = MoveReason.forced(result.trigger)
+        if before is None or result.counts is None or reason is None:
             return ()
         fleet = self.fleet
         previous = np.zeros(fleet.size, dtype=np.int64)
@@ -162,7 +162,7 @@ class Recorder:
             for target, room in arrived.items():
                 take = min(remaining, room)
                 if take > 0:
-                    moves.append(Move(names[source], names[target], take, result.trigger, at))
+                    moves.append(Move(names[source], names[target], take, reason, at))
                     remaining -= take
                     arrived[target] = room - take
         return tuple(moves)
@@ -184,7 +184,7 @@ class Recorder:
             policy=claimed.ref,
             clusters=kept,
             unschedulable=message,
-            diagnosis=self._diagnosis(claimed, strategy, outcome, "unschedulable"),
+            diagnosis=self._diagnosis(claimed, strategy, outcome, triggers.UNSCHEDULABLE),
             placement_digest=before.placement_digest if kept and before else "",
             affinity_term=before.affinity_term if kept and before else None,
             moves=self.recent_moves(before) if kept else (),
