@@ -16,6 +16,7 @@ from reconciler.domain import (
     MoveReason,
     Placed,
     ResourceKey,
+    Strategy,
     Trigger,
     TriggerCode,
 )
@@ -44,7 +45,7 @@ def decision(
         api_version="apps/v1",
         policy=None,
         clusters=tuple(Placed(c, n) for c, n in sorted(clusters.items())),
-        diagnosis=Diagnosis(strategy="DynamicWeight", trigger=trigger),
+        diagnosis=Diagnosis(strategy=Strategy.DYNAMIC_WEIGHT, trigger=trigger),
         retiring=tuple(Placed(c, n) for c, n in sorted((retiring or {}).items())),
         moves=moves,
         unschedulable=unschedulable,

@@ -20,6 +20,7 @@ from reconciler.domain import (
     SchedulerConfig,
     Scoring,
     SpreadConstraint,
+    Strategy,
     Taint,
 )
 from reconciler.schedule import facts, spread
@@ -133,7 +134,7 @@ def test_karmada_cluster_spread_swaps_in_capacity() -> None:
         scores=np.array([60.0, 50.0, 40.0]),
         available=np.array([40, 30, 60]),
         replicas=80,
-        strategy="DynamicWeight",
+        strategy=Strategy.DYNAMIC_WEIGHT,
         karmada=True,
     )
     assert fleet.names[chosen].tolist() == ["m1", "m3"]

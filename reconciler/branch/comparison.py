@@ -227,7 +227,7 @@ def _total(placed: Mapping[str, int | None]) -> int | None:
 def _scaled(before: Decision, after: Decision) -> list[str]:
     """`replicas changed from 4 to 6` for a divided workload whose total changed (a
     Duplicated one has a copy per cluster: its sum follows its clusters, not a scale)."""
-    if after.diagnosis.strategy == "Duplicated" or not before.clusters or not after.clusters:
+    if not after.diagnosis.strategy.divides or not before.clusters or not after.clusters:
         return []
     totals = _total(_division(before)), _total(_division(after))
     if totals[0] is None or totals[1] is None or totals[0] == totals[1]:

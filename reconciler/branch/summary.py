@@ -73,7 +73,7 @@ def diagnosis_document(decision: Decision) -> dict[str, Any]:
         verdicts.append(entry)
     diagnosis = decision.diagnosis
     return {
-        "strategy": diagnosis.strategy,
+        "strategy": diagnosis.strategy.value,
         "trigger": diagnosis.trigger.text,
         "fleetWaterLevel": diagnosis.fleet_water_level,
         "weights": dict(diagnosis.weights),

@@ -40,6 +40,7 @@ from reconciler.domain.policy import (
     AffinityTerm,
     ClusterAffinity,
     Division,
+    DivisionPreference,
     FieldRequirement,
     LabelRequirement,
     LabelSelector,
@@ -53,6 +54,7 @@ from reconciler.domain.policy import (
     ReplicaType,
     ResourceSelector,
     SpreadConstraint,
+    Strategy,
 )
 from reconciler.domain.reasons import (
     MoveCode,
@@ -79,6 +81,7 @@ __all__ = [
     "Decision",
     "Diagnosis",
     "Division",
+    "DivisionPreference",
     "Document",
     "FieldRequirement",
     "LabelRequirement",
@@ -107,6 +110,7 @@ __all__ = [
     "SourceFile",
     "Spec",
     "SpreadConstraint",
+    "Strategy",
     "Taint",
     "Toleration",
     "Trigger",

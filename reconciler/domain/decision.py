@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from reconciler.domain.base import Manifest, ResourceKey, empty
-from reconciler.domain.policy import PolicyRef
+from reconciler.domain.policy import PolicyRef, Strategy
 from reconciler.domain.reasons import MoveReason, Trigger
 
 
@@ -30,7 +30,7 @@ class Diagnosis:
 
     verdicts: tuple[ClusterVerdict, ...] = ()
     weights: Mapping[str, float] = field(default_factory=empty)
-    strategy: str = "Duplicated"
+    strategy: Strategy = Strategy.DUPLICATED
     fleet_water_level: float = 0.0
     """The fleet's water level the weights were adjusted for."""
     trigger: Trigger = field(default_factory=Trigger)

@@ -25,6 +25,7 @@ from reconciler.domain import (
     Decision,
     Placed,
     SchedulerConfig,
+    Strategy,
     Trigger,
     durations,
 )
@@ -234,7 +235,7 @@ class Pass:
         if self.diagnose or stuck or before is None or not before.clusters:
             return False
         placement = subject.placement
-        if subject.replicas is None or subject.strategy == "Duplicated" or placement.affinity_terms:
+        if not subject.strategy.divides or placement.affinity_terms:
             return False
         if triggers.pending_request(placement, before) is not None:
             return False
@@ -246,8 +247,7 @@ class Pass:
     def _stuck(self, claimed: facts.Claimed, previous: IntArray) -> dict[int, int]:
         """Lower the share of each cluster where this divided workload's pods have pended for
         `unschedulableAfter`, by the pods pending; returns row → replicas taken away."""
-        strategy = claimed.placement.replicas.strategy
-        if claimed.workload.replicas is None or strategy == "Duplicated":
+        if not claimed.strategy.divides:
             return {}
         taken: dict[int, int] = {}
         for row, pods in self.fleet.stuck(claimed.workload.key):
@@ -285,9 +285,8 @@ class Pass:
         feasible = outcome.feasible
         if not some(feasible):
             raise _Failed(outcome.fit_error(fleet.size), keep=False)
-        divided = subject.replicas is not None and subject.strategy != "Duplicated"
         trigger = triggers.FOLLOWS
-        if divided:
+        if subject.strategy.divides:
             reason = triggers.AFFINITY_FAILED if refresh else None
             if stuck and reason is None:
                 reason = triggers.pending(fleet)
@@ -325,7 +324,7 @@ class Pass:
     def _scored(self, subject: framework.Subject, outcome: framework.Outcome) -> framework.Outcome:
         """The outcome with its scores when anything reads them: the diagnosis, Aggregated's
         candidate order and spread selection. Other divisions never look at scores."""
-        if self.diagnose or subject.strategy == "Aggregated" or subject.placement.spread:
+        if self.diagnose or subject.strategy is Strategy.AGGREGATED or subject.placement.spread:
             return framework.apply_scorers(self.fleet, subject, outcome, self.weights)
         return outcome
 
@@ -360,7 +359,7 @@ class Pass:
                 raise _Failed(str(error), keep=True) from error
         if subject.replicas is None:
             return Result(None, np.sort(selected), trigger)
-        if subject.strategy == "Duplicated":
+        if not subject.strategy.divides:
             counts = np.zeros(fleet.size, dtype=np.int64)
             counts[selected] = subject.replicas
             return Result(counts, np.sort(selected), trigger)
@@ -369,9 +368,7 @@ class Pass:
                 selected = placing.one_home(subject, selected, outcome.total, fresh=fresh)
             except placing.NoHome as error:
                 raise _Failed(str(error), keep=True) from error
-            trigger = trigger.noting(
-                f"runs whole on {fleet.name_list[int(selected[0])]} (stateful)"
-            )
+            trigger = trigger.noting(f"runs whole on {fleet.name_list[selected[0]]} (stateful)")
         elif subject.data is not None and subject.extensions:
             candidates = selected.size
             selected = placing.near_data(fleet, subject, selected, self.load)
@@ -390,9 +387,9 @@ class Pass:
         size = self.fleet.size
         descending = division.names_descending(subject.workload.uid)
         replicas = subject.replicas or 0
-        if subject.strategy == "StaticWeight":
+        if subject.strategy is Strategy.STATIC_WEIGHT:
             return division.divide(
-                "StaticWeight",
+                Strategy.STATIC_WEIGHT,
                 replicas,
                 selected,
                 size=size,
@@ -437,9 +434,8 @@ class Pass:
     ) -> Decision:
         """Place a workload that holds nothing yet on the clusters `outcome` finds feasible
         (at least one), as `decide` would, and charge it to the ledger."""
-        divided = subject.replicas is not None and subject.strategy != "Duplicated"
         before = self.previous.get(claimed.workload.key)
-        trigger = triggers.newcomer(before) if divided else triggers.FOLLOWS
+        trigger = triggers.newcomer(before) if subject.strategy.divides else triggers.FOLLOWS
         tiers = self.facts.target(subject.placement, None)[1]
         outcome = self._scored(subject, outcome)
         try:
@@ -455,7 +451,7 @@ class Pass:
     def refuse(
         self,
         claimed: facts.Claimed,
-        strategy: str,
+        strategy: Strategy,
         outcome: framework.Outcome | None,
         message: str,
         demand: FloatArray,
@@ -484,7 +480,7 @@ class Pass:
     def _unschedulable(
         self,
         claimed: facts.Claimed,
-        strategy: str,
+        strategy: Strategy,
         outcome: framework.Outcome | None,
         failure: _Failed,
         before: Decision | None,

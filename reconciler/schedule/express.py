@@ -119,7 +119,7 @@ def feasible(fleet: Fleet, subject: framework.Subject) -> BoolArray:
     passed = base & subject.node_fit
     replicas = subject.replicas
     if replicas:
-        need = replicas if subject.strategy == "Duplicated" else 1
+        need = 1 if subject.strategy.divides else replicas
         passed &= subject.allocatable >= need
     elif replicas == 0:
         requested = subject.requested

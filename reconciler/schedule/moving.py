@@ -48,6 +48,7 @@ from reconciler.domain import (
     Placed,
     Placement,
     ResourceKey,
+    Strategy,
     Trigger,
     TriggerCode,
     Workload,
@@ -84,7 +85,7 @@ def runs_whole(extensions: bool, workload: Workload, placement: Placement) -> bo
         and workload.stateful
         and workload.replicas is not None
         and not placement.allow_split
-        and placement.replicas.strategy != "Duplicated"
+        and placement.replicas.strategy.divides
     )
 
 
@@ -203,7 +204,7 @@ def place_hooks(
         move = movehooks.syncing(by_key.get(workload))
         where = f"moving {move[0]} → {move[1]}, Syncing" if move else "no move is syncing"
         trigger = Trigger(TriggerCode.DATA_SYNC, f"{workload}: {where}")
-        diagnosis = Diagnosis(strategy="Duplicated", trigger=trigger)
+        diagnosis = Diagnosis(strategy=Strategy.DUPLICATED, trigger=trigger)
         clusters = (Placed(move[1], None),) if move else ()
         result.append(bundle.placed_for(decision, clusters, diagnosis))
     return result

@@ -15,7 +15,16 @@ from typing import Any
 
 import numpy as np
 
-from reconciler.domain import Decision, Diagnosis, Move, MoveReason, Placed, Trigger, durations
+from reconciler.domain import (
+    Decision,
+    Diagnosis,
+    Move,
+    MoveReason,
+    Placed,
+    Strategy,
+    Trigger,
+    durations,
+)
 from reconciler.schedule import facts, framework, triggers
 from reconciler.schedule.fleet import Fleet, IntArray, rows_of
 
@@ -76,7 +85,7 @@ class Recorder:
     def _diagnosis(
         self,
         claimed: facts.Claimed,
-        strategy: str,
+        strategy: Strategy,
         outcome: framework.Outcome | None,
         trigger: Trigger,
     ) -> Diagnosis:
@@ -97,7 +106,7 @@ class Recorder:
     def decision(
         self,
         claimed: facts.Claimed,
-        strategy: str,
+        strategy: Strategy,
         outcome: framework.Outcome | None,
         result: Result,
         term: str | None,
@@ -170,7 +179,7 @@ class Recorder:
     def unschedulable(
         self,
         claimed: facts.Claimed,
-        strategy: str,
+        strategy: Strategy,
         outcome: framework.Outcome | None,
         message: str,
         before: Decision | None,

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from reconciler.domain import Cluster, Decision, Placed, ResourceKey, Trigger, TriggerCode
+from reconciler.domain import Cluster, Decision, Placed, ResourceKey, Strategy, Trigger, TriggerCode
 from reconciler.schedule import facts, triggers
 
 _UNSAID = (Trigger(), triggers.FIRST)
@@ -77,7 +77,7 @@ def contradiction(
 def _spread_violation(
     claimed: facts.Claimed, placed: Sequence[Placed], clusters: Mapping[str, Cluster]
 ) -> str | None:
-    if claimed.strategy == "StaticWeight" or not placed:  # an unschedulable one holds none
+    if claimed.strategy is Strategy.STATIC_WEIGHT or not placed:  # an unschedulable one holds none
         return None
     holding = [
         clusters[p.cluster]

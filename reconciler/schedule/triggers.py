@@ -9,7 +9,15 @@ a decision served asks for a Fresh division; nothing else does.
 
 from __future__ import annotations
 
-from reconciler.domain import Decision, Placement, Trigger, TriggerCode, Workload, durations
+from reconciler.domain import (
+    Decision,
+    Placement,
+    Strategy,
+    Trigger,
+    TriggerCode,
+    Workload,
+    durations,
+)
 from reconciler.schedule import framework
 from reconciler.schedule.fleet import BoolArray, Fleet, rows_of
 
@@ -32,12 +40,12 @@ def pending(fleet: Fleet) -> Trigger:
     return Trigger(TriggerCode.PENDING, durations.short(fleet.unschedulable_after))
 
 
-def is_movable(extensions: bool, strategy: str, workload: Workload) -> bool:
+def is_movable(extensions: bool, strategy: Strategy, workload: Workload) -> bool:
     """Whether re-balancing may move this workload's replicas (see `Claimed.movable`)."""
     return (
         extensions
         and workload.replicas is not None
-        and strategy in ("DynamicWeight", "Aggregated")
+        and strategy in (Strategy.DYNAMIC_WEIGHT, Strategy.AGGREGATED)
         and not workload.stateful
     )
 
