@@ -53,4 +53,4 @@ def test_a_configmap_follows_the_workload_that_needs_it(tmp_path: Path) -> None:
     assert [p.cluster for p in decisions["shop/Deployment.apps/solo"].clusters] == ["a"]
     config = decisions["shop/ConfigMap/solo-config"]
     assert [p.cluster for p in config.clusters] == ["a"], "not the default placement's a, b, c"
-    assert config.diagnosis.trigger == "follows shop/Deployment.apps/solo"
+    assert config.diagnosis.trigger.text == "follows shop/Deployment.apps/solo"

@@ -8,10 +8,22 @@ from pathlib import Path
 
 from reconciler import cli
 from reconciler.commit import describe as commitmessage
-from reconciler.domain import Decision, Diagnosis, Move, Placed, ResourceKey
+from reconciler.domain import (
+    Decision,
+    Diagnosis,
+    Move,
+    MoveCode,
+    MoveReason,
+    Placed,
+    ResourceKey,
+    Strategy,
+    Trigger,
+    TriggerCode,
+)
 from tests.conftest import SourceRepo, git
 
 AT = "2026-01-01T00:00:00Z"
+NO_TRIGGER = Trigger()
 
 
 def key(name: str, kind: str = "Deployment", group: str = "apps") -> ResourceKey:
@@ -22,7 +34,7 @@ def decision(
     name: str,
     clusters: dict[str, int | None],
     *,
-    trigger: str = "",
+    trigger: Trigger = NO_TRIGGER,
     retiring: dict[str, int] | None = None,
     moves: tuple[Move, ...] = (),
     unschedulable: str | None = None,
@@ -33,7 +45,7 @@ def decision(
         api_version="apps/v1",
         policy=None,
         clusters=tuple(Placed(c, n) for c, n in sorted(clusters.items())),
-        diagnosis=Diagnosis(strategy="DynamicWeight", trigger=trigger),
+        diagnosis=Diagnosis(strategy=Strategy.DYNAMIC_WEIGHT, trigger=trigger),
         retiring=tuple(Placed(c, n) for c, n in sorted((retiring or {}).items())),
         moves=moves,
         unschedulable=unschedulable,
@@ -69,7 +81,7 @@ def test_first_pass_counts_what_it_places() -> None:
 def test_scale_names_the_workload_its_counts_and_its_trigger() -> None:
     before = [decision("web", {"a": 2, "b": 2}), decision("cart", {"a": 1})]
     after = [
-        decision("web", {"a": 3, "b": 3}, trigger="replicas changed from 4 to 6"),
+        decision("web", {"a": 3, "b": 3}, trigger=Trigger(TriggerCode.SCALED, "4 to 6")),
         decision("cart", {"a": 1}),
     ]
     subject, body = subject_and_body(compose(before, after))
@@ -78,14 +90,15 @@ def test_scale_names_the_workload_its_counts_and_its_trigger() -> None:
 
 
 def test_filling_moves_are_summed_per_reason() -> None:
-    reason = "filling eu-central-1: water level 0.60 vs 0.10 (cpu)"
-    moves = (Move("a", "eu-central-1", 2, reason, AT),)
+    filling = MoveReason(MoveCode.FILLING, "eu-central-1: water level 0.60 vs 0.10 (cpu)")
+    reason = filling.text
+    moves = (Move("a", "eu-central-1", 2, filling, AT),)
     before = [decision("checkout", {"a": 4, "b": 2})]
     after = [
         decision(
             "checkout",
             {"a": 2, "b": 2, "eu-central-1": 2},
-            trigger=f"re-balanced: {reason}",
+            trigger=Trigger(TriggerCode.REBALANCED, reason),
             retiring={"a": 2},
             moves=moves,
         )
@@ -96,15 +109,17 @@ def test_filling_moves_are_summed_per_reason() -> None:
     assert f"why: re-balanced: {reason}" in body
     several = [*before, decision("cart", {"a": 3})]
     moved_too = decision(
-        "cart", {"a": 2, "eu-central-1": 1}, moves=(Move("a", "eu-central-1", 1, reason, AT),)
+        "cart", {"a": 2, "eu-central-1": 1}, moves=(Move("a", "eu-central-1", 1, filling, AT),)
     )
     subject, _ = subject_and_body(compose(several, [*after, moved_too]))
     assert subject == "filling eu-central-1: moved 3 replicas of 2 workloads"
 
 
 def test_retiring_replicas_say_the_move_is_done() -> None:
-    before = [decision("web", {"b": 4}, retiring={"a": 4}, trigger="re-balanced: x")]
-    after = [decision("web", {"b": 4}, trigger="steady: the previous division stands")]
+    before = [
+        decision("web", {"b": 4}, retiring={"a": 4}, trigger=Trigger(TriggerCode.REBALANCED, "x"))
+    ]
+    after = [decision("web", {"b": 4}, trigger=Trigger(TriggerCode.STEADY))]
     subject, body = subject_and_body(compose(before, after))
     assert subject == "retire 4 old shop/web replicas"
     assert "why: old copies on a retired: the move's new copies are up" in body
@@ -115,7 +130,7 @@ def test_unschedulable_comes_first_with_its_reason() -> None:
     before = [decision("web", {"a": 2}), decision("big", {"a": 10, "b": 10})]
     after = [
         decision("web", {}, unschedulable=reason),
-        decision("big", {"a": 20, "b": 20}, trigger="replicas changed from 20 to 40"),
+        decision("big", {"a": 20, "b": 20}, trigger=Trigger(TriggerCode.SCALED, "20 to 40")),
     ]
     subject, body = subject_and_body(compose(before, after))
     assert subject == "shop/web became unschedulable and 1 more"
@@ -144,7 +159,7 @@ def test_many_changes_stay_short_and_are_counted() -> None:
     long = "a-rather-long-workload-name-that-goes-on-and-on-" * 2
     before = [decision(f"{long}{i:03}", {"eu-west-1": 1}) for i in range(count)]
     after = [
-        decision(f"{long}{i:03}", {"eu-west-1": 2}, trigger="replicas changed from 1 to 2")
+        decision(f"{long}{i:03}", {"eu-west-1": 2}, trigger=Trigger(TriggerCode.SCALED, "1 to 2"))
         for i in range(count)
     ]
     message = compose(before, after)
@@ -192,8 +207,9 @@ def test_reconcile_commits_say_what_changed_and_keep_the_trailers(
 
 def test_a_stateful_move_names_its_phase() -> None:
     before = [decision("db", {"us-east-1": 1}, kind="StatefulSet")]
-    moving = decision("db", {"eu-west-1": 1}, kind="StatefulSet", trigger="cluster drained")
+    drained = Trigger(TriggerCode.NOT_CANDIDATE, "us-east-1")
+    moving = decision("db", {"eu-west-1": 1}, kind="StatefulSet", trigger=drained)
     after = [replace(moving, retiring=(Placed("us-east-1", 1, phase="Provisioning", since=AT),))]
     subject, body = subject_and_body(compose(before, after))
     assert subject == "move shop/statefulset/db us-east-1 → eu-west-1, Provisioning"
-    assert "why: cluster drained" in body
+    assert f"why: {drained.text}" in body

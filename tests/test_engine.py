@@ -20,6 +20,7 @@ from reconciler.domain import (
     SchedulerConfig,
     Scoring,
     SpreadConstraint,
+    Strategy,
     Taint,
 )
 from reconciler.schedule import facts, spread
@@ -73,13 +74,13 @@ def test_steady_state_keeps_the_previous_division() -> None:
     busier = replace(spec, clusters=(cluster("a", used=70), cluster("b", used=10)))
     again = schedule.place(busier, previous)
     assert [counts(d) for d in again] == [counts(d) for d in first]
-    assert again[0].diagnosis.trigger == "steady: the previous division stands"
+    assert again[0].diagnosis.trigger.text == "steady: the previous division stands"
     # Scaling one workload re-divides only that one.
     scaled = replace(busier, workloads=(deployment("w", 6), deployment("x", 4)))
     after = schedule.place(scaled, previous)
     assert counts(after[1]) == counts(first[1])
     assert sum(counts(after[0]).values()) == 6  # type: ignore[arg-type]
-    assert after[0].diagnosis.trigger == "replicas changed from 4 to 6"
+    assert after[0].diagnosis.trigger.text == "replicas changed from 4 to 6"
 
 
 def test_a_lost_cluster_triggers_a_new_division() -> None:
@@ -91,7 +92,7 @@ def test_a_lost_cluster_triggers_a_new_division() -> None:
     (after,) = schedule.place(drained, {first.key: first})
     assert "a" not in counts(after)
     assert sum(counts(after).values()) == 6  # type: ignore[arg-type]
-    assert after.diagnosis.trigger == "cluster a is no longer a candidate"
+    assert after.diagnosis.trigger.text == "cluster a is no longer a candidate"
 
 
 def test_cluster_affinities_fall_back_in_order_and_stay() -> None:
@@ -133,7 +134,7 @@ def test_karmada_cluster_spread_swaps_in_capacity() -> None:
         scores=np.array([60.0, 50.0, 40.0]),
         available=np.array([40, 30, 60]),
         replicas=80,
-        strategy="DynamicWeight",
+        strategy=Strategy.DYNAMIC_WEIGHT,
         karmada=True,
     )
     assert fleet.names[chosen].tolist() == ["m1", "m3"]

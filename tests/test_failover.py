@@ -66,8 +66,8 @@ def test_after_the_timeout_the_replicas_are_placed_elsewhere() -> None:
     assert "a" not in counts(after)
     assert sum(counts(after).values()) == 9  # type: ignore[arg-type]
     assert after.retiring == (), "nothing can be retired on a cluster that cannot be reached"
-    assert after.diagnosis.trigger == "failover after 5m"
-    assert {(m.source, m.reason) for m in after.moves} == {("a", "failover after 5m")}
+    assert after.diagnosis.trigger.text == "failover after 5m"
+    assert {(m.source, m.reason.text) for m in after.moves} == {("a", "failover after 5m")}
     assert sum(m.replicas for m in after.moves) == 3
 
 
@@ -143,6 +143,6 @@ def test_pods_pending_too_long_move_their_share_elsewhere() -> None:
     (after,) = schedule.place(spec, {first.key: first}, stuck, now=NOW)
     assert counts(after)["a"] == 1
     assert sum(counts(after).values()) == 9  # type: ignore[arg-type]
-    assert after.diagnosis.trigger == "pods pending over 5m"
-    assert {(m.source, m.reason) for m in after.moves} == {("a", "pods pending over 5m")}
+    assert after.diagnosis.trigger.text == "pods pending over 5m"
+    assert {(m.source, m.reason.text) for m in after.moves} == {("a", "pods pending over 5m")}
     assert sum(m.replicas for m in after.moves) == 2

@@ -59,7 +59,9 @@ def test_an_added_cluster_is_filled_only_while_filling() -> None:
     filled = schedule.place(spec, previous, now=3600.0, filling={"c"})
     moved = [m for d in filled for m in d.moves]
     assert moved
-    assert all(m.target == "c" and m.reason.startswith("filling c: water level") for m in moved)
+    assert all(
+        m.target == "c" and m.reason.text.startswith("filling c: water level") for m in moved
+    )
     on_c = sum(counts(d).get("c", 0) or 0 for d in filled)
     assert on_c == sum(m.replicas for m in moved)
     assert schedule.still_filling(filled, {"c"}, 3600.0) == {"c"}

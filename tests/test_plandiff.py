@@ -9,7 +9,17 @@ import pytest
 
 from reconciler import yamlio
 from reconciler.branch import statefiles, status
-from reconciler.domain import Cluster, Decision, Move, MoveBudget, Origin, Placed, ResourceKey
+from reconciler.domain import (
+    Cluster,
+    Decision,
+    Move,
+    MoveBudget,
+    MoveCode,
+    MoveReason,
+    Origin,
+    Placed,
+    ResourceKey,
+)
 from reconciler.errors import Problem
 from reconciler.kube import secrets
 from reconciler.review import followups, plandiff, planreport
@@ -237,7 +247,15 @@ def test_follow_ups_name_moves_phases_and_filling() -> None:
     filled = replace(
         decision(a=2, c=2),
         retiring=(Placed("a", 2),),
-        moves=(Move("a", "c", 2, "filling c: water level 0.60 vs 0.10 (cpu)", SINCE),),
+        moves=(
+            Move(
+                "a",
+                "c",
+                2,
+                MoveReason(MoveCode.FILLING, "c: water level 0.60 vs 0.10 (cpu)"),
+                SINCE,
+            ),
+        ),
     )
     said = followups.sentences(
         [moving, filled], filling={"c"}, budget=MoveBudget(count=4), now=1767225600.0

@@ -64,9 +64,9 @@ def test_replicas_leave_a_cluster_above_its_limit() -> None:
     assert retiring(after) == {"a": 4}, "the old copies keep running until the next pass"
     (move,) = after.moves
     assert (move.source, move.target, move.replicas) == ("a", "b", 4)
-    assert move.reason == "water level 0.90 > 0.85 (cpu)"
+    assert move.reason.text == "water level 0.90 > 0.85 (cpu)"
     assert move.at == "1970-01-01T01:00:00Z"
-    assert after.diagnosis.trigger.startswith("re-balanced: water level")
+    assert after.diagnosis.trigger.text.startswith("re-balanced: water level")
 
 
 def test_only_enough_replicas_move_to_clear_the_excess() -> None:
@@ -155,7 +155,7 @@ def test_a_drained_cluster_empties_under_the_budget() -> None:
     assert on_a == 2
     (step1,) = schedule.place(drained, {first.key: first})
     assert counts(step1)["a"] == 1
-    assert step1.moves[0].reason == "cluster drained"
+    assert step1.moves[0].reason.text == "cluster drained"
     (step2,) = schedule.place(drained, {step1.key: step1})
     assert "a" not in counts(step2)
     assert sum(counts(step2).values()) == 6  # type: ignore[arg-type]
@@ -267,7 +267,7 @@ def test_requested_at_redivides_fresh_under_the_budget() -> None:
     )
     asked = replace(three, placement_policies=(policy,))
     (step1,) = schedule.place(asked, {added.key: added})
-    assert [(m.source, m.target, m.replicas, m.reason) for m in step1.moves] == [
+    assert [(m.source, m.target, m.replicas, m.reason.text) for m in step1.moves] == [
         ("a", "c", 1, "rebalance requested")
     ]
     assert step1.rebalance_served is None, "not served until the Fresh division is reached"

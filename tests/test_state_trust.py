@@ -20,8 +20,7 @@ from conftest import EXAMPLE, SourceRepo, git, make_source_repo
 
 from reconciler import cli, load, pipeline, schedule
 from reconciler.branch import lastpass, statefiles, status
-from reconciler.domain import Observation
-from reconciler.schedule import standing
+from reconciler.domain import Observation, TriggerCode
 
 CART = "decisions/shop/deployment-cart.yaml"
 EU = "status/clusters/eu-west-1.yaml"
@@ -77,7 +76,7 @@ def test_a_hand_edited_move_time_is_set_aside_instead_of_crashing_every_pass(
     assert "edited outside dro" in err
     rewritten = branch_file(repo, CART)
     assert "yesterday" not in rewritten
-    assert trigger(rewritten).startswith(standing.SET_ASIDE)
+    assert trigger(rewritten).startswith("previous decision set aside")
     head = repo.branch_sha("dro/rendered")
     assert reconcile(repo, tmp_path / "state") == 0
     assert repo.branch_sha("dro/rendered") == head, "once restored, the next pass is steady"
@@ -247,7 +246,7 @@ def test_any_field_of_a_decision_may_be_wrong_without_a_crash(
         if data is text or back is None or back.distrusted:
             assert back is None or not back.clusters
             if back is not None:
-                assert cart.diagnosis.trigger.startswith(standing.SET_ASIDE)
+                assert cart.diagnosis.trigger.code is TriggerCode.SET_ASIDE
         assert sum(p.replicas or 0 for p in cart.clusters) == 4
 
 
@@ -293,7 +292,9 @@ def test_plan_says_which_decisions_were_set_aside(
     assert cli.main([*args, "-o", "markdown"]) == 0
     out = capsys.readouterr().out
     assert "1 decision(s) on the output branch were set aside" in out
-    assert f"shop/Deployment.apps/cart: {standing.SET_ASIDE} ({CART}: edited outside dro" in out
+    assert (
+        f"shop/Deployment.apps/cart: previous decision set aside ({CART}: edited outside dro" in out
+    )
 
 
 def test_a_branch_written_before_seals_is_taken_as_it_is_once(
@@ -319,5 +320,5 @@ def test_a_branch_written_before_seals_is_taken_as_it_is_once(
     resealed = branch_file(repo, CART)
     assert resealed.startswith("# dro state sha256:")
     assert counts(resealed) == division
-    assert not trigger(resealed).startswith(standing.SET_ASIDE)
+    assert not trigger(resealed).startswith("previous decision set aside")
     assert "edited outside dro" not in capfd.readouterr().err

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
-from reconciler.domain import Decision, Move
+from reconciler.domain import Decision, Move, TriggerCode
 
 NEW = "new in the head"
 """The trigger of a workload that only the head places."""
@@ -43,6 +43,8 @@ class WorkloadChange:
     policy_after: str | None = None
     triggers: tuple[str, ...] = ()
     """Every reason the placement changed, in a fixed order (`_triggers`)."""
+    scaled: bool = False
+    """The division's total changed, or the head's trigger says its replicas changed."""
     moves: tuple[Move, ...] = ()
     """The moves the head's pass makes (re-balancing, filling, drain, failover)."""
     status: str = "changed"
@@ -155,6 +157,7 @@ def _workload(
         policy_before=policies[0],
         policy_after=policies[1],
         triggers=_triggers(before, after, policies, gone),
+        scaled=_is_scaled(before, after),
         moves=_new_moves(before, after),
         status="added" if before is None else "removed" if after is None else "changed",
     )
@@ -224,12 +227,19 @@ def _total(placed: Mapping[str, int | None]) -> int | None:
 def _scaled(before: Decision, after: Decision) -> list[str]:
     """`replicas changed from 4 to 6` for a divided workload whose total changed (a
     Duplicated one has a copy per cluster: its sum follows its clusters, not a scale)."""
-    if after.diagnosis.strategy == "Duplicated" or not before.clusters or not after.clusters:
+    if not after.diagnosis.strategy.divides or not before.clusters or not after.clusters:
         return []
     totals = _total(_division(before)), _total(_division(after))
     if totals[0] is None or totals[1] is None or totals[0] == totals[1]:
         return []
     return [f"replicas changed from {totals[0]} to {totals[1]}"]
+
+
+def _is_scaled(before: Decision | None, after: Decision | None) -> bool:
+    """Whether a scale is among the reasons both sides place the workload differently."""
+    if before is None or after is None:
+        return False
+    return bool(_scaled(before, after)) or after.diagnosis.trigger.code is TriggerCode.SCALED
 
 
 def _retired(before: Decision, after: Decision) -> list[str]:
@@ -275,9 +285,9 @@ def _triggers(
     found += _scaled(before, after)
     found += [f"cluster {p.cluster} is gone" for p in before.clusters if p.cluster in gone]
     found += _retired(before, after)
-    if after.diagnosis.trigger:
-        found.append(after.diagnosis.trigger)
-    found += sorted({m.reason for m in _new_moves(before, after)})
+    if after.diagnosis.trigger.code is not TriggerCode.NONE:
+        found.append(after.diagnosis.trigger.text)
+    found += sorted({m.reason.text for m in _new_moves(before, after)})
     if after.unschedulable:
         found.append(after.unschedulable)
     unique: list[str] = []

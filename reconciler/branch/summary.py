@@ -16,6 +16,7 @@ from reconciler.domain import (
     Cluster,
     Decision,
     Move,
+    MoveReason,
     Placed,
     PolicyRef,
     ResourceKey,
@@ -72,8 +73,8 @@ def diagnosis_document(decision: Decision) -> dict[str, Any]:
         verdicts.append(entry)
     diagnosis = decision.diagnosis
     return {
-        "strategy": diagnosis.strategy,
-        "trigger": diagnosis.trigger,
+        "strategy": diagnosis.strategy.value,
+        "trigger": diagnosis.trigger.text,
         "fleetWaterLevel": diagnosis.fleet_water_level,
         "weights": dict(diagnosis.weights),
         "clusters": verdicts,
@@ -103,7 +104,7 @@ def decision_document(decision: Decision) -> dict[str, Any]:
                 "from": m.source,
                 "to": m.target,
                 "replicas": m.replicas,
-                "reason": m.reason,
+                "reason": m.reason.text,
                 "at": m.at,
             }
             for m in decision.moves
@@ -175,7 +176,13 @@ def decision_from_document(document: Mapping[str, Any]) -> Decision:
             for r in status.get("retiring") or ()
         ),
         moves=tuple(
-            Move(str(m["from"]), str(m["to"]), int(m["replicas"]), str(m["reason"]), str(m["at"]))
+            Move(
+                str(m["from"]),
+                str(m["to"]),
+                int(m["replicas"]),
+                MoveReason.read(str(m["reason"])),  # the one place a reason's prose is read
+                str(m["at"]),
+            )
             for m in status.get("moves") or ()
         ),
         rebalance_served=status.get("rebalanceServed"),

@@ -319,7 +319,7 @@ def explanation(decision: Decision) -> list[object]:
     weights = ", ".join(f"{name} {value:g}" for name, value in diagnosis.weights.items())
     lines: list[object] = [
         f"[bold]{decision.key}[/bold]  policy: {decision.policy or 'default placement'}",
-        f"strategy: {diagnosis.strategy}   trigger: {diagnosis.trigger}   "
+        f"strategy: {diagnosis.strategy}   trigger: {diagnosis.trigger.text}   "
         f"fleet water level: {diagnosis.fleet_water_level:.2f}",
         f"weights: {weights or '(none)'}",
     ]
@@ -328,7 +328,7 @@ def explanation(decision: Decision) -> list[object]:
     for move in decision.moves:
         lines.append(
             f"moved {move.replicas} replica(s) {move.source} → {move.target} at {move.at}: "
-            f"{move.reason}"
+            f"{move.reason.text}"
         )
     entry = decision.moving
     if entry is not None:

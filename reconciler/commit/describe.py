@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from reconciler.branch import comparison, paths
-from reconciler.domain import Decision, Move
+from reconciler.domain import Decision, Move, MoveCode
 
 SUBJECT_LIMIT = 72
 BODY_ENTRIES = 200
@@ -121,7 +121,7 @@ def _phrase(change: comparison.WorkloadChange, *, compact: bool = False) -> str:
     if change.moves:
         return _moved(name, change.moves)
     total = change.divided_totals
-    if any(t.startswith("replicas changed from") for t in change.triggers):
+    if change.scaled:
         return f"scale {name} {total[0]} → {total[1]}"
     retired = _retired(change)
     if retired:
@@ -143,18 +143,18 @@ def _moved(name: str, moves: Sequence[Move]) -> str:
 
 def _move_reason(move: Move) -> str:
     """A move's reason in a few words: `filling c`, `drain a`, `relieve a`, `failover from a`."""
-    reason = move.reason
-    if reason.startswith("filling"):
-        return reason.split(":", 1)[0]
-    if reason.startswith("cluster drained"):
+    code = move.reason.code
+    if code is MoveCode.FILLING:
+        return f"filling {move.target}"
+    if code is MoveCode.DRAINED:
         return f"drain {move.source}"
-    if reason.startswith("water level"):
+    if code is MoveCode.WATER_LEVEL:
         return f"relieve {move.source}"
-    if reason.startswith("failover"):
+    if code is MoveCode.FAILOVER:
         return f"failover from {move.source}"
-    if reason.startswith("pods pending"):
+    if code is MoveCode.PENDING:
         return f"pods pending on {move.source}"
-    return reason.split(":", 1)[0]
+    return move.reason.text.split(":", 1)[0]
 
 
 def _retired(change: comparison.WorkloadChange) -> int:

@@ -5,7 +5,8 @@
 by `ResourceKey`; there is no class per Kubernetes kind. Nothing here does I/O.
 
 One module per responsibility: `base` (keys, origins, the source), `cluster`, `policy`,
-`spec` (workloads, settings, the validated Spec) and `decision`; beside them the rules every
+`spec` (workloads, settings, the validated Spec), `decision` and `reasons` (a decision's
+trigger and a move's reason, as codes); beside them the rules every
 stage shares: `claims` (which policy claims a workload), `durations`, `fence` (a write only
 while the Lease is held) and `paths`.
 """
@@ -39,6 +40,7 @@ from reconciler.domain.policy import (
     AffinityTerm,
     ClusterAffinity,
     Division,
+    DivisionPreference,
     FieldRequirement,
     LabelRequirement,
     LabelSelector,
@@ -52,6 +54,13 @@ from reconciler.domain.policy import (
     ReplicaType,
     ResourceSelector,
     SpreadConstraint,
+    Strategy,
+)
+from reconciler.domain.reasons import (
+    MoveCode,
+    MoveReason,
+    Trigger,
+    TriggerCode,
 )
 from reconciler.domain.spec import (
     Rebalance,
@@ -72,6 +81,7 @@ __all__ = [
     "Decision",
     "Diagnosis",
     "Division",
+    "DivisionPreference",
     "Document",
     "FieldRequirement",
     "LabelRequirement",
@@ -79,6 +89,8 @@ __all__ = [
     "Manifest",
     "Move",
     "MoveBudget",
+    "MoveCode",
+    "MoveReason",
     "Observation",
     "Origin",
     "OverridePolicy",
@@ -98,8 +110,11 @@ __all__ = [
     "SourceFile",
     "Spec",
     "SpreadConstraint",
+    "Strategy",
     "Taint",
     "Toleration",
+    "Trigger",
+    "TriggerCode",
     "Workload",
     "group_of",
 ]

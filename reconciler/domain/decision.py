@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from reconciler.domain.base import Manifest, ResourceKey, empty
-from reconciler.domain.policy import PolicyRef
+from reconciler.domain.policy import PolicyRef, Strategy
+from reconciler.domain.reasons import MoveReason, Trigger
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -29,10 +30,10 @@ class Diagnosis:
 
     verdicts: tuple[ClusterVerdict, ...] = ()
     weights: Mapping[str, float] = field(default_factory=empty)
-    strategy: str = "Duplicated"
+    strategy: Strategy = Strategy.DUPLICATED
     fleet_water_level: float = 0.0
     """The fleet's water level the weights were adjusted for."""
-    trigger: str = ""
+    trigger: Trigger = field(default_factory=Trigger)
     """Why the replicas were divided this pass, or why the previous division stands."""
 
 
@@ -74,7 +75,7 @@ class Move(NamedTuple):
     source: str
     target: str
     replicas: int
-    reason: str
+    reason: MoveReason
     at: str
     """When the move was decided (RFC 3339); the cooldown counts from here."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -105,22 +106,57 @@ class SpreadConstraint:
     by_label: bool = False
 
 
-ReplicaType = Literal["Duplicated", "Divided"]
-Division = Literal["StaticWeight", "DynamicWeight", "Aggregated"]
+class Strategy(enum.StrEnum):
+    """How a workload's replicas go to its clusters: the name `schedule.division` takes and a
+    decision's diagnosis records. Objects without replicas go everywhere, as Duplicated."""
+
+    DUPLICATED = "Duplicated"
+    STATIC_WEIGHT = "StaticWeight"
+    DYNAMIC_WEIGHT = "DynamicWeight"
+    AGGREGATED = "Aggregated"
+
+    @property
+    def divides(self) -> bool:
+        """The "divided" rule: every strategy but Duplicated divides the replicas among the
+        clusters (Duplicated gives each cluster all of them)."""
+        return self is not Strategy.DUPLICATED
+
+
+class ReplicaType(enum.StrEnum):
+    """A policy's replica scheduling type (Karmada's `replicaSchedulingType`)."""
+
+    DUPLICATED = "Duplicated"
+    DIVIDED = "Divided"
+
+
+class DivisionPreference(enum.StrEnum):
+    """Karmada's `replicaDivisionPreference`: Weighted (static or dynamic) or Aggregated."""
+
+    WEIGHTED = "Weighted"
+    AGGREGATED = "Aggregated"
+
+
+Division = Literal[Strategy.STATIC_WEIGHT, Strategy.DYNAMIC_WEIGHT, Strategy.AGGREGATED]
+"""How a Divided policy divides: the strategies that divide."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReplicaScheduling:
-    """How replicas are spread over the chosen clusters."""
+    """How replicas are spread over the chosen clusters. `type` and `division` are read as
+    their enums (a policy's plain strings included)."""
 
-    type: ReplicaType = "Duplicated"
-    division: Division = "StaticWeight"
+    type: ReplicaType = ReplicaType.DUPLICATED
+    division: Division = Strategy.STATIC_WEIGHT
     static_weights: tuple[tuple[ClusterAffinity, int], ...] = ()
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "type", ReplicaType(self.type))
+        object.__setattr__(self, "division", Strategy(self.division))
+
     @property
-    def strategy(self) -> str:
-        """The name `division.assign` takes: Duplicated, StaticWeight, DynamicWeight, Aggregated."""
-        return "Duplicated" if self.type == "Duplicated" else self.division
+    def strategy(self) -> Strategy:
+        """The strategy `schedule.division` takes: Duplicated, or the division of a Divided."""
+        return Strategy.DUPLICATED if self.type is ReplicaType.DUPLICATED else self.division
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -25,12 +25,11 @@ import structlog
 
 from reconciler import laststate, live, load, pipeline
 from reconciler.branch import status
-from reconciler.domain import Decision, Source, Spec
+from reconciler.domain import Decision, Source, Spec, TriggerCode
 from reconciler.domain.credentials import Credentials
 from reconciler.errors import Severity, ValidationFailed
 from reconciler.git import gitrepo
 from reconciler.review import followups, plandiff
-from reconciler.schedule import standing
 from reconciler.validate import guard
 
 log = structlog.get_logger("dro")
@@ -119,9 +118,9 @@ def _no_output_branch(branch: str, found: bool, base_valid: bool) -> tuple[str, 
 def _set_aside(decisions: Sequence[Decision]) -> str:
     """What the head says about previous decisions it could not start from (`standing`)."""
     found = [
-        f"{d.key}: {d.diagnosis.trigger}"
+        f"{d.key}: {d.diagnosis.trigger.text}"
         for d in decisions
-        if d.diagnosis.trigger.startswith(standing.SET_ASIDE)
+        if d.diagnosis.trigger.code is TriggerCode.SET_ASIDE
     ]
     if not found:
         return ""

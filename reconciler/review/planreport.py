@@ -359,7 +359,7 @@ def _workload(change: comparison.WorkloadChange) -> dict[str, Any]:
         "why": change.why,
         "triggers": list(change.triggers),
         "moves": [
-            {"from": m.source, "to": m.target, "replicas": m.replicas, "reason": m.reason}
+            {"from": m.source, "to": m.target, "replicas": m.replicas, "reason": m.reason.text}
             for m in change.moves
         ],
     }

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from reconciler.domain import Decision, Diagnosis, Placed, ResourceKey
+from reconciler.domain import Decision, Diagnosis, Placed, ResourceKey, Trigger, TriggerCode
 from reconciler.schedule import facts
 
 
@@ -36,7 +36,9 @@ def follow(
         )
         names = ", ".join(str(key) for key in needed_by)
         # the default placement's verdicts do not apply: the dependents decided
-        diagnosis = Diagnosis(strategy=decision.diagnosis.strategy, trigger=f"follows {names}")
+        diagnosis = Diagnosis(
+            strategy=decision.diagnosis.strategy, trigger=Trigger(TriggerCode.BUNDLED, names)
+        )
         result.append(placed_for(decision, tuple(Placed(c, None) for c in clusters), diagnosis))
     return result
 

@@ -28,7 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-STRATEGIES = ("Duplicated", "StaticWeight", "DynamicWeight", "Aggregated")
+from reconciler.domain import Strategy
+
+STRATEGIES = tuple(Strategy)
 MAX_REPLICAS = 2**31 - 1
 """Karmada's MaxInt32: the available replicas of a cluster that nothing limits."""
 
@@ -213,7 +215,7 @@ def _leading(votes: IntArray, seats: int, descending: bool) -> IntArray:
 
 
 def divide(
-    strategy: str,
+    strategy: Strategy,
     replicas: int,
     candidates: IntArray,
     *,
@@ -236,17 +238,18 @@ def divide(
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
+    strategy = Strategy(strategy)  # a caller's plain name, as the enum
     if replicas < 0:
         raise ValueError(f"replicas must be >= 0, got {replicas}")
-    if strategy != "Aggregated":
+    if strategy is not Strategy.AGGREGATED:
         candidates = np.sort(candidates) if distinct else np.unique(candidates)
     elif not distinct:
         candidates = _first_seen(candidates)
     result = np.zeros(size, dtype=np.int64)
-    if strategy == "Duplicated":
+    if not strategy.divides:
         result[candidates] = replicas
         return result
-    if strategy == "StaticWeight":
+    if strategy is Strategy.STATIC_WEIGHT:
         weights = np.ones(len(candidates), dtype=np.int64)
         if static is not None and static[candidates].any():
             weights = static[candidates]
@@ -275,7 +278,7 @@ def _first_seen(rows: IntArray) -> IntArray:
 
 
 def _dynamic(
-    strategy: str,
+    strategy: Strategy,
     replicas: int,
     candidates: IntArray,
     free: IntArray,
@@ -304,7 +307,7 @@ def _dynamic(
     if total < target:
         return Unschedulable(total)
     voters = (weights > 0).nonzero()[0]
-    if strategy == "Aggregated":
+    if strategy is Strategy.AGGREGATED:
         # A stable sort by weight descending keeps the caller's order among equals; the
         # weightless come last and never enter the covering prefix.
         ordered = np.argsort(-weights, kind="stable")
@@ -331,7 +334,7 @@ def _aggregated_prefix(
 
 
 def assign(
-    strategy: str,
+    strategy: Strategy,
     replicas: int,
     candidates: Sequence[str],
     *,

@@ -24,6 +24,8 @@ from reconciler.domain import (
     Placed,
     ResourceKey,
     SchedulerConfig,
+    Strategy,
+    Trigger,
     durations,
 )
 from reconciler.kube import movehooks
@@ -238,7 +240,7 @@ class Pass:
         if self.diagnose or stuck or before is None or not before.clusters:
             return False
         placement = subject.placement
-        if subject.replicas is None or subject.strategy == "Duplicated" or placement.affinity_terms:
+        if not subject.strategy.divides or placement.affinity_terms:
             return False
         if triggers.pending_request(placement, before) is not None:
             return False
@@ -250,8 +252,7 @@ class Pass:
     def _stuck(self, claimed: facts.Claimed, previous: IntArray) -> dict[int, int]:
         """Lower the share of each cluster where this divided workload's pods have pended for
         `unschedulableAfter`, by the pods pending; returns row → replicas taken away."""
-        strategy = claimed.placement.replicas.strategy
-        if claimed.workload.replicas is None or strategy == "Duplicated":
+        if not claimed.strategy.divides:
             return {}
         taken: dict[int, int] = {}
         for row, pods in self.fleet.stuck(claimed.workload.key):
@@ -289,12 +290,11 @@ class Pass:
         feasible = outcome.feasible
         if not some(feasible):
             return Refused(outcome.fit_error(fleet.size), keep=False)
-        divided = subject.replicas is not None and subject.strategy != "Duplicated"
         trigger = triggers.FOLLOWS
-        if divided:
-            reason = "an affinity term failed" if refresh else None
+        if subject.strategy.divides:
+            reason = triggers.AFFINITY_FAILED if refresh else None
             if stuck and reason is None:
-                reason = f"{triggers.PENDING} {durations.short(fleet.unschedulable_after)}"
+                reason = triggers.pending(fleet)
             reason = reason or triggers.trigger(
                 fleet,
                 subject,
@@ -334,7 +334,7 @@ class Pass:
     def _scored(self, subject: framework.Subject, outcome: framework.Outcome) -> framework.Outcome:
         """The outcome with its scores when anything reads them: the diagnosis, Aggregated's
         candidate order and spread selection. Other divisions never look at scores."""
-        if self.diagnose or subject.strategy == "Aggregated" or subject.placement.spread:
+        if self.diagnose or subject.strategy is Strategy.AGGREGATED or subject.placement.spread:
             return framework.apply_scorers(self.fleet, subject, outcome, self.weights)
         return outcome
 
@@ -343,7 +343,7 @@ class Pass:
         subject: framework.Subject,
         outcome: framework.Outcome,
         tiers: IntArray,
-        trigger: str,
+        trigger: Trigger,
         *,
         fresh: bool = False,
     ) -> Result | Refused:
@@ -360,9 +360,8 @@ class Pass:
     ) -> Decision:
         """Place a workload that holds nothing yet on the clusters `outcome` finds feasible
         (at least one), as `decide` would, and charge it to the ledger."""
-        divided = subject.replicas is not None and subject.strategy != "Duplicated"
         before = self.previous.get(claimed.workload.key)
-        trigger = triggers.newcomer(before) if divided else triggers.FOLLOWS
+        trigger = triggers.newcomer(before) if subject.strategy.divides else triggers.FOLLOWS
         tiers = self.facts.target(subject.placement, None)[1]
         outcome = self._scored(subject, outcome)
         result = self._select(subject, outcome, tiers, trigger)
@@ -377,7 +376,7 @@ class Pass:
     def refuse(
         self,
         claimed: facts.Claimed,
-        strategy: str,
+        strategy: Strategy,
         outcome: framework.Outcome | None,
         message: str,
         demand: FloatArray,
@@ -406,7 +405,7 @@ class Pass:
     def _unschedulable(
         self,
         claimed: facts.Claimed,
-        strategy: str,
+        strategy: Strategy,
         outcome: framework.Outcome | None,
         failure: Refused,
         before: Decision | None,

@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from reconciler.domain import Decision, ResourceKey
+from reconciler.domain import Decision, ResourceKey, Strategy
 from reconciler.schedule import facts, framework
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, rows_of, some
 from reconciler.schedule.memo import Ref, ref
@@ -65,7 +65,7 @@ class Refusal:
     """The lane's answer for a workload no cluster takes: record it as unschedulable."""
 
     message: str
-    strategy: str
+    strategy: Strategy
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +180,7 @@ def feasible(fleet: Fleet, subject: framework.Subject) -> BoolArray:
     passed = base & subject.node_fit
     replicas = subject.replicas
     if replicas:
-        need = replicas if subject.strategy == "Duplicated" else 1
+        need = 1 if subject.strategy.divides else replicas
         passed &= subject.allocatable >= need
     elif replicas == 0:
         requested = subject.requested

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from reconciler.domain import Placement, PolicyRef, ResourceKey, SchedulerConfig, Workload
+from reconciler.domain import Placement, PolicyRef, ResourceKey, SchedulerConfig, Strategy, Workload
 from reconciler.schedule import division, framework, stci, triggers
 from reconciler.schedule.fleet import (
     BoolArray,
@@ -46,11 +46,11 @@ class Claimed:
     override sets: there, moving divided replicas would not change what runs."""
 
     @property
-    def strategy(self) -> str:
+    def strategy(self) -> Strategy:
         """How its replicas are divided; objects without replicas go everywhere they are
         placed, like Duplicated."""
         replicas = self.workload.replicas
-        return self.placement.replicas.strategy if replicas is not None else "Duplicated"
+        return self.placement.replicas.strategy if replicas is not None else Strategy.DUPLICATED
 
     def __post_init__(self) -> None:
         strategy = self.placement.replicas.strategy

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from reconciler.domain import ClusterVerdict, Placement, Workload
+from reconciler.domain import ClusterVerdict, Placement, Strategy, Workload
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, frozen, rows_of, some
 from reconciler.schedule.memo import Memos, Ref, Slot, ref
 
@@ -36,7 +36,7 @@ class Subject:
     """dro's filters and scorers apply (dro's policies, or a Karmada policy that opts in)."""
     movable: bool = False
     """Re-balancing may move its replicas (`facts.Claimed.movable`)."""
-    strategy: str
+    strategy: Strategy
     replicas: int | None
     demand: FloatArray
     """Per-replica requests over `fleet.resources`."""

@@ -42,7 +42,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from reconciler.domain import Decision, Diagnosis, Placed, Placement, ResourceKey, Workload
+from reconciler.domain import (
+    Decision,
+    Diagnosis,
+    Placed,
+    Placement,
+    ResourceKey,
+    Strategy,
+    Trigger,
+    TriggerCode,
+    Workload,
+)
 from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
 from reconciler.kube import health, movehooks
 from reconciler.schedule import bundle
@@ -75,7 +85,7 @@ def runs_whole(extensions: bool, workload: Workload, placement: Placement) -> bo
         and workload.stateful
         and workload.replicas is not None
         and not placement.allow_split
-        and placement.replicas.strategy != "Duplicated"
+        and placement.replicas.strategy.divides
     )
 
 
@@ -193,9 +203,8 @@ def place_hooks(
             continue
         move = movehooks.syncing(by_key.get(workload))
         where = f"moving {move[0]} → {move[1]}, Syncing" if move else "no move is syncing"
-        diagnosis = Diagnosis(
-            strategy="Duplicated", trigger=f"data-sync hook of {workload}: {where}"
-        )
+        trigger = Trigger(TriggerCode.DATA_SYNC, f"{workload}: {where}")
+        diagnosis = Diagnosis(strategy=Strategy.DUPLICATED, trigger=trigger)
         clusters = (Placed(move[1], None),) if move else ()
         result.append(bundle.placed_for(decision, clusters, diagnosis))
     return result

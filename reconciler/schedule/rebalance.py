@@ -43,12 +43,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from reconciler.domain import Decision, Move, Placed, durations
-from reconciler.schedule import engine, express, facts, triggers
+from reconciler.domain.reasons import MoveCode, MoveReason, Trigger, TriggerCode
+from reconciler.schedule import engine, express, facts
 from reconciler.schedule.fleet import BoolArray, FloatArray, IntArray, rows_of
 
-DRAINED = "cluster drained"
-FILLING = "filling"
-"""The reason of a move into a Filling cluster starts with this word."""
+DRAINED = MoveReason(MoveCode.DRAINED)
+REQUESTED = MoveReason(MoveCode.REQUESTED)
 
 
 @dataclass(slots=True)
@@ -158,7 +158,7 @@ def _holdings(
                 settled=settled,
                 term=decision.affinity_term,
                 recent=decision.moves,
-                scaling=decision.diagnosis.trigger.startswith(triggers.SCALED),
+                scaling=decision.diagnosis.trigger.code is TriggerCode.SCALED,
             )
         )
     return result
@@ -247,7 +247,7 @@ def _move_off(
         return 0
     need, resource, reason = _need(ledger, holding, source, draining, demand)
     wanted = min(holding.counts.get(source, 0), need, budget.allowed(claimed))
-    if wanted <= 0:
+    if wanted <= 0 or reason is None:
         return 0
     subject = ledger.facts.newcomer(claimed, demand, scale, node_fit, holding.term)
     feasible = express.feasible(ledger.fleet, subject)
@@ -305,7 +305,7 @@ def _fill(
             take, reason = _fill_one(
                 ledger, holding, source, target, demand[i], scale[i], node_fit[i], budget
             )
-            if take:
+            if take and reason is not None:
                 _apply(ledger, holding, source, target, take, demand[i])
                 names = ledger.fleet.name_list
                 holding.moves.append(Move(names[source], names[target], take, reason, at))
@@ -324,15 +324,15 @@ def _fill_one(
     scale: FloatArray,
     node_fit: BoolArray,
     budget: _Budget,
-) -> tuple[int, str]:
+) -> tuple[int, MoveReason | None]:
     """How many of this workload's replicas on `source` to move into `target`, and why."""
     fleet = ledger.fleet
     data = ledger.facts.data_row(holding.claimed.workload.key)
     if data is not None and data.bytes_per_day[target] > data.bytes_per_day[source]:
-        return 0, ""  # filling is optional: it never takes a workload farther from its data
+        return 0, None  # filling is optional: it never takes a workload farther from its data
     subject = ledger.facts.newcomer(holding.claimed, demand, scale, node_fit, holding.term)
     if not express.feasible(fleet, subject)[target]:
-        return 0, ""
+        return 0, None
     resource = _decisive(ledger, demand, source)
     capacity = fleet.capacity_by_resource[resource]
     per = float(demand[resource])
@@ -347,11 +347,9 @@ def _fill_one(
         return not left - arrived < ledger.config.rebalance.threshold
 
     take = _first_false(worth, limit)
-    reason = (
-        f"{FILLING} {fleet.name_list[target]}: water level {here / capacity[source]:.2f} vs "
-        f"{there / capacity[target]:.2f} ({fleet.resources[resource]})"
-    )
-    return take, reason
+    levels = f"{here / capacity[source]:.2f} vs {there / capacity[target]:.2f}"
+    where = f"{fleet.name_list[target]}: water level {levels} ({fleet.resources[resource]})"
+    return take, MoveReason(MoveCode.FILLING, where)
 
 
 def _first_false(holds: Callable[[int], bool], limit: int) -> int:
@@ -382,7 +380,7 @@ def still_filling(decisions: Sequence[Decision], filling: Collection[str], now: 
         move.target
         for decision in decisions
         for move in decision.moves
-        if move.at == at and move.target in filling and move.reason.startswith(FILLING)
+        if move.at == at and move.target in filling and move.reason.code is MoveCode.FILLING
     }
 
 
@@ -419,7 +417,7 @@ def _toward(
             if take <= 0:
                 continue
             _apply(ledger, holding, source, row, take, demand)
-            holding.moves.append(Move(names[source], names[row], take, triggers.REQUESTED, at))
+            holding.moves.append(Move(names[source], names[row], take, REQUESTED, at))
             surplus[source] -= take
             short[row] -= take
             moved += take
@@ -436,7 +434,7 @@ def _cooling(ledger: engine.Pass, holding: _Holding, source: int) -> bool:
 
 def _need(
     ledger: engine.Pass, holding: _Holding, source: int, draining: bool, demand: FloatArray
-) -> tuple[int, int, str]:
+) -> tuple[int, int, MoveReason | None]:
     """(replicas to move, the resource that decides, the reason) for this workload."""
     fleet = ledger.fleet
     requested = rows_of(demand > 0)
@@ -448,13 +446,14 @@ def _need(
     excess = ledger.usage[:, source] - limit * capacity
     over = rows_of((excess > 0) & (limit < 1.0) & (demand > 0) & (capacity > 0))
     if not len(over):
-        return 0, fallback, ""
+        return 0, fallback, None
     need = max(math.ceil(float(excess[r] / demand[r]) - 1e-9) for r in over.tolist())
     level = ledger.usage[over, source] / capacity[over]
     worst = int(over[int(np.argmax(level - limit[over]))])
     resource = fleet.resources[worst]
     shown = _above(float(ledger.usage[worst, source] / capacity[worst]), float(limit[worst]))
-    return need, worst, f"water level {shown} > {float(limit[worst]):g} ({resource})"
+    above = f"{shown} > {float(limit[worst]):g} ({resource})"
+    return need, worst, MoveReason(MoveCode.WATER_LEVEL, above)
 
 
 def _above(level: float, limit: float) -> str:
@@ -483,8 +482,8 @@ def _rebuilt(ledger: engine.Pass, decision: Decision, holding: _Holding) -> Deci
         Placed(names[row], count) for row, count in sorted(holding.counts.items()) if count > 0
     )
     retiring = tuple(Placed(names[row], n) for row, n in sorted(holding.retiring.items()) if n)
-    reasons = sorted({m.reason for m in holding.moves})
-    diagnosis = replace(decision.diagnosis, trigger=f"re-balanced: {'; '.join(reasons)}")
+    reasons = "; ".join(sorted({m.reason.text for m in holding.moves}))
+    diagnosis = replace(decision.diagnosis, trigger=Trigger(TriggerCode.REBALANCED, reasons))
     return replace(
         decision,
         clusters=clusters,

@@ -14,7 +14,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reconciler.domain import Decision, Diagnosis, Move, Placed, ResourceKey, durations
+from reconciler.domain import (
+    Decision,
+    Diagnosis,
+    Move,
+    MoveReason,
+    Placed,
+    ResourceKey,
+    Strategy,
+    Trigger,
+    durations,
+)
 from reconciler.schedule import facts, framework, triggers
 from reconciler.schedule.fleet import Fleet, IntArray, rows_of
 
@@ -25,7 +35,7 @@ class Result:
 
     counts: IntArray | None
     rows: IntArray
-    trigger: str
+    trigger: Trigger
     served: str | None = None
     """The `rebalance.requestedAt` this placement fully serves."""
 
@@ -75,9 +85,9 @@ class Recorder:
     def _diagnosis(
         self,
         claimed: facts.Claimed,
-        strategy: str,
+        strategy: Strategy,
         outcome: framework.Outcome | None,
-        trigger: str,
+        trigger: Trigger,
     ) -> Diagnosis:
         weights = self._weights(claimed.extensions)
         factors = self.adapt(claimed.workload.key) if self.adapt is not None else {}
@@ -96,7 +106,7 @@ class Recorder:
     def decision(
         self,
         claimed: facts.Claimed,
-        strategy: str,
+        strategy: Strategy,
         outcome: framework.Outcome | None,
         result: Result,
         term: str | None,
@@ -142,8 +152,8 @@ class Recorder:
     ) -> tuple[Move, ...]:
         """The replicas a failover, or pods pending too long, re-placed: from the clusters
         they left to those that gained, paired in name order."""
-        forced = (triggers.FAILOVER, triggers.PENDING)
-        if before is None or result.counts is None or not result.trigger.startswith(forced):
+        reason = MoveReason.forced(result.trigger)
+        if before is None or result.counts is None or reason is None:
             return ()
         fleet = self.fleet
         previous = np.zeros(fleet.size, dtype=np.int64)
@@ -161,7 +171,7 @@ class Recorder:
             for target, room in arrived.items():
                 take = min(remaining, room)
                 if take > 0:
-                    moves.append(Move(names[source], names[target], take, result.trigger, at))
+                    moves.append(Move(names[source], names[target], take, reason, at))
                     remaining -= take
                     arrived[target] = room - take
         return tuple(moves)
@@ -169,7 +179,7 @@ class Recorder:
     def unschedulable(
         self,
         claimed: facts.Claimed,
-        strategy: str,
+        strategy: Strategy,
         outcome: framework.Outcome | None,
         message: str,
         before: Decision | None,
@@ -183,7 +193,7 @@ class Recorder:
             policy=claimed.ref,
             clusters=kept,
             unschedulable=message,
-            diagnosis=self._diagnosis(claimed, strategy, outcome, "unschedulable"),
+            diagnosis=self._diagnosis(claimed, strategy, outcome, triggers.UNSCHEDULABLE),
             placement_digest=before.placement_digest if kept and before else "",
             affinity_term=before.affinity_term if kept and before else None,
             moves=self.recent_moves(before) if kept else (),

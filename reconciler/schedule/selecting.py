@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reconciler.domain import Strategy, Trigger
 from reconciler.schedule import division, facts, framework, moving, placing, spread
 from reconciler.schedule.fleet import Fleet, IntArray, rows_of, some
 from reconciler.schedule.record import Result
@@ -37,7 +38,7 @@ def select(
     subject: framework.Subject,
     outcome: framework.Outcome,
     tiers: IntArray,
-    trigger: str,
+    trigger: Trigger,
     *,
     load: float,
     fresh: bool = False,
@@ -65,7 +66,7 @@ def select(
         selected = spread_out
     if subject.replicas is None:
         return Result(None, np.sort(selected), trigger)
-    if subject.strategy == "Duplicated":
+    if not subject.strategy.divides:
         counts = np.zeros(fleet.size, dtype=np.int64)
         counts[selected] = subject.replicas
         return Result(counts, np.sort(selected), trigger)
@@ -74,13 +75,13 @@ def select(
         if isinstance(home, placing.NoHome):
             return Refused(home.message, keep=True)
         selected = home
-        trigger += f"; runs whole on {fleet.name_list[int(selected[0])]} (stateful)"
+        trigger = trigger.noting(f"runs whole on {fleet.name_list[int(selected[0])]} (stateful)")
     elif subject.data is not None and subject.extensions:
         candidates = selected.size
         selected = placing.near_data(fleet, subject, selected, load)
         if selected.size < candidates:
             near = ", ".join(fleet.name_list[int(row)] for row in selected)
-            trigger += f"; kept near its data: {near}"
+            trigger = trigger.noting(f"kept near its data: {near}")
     counts_or_short = _divide(fleet, memo, subject, selected, tiers, fresh=fresh)
     if isinstance(counts_or_short, division.Unschedulable):
         return Refused(counts_or_short.message, keep=True)
@@ -101,9 +102,9 @@ def _divide(
     size = fleet.size
     descending = division.names_descending(subject.workload.uid)
     replicas = subject.replicas or 0
-    if subject.strategy == "StaticWeight":
+    if subject.strategy is Strategy.STATIC_WEIGHT:
         return division.divide(
-            "StaticWeight",
+            Strategy.STATIC_WEIGHT,
             replicas,
             selected,
             size=size,

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reconciler.domain import SpreadConstraint
+from reconciler.domain import SpreadConstraint, Strategy
 from reconciler.schedule.fleet import Fleet, FloatArray, IntArray
 
 WEIGHT_UNIT = 1000.0
@@ -59,11 +59,11 @@ def select(
     scores: FloatArray,
     available: IntArray,
     replicas: int | None,
-    strategy: str,
+    strategy: Strategy,
     karmada: bool,
 ) -> IntArray | Unspreadable:
     """The candidate rows to divide over, in candidate order, or why there are none."""
-    if not constraints or strategy == "StaticWeight":
+    if not constraints or strategy is Strategy.STATIC_WEIGHT:
         return ordered
     if karmada:
         selected = _karmada(fleet, ordered, constraints, scores, available, replicas, strategy)
@@ -75,7 +75,7 @@ def select(
     if len(grouping) > 1:
         return Unspreadable("spread supports cluster plus one of region, zone or provider")
     cluster = by_cluster or SpreadConstraint(by="cluster", min_groups=1, max_groups=None)
-    need = None if strategy == "Duplicated" or replicas is None else replicas
+    need = None if not strategy.divides or replicas is None else replicas
     if grouping:
         return _by_group(
             fleet, ordered, grouping[0], cluster, scores, available, need, replicas or 0, karmada
@@ -90,14 +90,14 @@ def _karmada(
     scores: FloatArray,
     available: IntArray,
     replicas: int | None,
-    strategy: str,
+    strategy: Strategy,
 ) -> IntArray | Unspreadable:
     """Karmada's `selectBestClustersBySpreadConstraints`: by region when a region constraint
     exists, else by cluster when a cluster constraint exists, else an error: zone and provider
     only filter, and `spreadByLabel` is not implemented."""
     fields = {c.by: c for c in constraints if not c.by_label}
     cluster = fields.get("cluster") or SpreadConstraint(by="cluster", min_groups=1, max_groups=None)
-    need = None if strategy == "Duplicated" or replicas is None else replicas
+    need = None if not strategy.divides or replicas is None else replicas
     if "region" in fields:
         region = fields["region"]
         return _by_group(

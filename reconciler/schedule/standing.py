@@ -21,10 +21,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from reconciler.domain import Cluster, Decision, Placed, ResourceKey
+from reconciler.domain import Cluster, Decision, Placed, ResourceKey, Strategy, Trigger, TriggerCode
 from reconciler.schedule import facts, triggers
 
-SET_ASIDE = "previous decision set aside"
+_UNSAID = (Trigger(), triggers.FIRST)
+"""Triggers the set-aside one does not repeat: none, and a bare first placement."""
 
 
 def vet(
@@ -76,7 +77,7 @@ def contradiction(
 def _spread_violation(
     claimed: facts.Claimed, placed: Sequence[Placed], clusters: Mapping[str, Cluster]
 ) -> str | None:
-    if claimed.strategy == "StaticWeight" or not placed:  # an unschedulable one holds none
+    if claimed.strategy is Strategy.STATIC_WEIGHT or not placed:  # an unschedulable one holds none
         return None
     holding = [
         clusters[p.cluster]
@@ -111,9 +112,9 @@ def explain(decisions: Iterable[Decision], reasons: Mapping[ResourceKey, str]) -
     for decision in decisions:
         why = reasons.get(decision.key)
         if why is not None:
-            trigger = f"{SET_ASIDE} ({why}): divided again by its policy"
-            if decision.diagnosis.trigger not in ("", triggers.FIRST):
-                trigger += f"; {decision.diagnosis.trigger}"
+            made = decision.diagnosis.trigger
+            then = None if made in _UNSAID else made
+            trigger = Trigger(TriggerCode.SET_ASIDE, why, then=then)
             diagnosis = replace(decision.diagnosis, trigger=trigger)
             result.append(replace(decision, diagnosis=diagnosis, recorded=None))
             continue

@@ -9,36 +9,48 @@ a decision served asks for a Fresh division; nothing else does.
 
 from __future__ import annotations
 
-from reconciler.domain import Decision, Placement, Workload, durations
+from reconciler.domain import (
+    Decision,
+    Placement,
+    Strategy,
+    Trigger,
+    TriggerCode,
+    Workload,
+    durations,
+)
 from reconciler.schedule import framework
 from reconciler.schedule.fleet import BoolArray, Fleet, rows_of
 
-FIRST = "first placement"
-AGAIN = "placed again after unschedulable"
-STEADY = "steady: the previous division stands"
-REQUESTED = "rebalance requested"
-FOLLOWS = "follows its candidates on every pass"
-SCALED = "replicas changed"
-FAILOVER = "failover after"
-PENDING = "pods pending over"
+FIRST = Trigger(TriggerCode.FIRST)
+AGAIN = Trigger(TriggerCode.AGAIN)
+STEADY = Trigger(TriggerCode.STEADY)
+REQUESTED = Trigger(TriggerCode.REQUESTED)
+FOLLOWS = Trigger(TriggerCode.FOLLOWS)
+AFFINITY_FAILED = Trigger(TriggerCode.AFFINITY_FAILED)
+UNSCHEDULABLE = Trigger(TriggerCode.UNSCHEDULABLE)
 
 
-def failover_reason(fleet: Fleet) -> str:
-    """The trigger, and the move reason, of a failover: `failover after 5m`."""
-    return f"{FAILOVER} {durations.short(fleet.failover_after)}"
+def failover_reason(fleet: Fleet) -> Trigger:
+    """The trigger of a failover, `failover after 5m`; also its moves' reason."""
+    return Trigger(TriggerCode.FAILOVER, durations.short(fleet.failover_after))
 
 
-def is_movable(extensions: bool, strategy: str, workload: Workload) -> bool:
+def pending(fleet: Fleet) -> Trigger:
+    """The trigger of pods pending too long, `pods pending over 5m`; also its moves' reason."""
+    return Trigger(TriggerCode.PENDING, durations.short(fleet.unschedulable_after))
+
+
+def is_movable(extensions: bool, strategy: Strategy, workload: Workload) -> bool:
     """Whether re-balancing may move this workload's replicas (see `Claimed.movable`)."""
     return (
         extensions
         and workload.replicas is not None
-        and strategy in ("DynamicWeight", "Aggregated")
+        and strategy in (Strategy.DYNAMIC_WEIGHT, Strategy.AGGREGATED)
         and not workload.stateful
     )
 
 
-def newcomer(before: Decision | None) -> str:
+def newcomer(before: Decision | None) -> Trigger:
     """The trigger of a divided workload that holds nothing: placed for the first time, or
     again after it was unschedulable."""
     return FIRST if before is None else AGAIN
@@ -63,17 +75,17 @@ def trigger(
     before: Decision | None,
     lost: list[str],
     movable: bool,
-) -> str | None:
+) -> Trigger | None:
     """Why a divided workload is divided again this pass, or None when nothing requires it."""
     if before is None or not before.clusters:
         return newcomer(before)
     if before.placement_digest != subject.placement.digest:
-        return "the placement changed"
+        return Trigger(TriggerCode.PLACEMENT_CHANGED)
     total = sum(p.replicas or 0 for p in before.clusters)
     if total != subject.replicas:
-        return f"{SCALED} from {total} to {subject.replicas}"
+        return Trigger(TriggerCode.SCALED, f"{total} to {subject.replicas}")
     if lost:
-        return f"cluster {lost[0]} is gone"
+        return Trigger(TriggerCode.CLUSTER_GONE, lost[0])
     failed = rows_of(subject.holders & fleet.failed & ~feasible)
     if len(failed):
         return failover_reason(fleet)
@@ -82,5 +94,5 @@ def trigger(
         dropped &= ~fleet.draining  # re-balancing moves these off under the churn budget
     gone = rows_of(dropped)
     if len(gone):
-        return f"cluster {fleet.names[gone[0]]} is no longer a candidate"
+        return Trigger(TriggerCode.NOT_CANDIDATE, str(fleet.names[gone[0]]))
     return None

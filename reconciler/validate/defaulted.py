@@ -125,12 +125,12 @@ def _warning(
     how = config.default_placement.replicas
     if workload.replicas is None:
         what = "a copy on each"
-    elif how.type == "Duplicated":
+    elif not how.strategy.divides:
         what = f"{workload.replicas} replicas on each"
     else:
         what = f"{workload.replicas} replicas divided ({how.strategy})"
     where = ", ".join(targets) if targets else "no cluster"
-    if workload.replicas is not None and how.type == "Duplicated" and len(targets) > 1:
+    if workload.replicas is not None and not how.strategy.divides and len(targets) > 1:
         where += f" ({workload.replicas * len(targets)} in all)"
     said = f"namespace {key.namespace!r}" if written else "no namespace (so 'default')"
     message = (

@@ -19,6 +19,7 @@ from reconciler.domain import (
     DRO_API_VERSION,
     AffinityTerm,
     ClusterAffinity,
+    DivisionPreference,
     Document,
     MoveBudget,
     OverridePolicy,
@@ -27,8 +28,10 @@ from reconciler.domain import (
     PlacementPolicy,
     PolicyRef,
     ReplicaScheduling,
+    ReplicaType,
     ResourceSelector,
     SpreadConstraint,
+    Strategy,
 )
 from reconciler.validate import datamodel, selectors
 
@@ -82,8 +85,8 @@ def dro_placement(spec: Mapping[str, Any]) -> Placement:
         targets=selectors.target_clusters(spec.get("targetClusters")),
         tolerations=selectors.tolerations(placement.get("tolerations")),
         replicas=ReplicaScheduling(
-            type=replica.get("type", "Duplicated"),
-            division=replica.get("division", "StaticWeight"),
+            type=replica.get("type", ReplicaType.DUPLICATED),
+            division=replica.get("division", Strategy.STATIC_WEIGHT),
             static_weights=weights,
         ),
         spread=tuple(
@@ -154,19 +157,22 @@ _API_VERSION_OF_KIND = {
 def karmada_replicas(raw: Mapping[str, Any] | None) -> ReplicaScheduling:
     """Karmada's replicaScheduling with its webhook and runtime defaults."""
     if not raw:
-        return ReplicaScheduling(type="Duplicated")
-    if raw.get("replicaSchedulingType", "Divided") == "Duplicated":
-        return ReplicaScheduling(type="Duplicated")
-    if raw.get("replicaDivisionPreference", "Weighted") == "Aggregated":
-        return ReplicaScheduling(type="Divided", division="Aggregated")
+        return ReplicaScheduling(type=ReplicaType.DUPLICATED)
+    if raw.get("replicaSchedulingType", ReplicaType.DIVIDED) == ReplicaType.DUPLICATED:
+        return ReplicaScheduling(type=ReplicaType.DUPLICATED)
+    preferred = raw.get("replicaDivisionPreference", DivisionPreference.WEIGHTED)
+    if preferred == DivisionPreference.AGGREGATED:
+        return ReplicaScheduling(type=ReplicaType.DIVIDED, division=Strategy.AGGREGATED)
     preference = raw.get("weightPreference") or {}
     if preference.get("dynamicWeight"):
-        return ReplicaScheduling(type="Divided", division="DynamicWeight")
+        return ReplicaScheduling(type=ReplicaType.DIVIDED, division=Strategy.DYNAMIC_WEIGHT)
     weights = tuple(
         (selectors.karmada_affinity(w["targetCluster"]), int(w["weight"]))
         for w in preference.get("staticWeightList") or ()
     )
-    return ReplicaScheduling(type="Divided", division="StaticWeight", static_weights=weights)
+    return ReplicaScheduling(
+        type=ReplicaType.DIVIDED, division=Strategy.STATIC_WEIGHT, static_weights=weights
+    )
 
 
 def _karmada_spread(raw: Mapping[str, Any]) -> SpreadConstraint:

@@ -47,7 +47,7 @@ def balance(fleet: Fleet, subject: framework.Subject, feasible: BoolArray) -> Fl
         return np.full(fleet.size, framework.SCORE_MAX)
     replicas = subject.replicas or 0
     share = replicas
-    if subject.strategy != "Duplicated":
+    if subject.strategy.divides:
         share = math.ceil(replicas / max(1, int(np.count_nonzero(feasible))))
     after = subject.usage[rows] + share * subject.demand[rows][:, np.newaxis]
     after /= capacity

@@ -18,7 +18,7 @@ def capacity(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
     """Reject clusters without room for the replicas this workload needs there."""
     if subject.replicas is None or subject.replicas == 0:
         return framework.verdict(np.ones(fleet.size, dtype=bool), "")
-    need = subject.replicas if subject.strategy == "Duplicated" else 1
+    need = 1 if subject.strategy.divides else subject.replicas
     passed = (subject.allocatable >= need) | subject.holders
     columns = subject.requested.tolist()
 
