@@ -4,10 +4,10 @@
 `Decision`s; `render` turns both into an output tree. Kubernetes objects stay plain mappings keyed
 by `ResourceKey`; there is no class per Kubernetes kind. Nothing here does I/O.
 
-One module per responsibility: `base` (keys, origins, the source), `cluster`, `policy`,
-`spec` (workloads, settings, the validated Spec) and `decision`; beside them the rules every
-stage shares: `claims` (which policy claims a workload), `durations`, `fence` (a write only
-while the Lease is held) and `paths`.
+One module per responsibility: `base` (keys and object refs, origins, the source), `cluster`,
+`policy`, `spec` (workloads, settings, the validated Spec) and `decision`; beside them the rules
+every stage shares: `claims` (which policy claims a workload), `durations`, `fence` (a write
+only while the Lease is held) and `paths`.
 """
 
 from reconciler.domain.base import (
@@ -16,6 +16,7 @@ from reconciler.domain.base import (
     KARMADA_POLICY_API_VERSION,
     Document,
     Manifest,
+    ObjectRef,
     Origin,
     ResourceKey,
     Source,
@@ -79,6 +80,7 @@ __all__ = [
     "Manifest",
     "Move",
     "MoveBudget",
+    "ObjectRef",
     "Observation",
     "Origin",
     "OverridePolicy",
