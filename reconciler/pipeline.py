@@ -21,7 +21,7 @@ from reconciler.commit import describe as commitmessage
 from reconciler.domain import Decision, Observation, ResourceKey, Source, Spec, fence
 from reconciler.git import gitrepo
 from reconciler.live import takeover
-from reconciler.live.apply import ClusterSync
+from reconciler.live.outcome import ClusterSync
 from reconciler.settings import Settings
 from reconciler.validate import guard
 
@@ -352,12 +352,11 @@ def _one_pass(
         for cluster in applied.clusters:
             log.info("applied", stage=Stage.APPLY, **_fields(cluster))
             for write in cluster.written:
-                action, _, obj = write.partition(" ")
                 log.info(
                     "audit",
-                    action=action,
+                    action=write.code.action,
                     cluster=cluster.cluster,
-                    object=obj,
+                    object=write.key.brief,
                     source=source.commit,
                     author=source.author,
                 )

@@ -46,7 +46,7 @@ from reconciler.kube import client as kube
 from reconciler.kube import health
 from reconciler.kube.client import Connection
 from reconciler.live import apply, observe
-from reconciler.live.apply import ClusterSync
+from reconciler.live.outcome import ClusterSync
 from reconciler.live.takeover import Provenance
 
 log = structlog.get_logger("dro")

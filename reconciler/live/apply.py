@@ -38,13 +38,15 @@
    successor runs would cut service. Every other stale object is pruned.
 7. Confirm: the inventory is written back with what this pass applied, what is still to be
    pruned, and the intended entries it could not settle; only when it changed.
+
+Every object touched gets one result, a `ResultCode` with its `ResourceKey` and a message
+(`outcome.py`); the cluster's `ClusterSync` aggregates them into its counts and report lines.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.domain import ObjectRef, ResourceKey, group_of
@@ -53,63 +55,14 @@ from reconciler.kube import inventory
 from reconciler.kube.client import Connection, Rejected, UnservedKind
 from reconciler.kube.inventory import ADOPTED, CREATED, INTENDED, Record
 from reconciler.live import takeover
+from reconciler.live.outcome import ClusterSync, KindInNamespace, ObjectResult, ResultCode, scope
 from reconciler.live.takeover import Provenance
 
 ESTABLISH_TIMEOUT_S = 60.0
-KindInNamespace = tuple[str, str, str]
-"""(group, kind, namespace): the scope a rejected object holds prune back in."""
+HELD_BACK = "an object of its kind in its namespace was rejected: not pruned yet"
+ADOPTED_RELEASED = "adopted, not created by dro: released, not deleted"
+UNLABELLED_LEFT = "does not carry dro's label: left in place"
 NO_PROVENANCE = Provenance()
-
-
-@dataclass(slots=True)
-class ClusterSync:
-    """What one cluster's pass did: counts per outcome, and a line per drift or failure."""
-
-    cluster: str
-    reachable: bool = True
-    applied: int = 0
-    unchanged: int = 0
-    pruned: int = 0
-    drifted: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-    """Failures of the cluster itself: its later stages were not applied."""
-    rejected: list[str] = field(default_factory=list)
-    """`FILE:LINE: cluster …: why` for each object the API rejected or dro would not adopt."""
-    protected: list[str] = field(default_factory=list)
-    released: list[str] = field(default_factory=list)
-    """Stale objects left in place because dro did not create them, and why."""
-    writes: int = 0
-    written: list[str] = field(default_factory=list)
-    """Objects written this pass (applied or pruned), for the audit log."""
-    held: dict[ObjectRef, Record] = field(default_factory=dict, repr=False)
-    """The inventory as read."""
-    stored: dict[ObjectRef, Record] = field(default_factory=dict, repr=False)
-    """The inventory as it stands on the cluster now (after the intent was written)."""
-    stale: tuple[ObjectRef, ...] = field(default=(), repr=False)
-    """Inventory objects no longer rendered: what a prune would delete, in reverse order."""
-    done: dict[ObjectRef, Record] = field(default_factory=dict, repr=False)
-    """Objects applied (or already as rendered) this pass → their record."""
-    refused: set[ResourceKey] = field(default_factory=set, repr=False)
-    """Objects rejected or not adopted this pass."""
-    holds: set[KindInNamespace] = field(default_factory=set, repr=False)
-    """Where a rejected object holds prune back."""
-
-    @property
-    def clean(self) -> bool:
-        """Reached, and the cluster itself did not fail (objects may have been rejected)."""
-        return self.reachable and not self.failed
-
-    @property
-    def ok(self) -> bool:
-        """Reached, and nothing failed or was rejected."""
-        return self.clean and not self.rejected
-
-    def reject(self, ref: ObjectRef, provenance: Provenance, why: str) -> None:
-        """Record one object that cannot be applied here, and where it was written."""
-        where = f"{provenance.where}: " if provenance.where else ""
-        self.rejected.append(f"{where}{why}")
-        self.refused.add(ref.key)
-        self.holds.add(_scope(ref.key))
 
 
 def sync(
@@ -172,7 +125,7 @@ def apply_all(
                 state = ADOPTED if record.state == ADOPTED else CREATED
                 report.done[ref] = Record(inventory.digest(obj), state)
             except Rejected as error:
-                report.reject(ref, where, str(error))
+                report.add(_failure(ref, where, ResultCode.SYNC_FAILED, str(error)))
             except ClusterError as error:
                 report.failed.append(str(error))
         crds = [o for o in stage if ObjectRef.of(o) in report.done]
@@ -202,7 +155,8 @@ def finish(
     remaining = {ref: report.held[ref] for ref in report.stale}
     if prune and report.clean:
         for ref in report.stale:
-            if _scope(ref.key) in hold:
+            if scope(ref.key) in hold:
+                report.add(ObjectResult(ref.key, ResultCode.HELD, HELD_BACK))
                 continue
             if _prune_one(connection, ref, report.held[ref], report):
                 del remaining[ref]
@@ -240,17 +194,16 @@ def _survey(
                 continue
             why = takeover.refusal(connection, obj, live, where.takeover)
         except Rejected as error:
-            report.reject(ref, where, str(error))
+            report.add(_failure(ref, where, ResultCode.SYNC_FAILED, str(error)))
             continue
         if why is None:
             intent[ref] = Record(state=ADOPTED)
         else:
-            report.reject(
-                ref,
-                where,
+            refusal = (
                 f"cluster {connection.cluster}: {ref} exists and dro did not create it; "
-                f"not adopted, left as it is: {why}",
+                f"not adopted, left as it is: {why}"
             )
+            report.add(_failure(ref, where, ResultCode.REFUSED, refusal))
     return intent
 
 
@@ -310,10 +263,11 @@ def _apply_one(
     dry run compared with the live object."""
     ref = ObjectRef.of(obj)
     wanted = inventory.digest(obj)
+    outcome = ObjectResult(ref.key, ResultCode.SYNCED)
     if ref in listed:
         live = listed[ref]
         if live is not None and recorded == wanted and _holds(live, obj):
-            report.unchanged += 1
+            report.add(ObjectResult(ref.key, ResultCode.UNCHANGED))
             return
     else:
         live = _get(connection, ref)
@@ -321,15 +275,14 @@ def _apply_one(
         preview = connection.apply(obj, dry_run=True)
         before, after = takeover.comparable(live), takeover.comparable(preview)
         if before == after:
-            report.unchanged += 1
+            report.add(ObjectResult(ref.key, ResultCode.UNCHANGED))
             return
         if recorded == wanted:
             fields = ", ".join(takeover.differences_of(before, after))
-            report.drifted.append(f"{ref}: {fields or 'metadata'}")
+            outcome = ObjectResult(ref.key, ResultCode.DRIFT_CORRECTED, fields or "metadata")
     connection.apply(obj)
-    report.applied += 1
+    report.add(outcome)
     report.writes += 1
-    report.written.append(f"apply {ref}")
 
 
 def _get(connection: Connection, ref: ObjectRef) -> dict[str, Any] | None:
@@ -338,9 +291,9 @@ def _get(connection: Connection, ref: ObjectRef) -> dict[str, Any] | None:
     return connection.get(ref.api_version, key.kind, key.name, key.namespace or None)
 
 
-def _scope(key: ResourceKey) -> KindInNamespace:
-    """Where a rejected object holds prune back: its group, kind and namespace."""
-    return (key.group, key.kind, key.namespace)
+def _failure(ref: ObjectRef, where: Provenance, code: ResultCode, why: str) -> ObjectResult:
+    """An object that cannot be applied here, with where it was written."""
+    return ObjectResult(ref.key, code, why, where.where)
 
 
 def _holds(live: Any, wanted: Any) -> bool:
@@ -391,26 +344,25 @@ def _prune_one(connection: Connection, ref: ObjectRef, record: Record, report: C
     (the delete failed). An adopted, protected or foreign object leaves the inventory
     without being deleted."""
     if record.state == ADOPTED:
-        report.released.append(f"{ref}: adopted, not created by dro: released, not deleted")
+        report.add(ObjectResult(ref.key, ResultCode.RELEASED, ADOPTED_RELEASED))
         return True
     try:
         live = _read(connection, ref)
         if live is None:
             return True
         if inventory.protected(live):
-            report.protected.append(str(ref))
+            report.add(ObjectResult(ref.key, ResultCode.PROTECTED))
             return True
         mine = (
             takeover.applied_by_dro(live) if record.state == INTENDED else takeover.labelled(live)
         )
         if not mine:
-            report.released.append(f"{ref}: does not carry dro's label: left in place")
+            report.add(ObjectResult(ref.key, ResultCode.RELEASED, UNLABELLED_LEFT))
             return True
         key = ref.key
         if connection.delete(ref.api_version, key.kind, key.name, key.namespace or None):
-            report.pruned += 1
+            report.add(ObjectResult(ref.key, ResultCode.PRUNED))
             report.writes += 1
-            report.written.append(f"prune {ref}")
         return True
     except ClusterError as error:
         report.failed.append(str(error))
