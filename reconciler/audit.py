@@ -16,7 +16,7 @@ import structlog
 from reconciler import commit, live
 from reconciler.domain import Decision, Source
 from reconciler.git import gitrepo
-from reconciler.live.apply import ClusterSync
+from reconciler.live.outcome import ClusterSync
 
 log = structlog.get_logger("dro")
 
@@ -94,12 +94,11 @@ def applied(stage: str, source: Source, done: live.Applied) -> None:
     for cluster in done.clusters:
         log.info("applied", stage=stage, **_fields(cluster))
         for write in cluster.written:
-            action, _, obj = write.partition(" ")
             log.info(
                 "audit",
-                action=action,
+                action=write.code.action,
                 cluster=cluster.cluster,
-                object=obj,
+                object=write.key.brief,
                 source=source.commit,
                 author=source.author,
             )

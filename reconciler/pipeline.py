@@ -19,11 +19,10 @@ import structlog
 from reconciler import audit, commit, laststate, live, load, render, schedule, validate
 from reconciler.branch import lastpass, status, summary
 from reconciler.commit import describe as commitmessage
-from reconciler.domain import Decision, Observation, Source, Spec, fence
+from reconciler.domain import Decision, Observation, ResourceKey, Source, Spec, fence
 from reconciler.errors import Problem
 from reconciler.laststate import FIRST_PASS, LastPass
 from reconciler.live import takeover
-from reconciler.live.apply import Identity
 from reconciler.settings import Settings
 from reconciler.validate import guard
 
@@ -483,15 +482,14 @@ def _applied(
     )
 
 
-def provenance(spec: Spec) -> dict[Identity, takeover.Provenance]:
+def provenance(spec: Spec) -> dict[ResourceKey, takeover.Provenance]:
     """Each source object's `FILE:LINE` and takeover rule (from the policy that claims it, or
     dro.yaml's default placement), for apply's reports and its takeover decisions."""
     found = {}
     for workload in spec.workloads:
         policy = (spec.claims or {}).get(workload.key)
         placement = policy.placement if policy is not None else spec.config.default_placement
-        key = workload.key
-        found[(key.group, key.kind, key.namespace, key.name)] = takeover.Provenance(
+        found[workload.key] = takeover.Provenance(
             where=f"{workload.origin.path}:{workload.origin.line}", takeover=placement.takeover
         )
     return found

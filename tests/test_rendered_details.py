@@ -87,7 +87,7 @@ def test_placement_names_round_trip() -> None:
         ResourceKey("", "Service", "shop", "web"),
         ResourceKey("rbac.authorization.k8s.io", "ClusterRole", "", "reader"),
     ):
-        name = inventory.placement_name(key.group, key.kind, key.namespace, key.name)
+        name = inventory.placement_name(key)
         assert "//" not in name
         assert not name.startswith("/")
         assert status._key(name) == key

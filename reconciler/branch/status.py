@@ -189,8 +189,7 @@ def _committed_health(files: Mapping[str, bytes]) -> dict[str, dict[ResourceKey,
 def _key(name: Any) -> ResourceKey | None:
     """The `ResourceKey` of a placement name (`_name`), or None; earlier versions' names,
     with empty segments, read too."""
-    parts = inventory.parse_placement_name(name)
-    return None if parts is None else ResourceKey(*parts)
+    return inventory.parse_placement_name(name)
 
 
 def workload_files(
@@ -275,7 +274,7 @@ def _workload_document(key: ResourceKey, per_cluster: Mapping[str, health.Health
 
 
 def _name(key: ResourceKey) -> str:
-    return inventory.placement_name(key.group, key.kind, key.namespace, key.name)
+    return inventory.placement_name(key)
 
 
 def _floats(raw: Any) -> dict[str, float]:

@@ -24,7 +24,7 @@ from reconciler.cli import shortnames
 from reconciler.domain import Decision, Placed
 from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
 from reconciler.errors import Problem
-from reconciler.live.apply import ClusterSync
+from reconciler.live.outcome import ClusterSync
 from reconciler.review import tables
 
 TRACEBACKS = structlog.processors.ExceptionRenderer(

@@ -4,11 +4,11 @@
 `Decision`s; `render` turns both into an output tree. Kubernetes objects stay plain mappings keyed
 by `ResourceKey`; there is no class per Kubernetes kind. Nothing here does I/O.
 
-One module per responsibility: `base` (keys, origins, the source), `cluster`, `policy`,
-`spec` (workloads, settings, the validated Spec), `decision` and `reasons` (a decision's
-trigger and a move's reason, as codes); beside them the rules every
-stage shares: `claims` (which policy claims a workload), `durations`, `fence` (a write only
-while the Lease is held) and `paths`.
+One module per responsibility: `base` (keys and object refs, origins, the source), `cluster`,
+`policy`, `spec` (workloads, settings, the validated Spec), `decision` and `reasons` (a
+decision's trigger and a move's reason, as codes); beside them the rules every stage shares:
+`claims` (which policy claims a workload), `durations`, `fence` (a write only while the Lease is
+held) and `paths`.
 """
 
 from reconciler.domain.base import (
@@ -17,6 +17,7 @@ from reconciler.domain.base import (
     KARMADA_POLICY_API_VERSION,
     Document,
     Manifest,
+    ObjectRef,
     Origin,
     ResourceKey,
     Source,
@@ -91,6 +92,7 @@ __all__ = [
     "MoveBudget",
     "MoveCode",
     "MoveReason",
+    "ObjectRef",
     "Observation",
     "Origin",
     "OverridePolicy",

@@ -1,4 +1,4 @@
-"""The basic values: manifests, resource keys, origins and the loaded source."""
+"""The basic values: manifests, resource keys and object refs, origins and the loaded source."""
 
 from __future__ import annotations
 
@@ -59,6 +59,50 @@ class ResourceKey:
     def folder(self) -> str:
         """The namespace, or `_cluster` for cluster-scoped objects."""
         return self.namespace or "_cluster"
+
+    @property
+    def brief(self) -> str:
+        """`Kind namespace/name`, or `Kind name` when cluster-scoped: how apply's reports and
+        the audit log name an object."""
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind} {where}{self.name}"
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any]) -> ResourceKey:
+        """The key of a manifest or live object (its `metadata.name` must be set)."""
+        metadata = obj.get("metadata") or {}
+        return cls(
+            group_of(str(obj.get("apiVersion", ""))),
+            str(obj["kind"]),
+            str(metadata.get("namespace") or ""),
+            str(metadata["name"]),
+        )
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ObjectRef:
+    """One object as a cluster serves it: its identity (`key`, the same whatever the
+    version) and the apiVersion dro renders, applies and reads it with.
+
+    The apiVersion is carried, never guessed from the group: an object applied as
+    `autoscaling/v2` or `example.com/v1beta2` is read back and pruned under that version.
+    """
+
+    key: ResourceKey
+    api_version: str
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any]) -> ObjectRef:
+        """The ref of a manifest or live object."""
+        return cls(ResourceKey.of(obj), str(obj.get("apiVersion", "")))
+
+    @property
+    def version(self) -> str:
+        """The version part of the apiVersion: `v1` of `apps/v1`, `v1` of `v1`."""
+        return self.api_version.rpartition("/")[2]
+
+    def __str__(self) -> str:
+        return self.key.brief
 
 
 def group_of(api_version: str) -> str:

@@ -33,6 +33,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from reconciler.domain import ObjectRef, ResourceKey
+
 MANAGED_BY = ("app.kubernetes.io/managed-by", "dro")
 """The label every object dro applies carries (its inventory included)."""
 MANAGED_BY_SELECTOR = "=".join(MANAGED_BY)
@@ -80,21 +82,21 @@ _STAGE_OF_KIND = {
 _KIND_RANK = {kind: rank for rank, kind in enumerate(_STAGE_OF_KIND)}
 
 
-def placement_name(group: str, kind: str, namespace: str, name: str) -> str:
+def placement_name(key: ResourceKey) -> str:
     """`<group>/<kind>/<namespace>/<name>` with no empty segment: `core` for the core group,
     `_cluster` for a cluster-scoped object (`core/Namespace/_cluster/shop`)."""
-    return f"{group or CORE_GROUP}/{kind}/{namespace or CLUSTER_SCOPE}/{name}"
+    return f"{key.group or CORE_GROUP}/{key.kind}/{key.namespace or CLUSTER_SCOPE}/{key.name}"
 
 
-def parse_placement_name(value: object) -> tuple[str, str, str, str] | None:
-    """(group, kind, namespace, name) of a placement name, `""` for the core group and for no
-    namespace; None when it is not one. Reads the names dro writes and those of earlier
-    versions, which left those segments empty (`/Namespace//shop`)."""
+def parse_placement_name(value: object) -> ResourceKey | None:
+    """The key a placement name names, `""` for the core group and for no namespace; None
+    when it is not one. Reads the names dro writes and those of earlier versions, which left
+    those segments empty (`/Namespace//shop`)."""
     parts = value.split("/") if isinstance(value, str) else []
     if len(parts) != 4 or not parts[1] or not parts[3]:
         return None
     group, kind, namespace, name = parts
-    return (
+    return ResourceKey(
         "" if group == CORE_GROUP else group,
         kind,
         "" if namespace == CLUSTER_SCOPE else namespace,
@@ -102,53 +104,29 @@ def parse_placement_name(value: object) -> tuple[str, str, str, str] | None:
     )
 
 
-class Ref(NamedTuple):
-    """One object's identity in a cluster; `version` is the one dro applied it with."""
-
-    group: str
-    version: str
-    kind: str
-    namespace: str
-    name: str
-
-    @classmethod
-    def of(cls, obj: Mapping[str, Any]) -> Ref:
-        """The identity of a manifest or live object."""
-        group, _, version = str(obj.get("apiVersion", "")).rpartition("/")
-        metadata = obj.get("metadata") or {}
-        return cls(
-            group, version, str(obj["kind"]), metadata.get("namespace") or "", metadata["name"]
-        )
-
-    @property
-    def api_version(self) -> str:
-        """`group/version`, or `version` for the core group."""
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    def entry(self) -> str:
-        """The inventory line: `namespace_name_group_kind_version`, as Flux writes its ids."""
-        return "_".join((self.namespace, self.name, self.group, self.kind, self.version))
-
-    @classmethod
-    def from_entry(cls, entry: str) -> Ref:
-        """The inverse of `entry`. Names, groups and kinds hold no `_`; a namespace neither."""
-        namespace, name, group, kind, version = entry.split("_")
-        return cls(group, version, kind, namespace, name)
-
-    def __str__(self) -> str:
-        where = f"{self.namespace}/" if self.namespace else ""
-        return f"{self.kind} {where}{self.name}"
+def entry(ref: ObjectRef) -> str:
+    """The inventory line's id: `namespace_name_group_kind_version`, as Flux writes its ids."""
+    key = ref.key
+    return "_".join((key.namespace, key.name, key.group, key.kind, ref.version))
 
 
-def stage(ref: Ref) -> int:
+def from_entry(line: str) -> ObjectRef:
+    """The inverse of `entry`. Names, groups and kinds hold no `_`; a namespace neither."""
+    namespace, name, group, kind, version = line.split("_")
+    api_version = f"{group}/{version}" if group else version
+    return ObjectRef(ResourceKey(group, kind, namespace, name), api_version)
+
+
+def stage(key: ResourceKey) -> int:
     """The apply stage of an object: CRDS, NAMESPACES, PREREQUISITES or WORKLOADS."""
-    return _STAGE_OF_KIND.get(ref.kind, WORKLOADS)
+    return _STAGE_OF_KIND.get(key.kind, WORKLOADS)
 
 
-def apply_order(ref: Ref) -> tuple[int, int, str, str, str, str]:
+def apply_order(ref: ObjectRef) -> tuple[int, int, str, str, str, str]:
     """Sort key: stage, kind, then group, namespace and name."""
-    rank = _KIND_RANK.get(ref.kind, len(_KIND_RANK))
-    return (stage(ref), rank, ref.kind, ref.group, ref.namespace, ref.name)
+    key = ref.key
+    rank = _KIND_RANK.get(key.kind, len(_KIND_RANK))
+    return (stage(key), rank, key.kind, key.group, key.namespace, key.name)
 
 
 class Record(NamedTuple):
@@ -170,22 +148,23 @@ class Plan:
     """One cluster's pass: what to apply, in order, and what may be pruned, in order."""
 
     apply: tuple[Mapping[str, Any], ...]
-    prune: tuple[Ref, ...]
-    inventory: tuple[Ref, ...]
+    prune: tuple[ObjectRef, ...]
+    inventory: tuple[ObjectRef, ...]
     """What the cluster's inventory holds once the pass succeeds: every object applied, and
     every object left to prune that has not been pruned yet."""
 
 
-def plan(rendered: Iterable[Mapping[str, Any]], inventory: Iterable[Ref]) -> Plan:
+def plan(rendered: Iterable[Mapping[str, Any]], inventory: Iterable[ObjectRef]) -> Plan:
     """Plan a cluster's pass from its rendered objects and its current inventory.
 
-    An object applied under a new apiVersion is the same object: it is not pruned.
+    An object applied under a new apiVersion is the same object (the same `ResourceKey`): it
+    is not pruned.
     """
-    objects = sorted(rendered, key=lambda obj: apply_order(Ref.of(obj)))
-    wanted = {_identity(Ref.of(obj)) for obj in objects}
-    stale = [ref for ref in set(inventory) if _identity(ref) not in wanted]
+    objects = sorted(rendered, key=lambda obj: apply_order(ObjectRef.of(obj)))
+    wanted = {ResourceKey.of(obj) for obj in objects}
+    stale = [ref for ref in set(inventory) if ref.key not in wanted]
     prune = tuple(sorted(stale, key=apply_order, reverse=True))
-    applied = tuple(Ref.of(obj) for obj in objects)
+    applied = tuple(ObjectRef.of(obj) for obj in objects)
     return Plan(apply=tuple(objects), prune=prune, inventory=applied + prune)
 
 
@@ -202,7 +181,7 @@ def digest(obj: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
-def encode(held: Mapping[Ref, Record]) -> dict[str, Any]:
+def encode(held: Mapping[ObjectRef, Record]) -> dict[str, Any]:
     """The inventory ConfigMap: one line per object, sorted: its id, the digest of the
     manifest dro applied, and its state unless created."""
     entries = sorted(_line(ref, record) for ref, record in held.items())
@@ -218,30 +197,26 @@ def encode(held: Mapping[Ref, Record]) -> dict[str, Any]:
     }
 
 
-def _line(ref: Ref, record: Record) -> str:
+def _line(ref: ObjectRef, record: Record) -> str:
     if record.state == CREATED:
-        return f"{ref.entry()} {record.digest}".rstrip()
-    return f"{ref.entry()} {record.digest or '-'} {record.state}"
+        return f"{entry(ref)} {record.digest}".rstrip()
+    return f"{entry(ref)} {record.digest or '-'} {record.state}"
 
 
-def decode(configmap: Mapping[str, Any] | None) -> dict[Ref, Record]:
-    """Ref → record of what an inventory ConfigMap holds; empty when it does not exist yet.
+def decode(configmap: Mapping[str, Any] | None) -> dict[ObjectRef, Record]:
+    """Object → record of what an inventory ConfigMap holds; empty when it does not exist yet.
     A state this version does not know reads as INTENDED: held, but not taken as dro's."""
     if configmap is None:
         return {}
     text = str((configmap.get("data") or {}).get("entries", ""))
-    held: dict[Ref, Record] = {}
+    held: dict[ObjectRef, Record] = {}
     for line in text.splitlines():
         if line:
-            entry, digest, state, *_ = (*line.split(" "), "", "")
+            ident, digest, state, *_ = (*line.split(" "), "", "")
             state = state or CREATED
             known = state if state in (CREATED, ADOPTED, INTENDED) else INTENDED
-            held[Ref.from_entry(entry)] = Record("" if digest == "-" else digest, known)
+            held[from_entry(ident)] = Record("" if digest == "-" else digest, known)
     return dict(sorted(held.items()))
-
-
-def _identity(ref: Ref) -> tuple[str, str, str, str]:
-    return (ref.group, ref.kind, ref.namespace, ref.name)
 
 
 def in_stages(objects: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
@@ -249,7 +224,7 @@ def in_stages(objects: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, An
     stages: list[list[Mapping[str, Any]]] = []
     current = -1
     for obj in objects:
-        here = stage(Ref.of(obj))
+        here = stage(ResourceKey.of(obj))
         if here != current:
             stages.append([])
             current = here

@@ -31,14 +31,22 @@ import structlog
 
 from reconciler import yamlio
 from reconciler.branch import paths, status
-from reconciler.domain import Cluster, Decision, Observation, ResourceKey, Spec, durations
+from reconciler.domain import (
+    Cluster,
+    Decision,
+    ObjectRef,
+    Observation,
+    ResourceKey,
+    Spec,
+    durations,
+)
 from reconciler.domain import fence as fencing
 from reconciler.errors import ClusterError
 from reconciler.kube import client as kube
 from reconciler.kube import health
 from reconciler.kube.client import Connection
 from reconciler.live import apply, observe
-from reconciler.live.apply import ClusterSync
+from reconciler.live.outcome import ClusterSync
 from reconciler.live.takeover import Provenance
 
 log = structlog.get_logger("dro")
@@ -96,7 +104,6 @@ class Members:
         self.connections: dict[str, Connection] = {}
         self.errors: dict[str, str] = {}
         """Clusters that dro should reach but cannot even connect to: why."""
-        self._versions = {w.key: str(w.manifest.get("apiVersion", "")) for w in spec.workloads}
 
     def open(self) -> Members:
         """Connect to every cluster dro can reach that is not suspended."""
@@ -156,7 +163,7 @@ class Members:
         tree: Mapping[str, bytes],
         *,
         held_back: str | None = None,
-        provenance: Mapping[apply.Identity, Provenance] | None = None,
+        provenance: Mapping[ResourceKey, Provenance] | None = None,
     ) -> Applied:
         """Apply each reachable cluster's folder of `tree`; then prune, only when nothing
         holds it back (`held_back` says why the pass before apply forbids it) and no cluster
@@ -199,10 +206,11 @@ class Members:
         clock: Callable[[], float] = time.monotonic,
     ) -> bool:
         """Wait up to `Access.move_wait` seconds until every workload with retiring copies
-        is Healthy on each of its reachable target clusters. True when there were such
-        moves and they all became Healthy: the next pass can retire the old copies."""
+        is Healthy on each of its reachable target clusters, read under the apiVersion its
+        decision was rendered with. True when there were such moves and they all became
+        Healthy: the next pass can retire the old copies."""
         waiting = [
-            (placed.cluster, decision.key)
+            (placed.cluster, ObjectRef(decision.key, decision.api_version))
             for decision in decisions
             if decision.retiring
             for placed in decision.clusters
@@ -213,16 +221,16 @@ class Members:
         deadline = clock() + self.access.move_wait
         while True:
             waiting = [
-                (cluster, key) for cluster, key in waiting if not self._healthy(cluster, key)
+                (cluster, ref) for cluster, ref in waiting if not self._healthy(cluster, ref)
             ]
             if not waiting or clock() >= deadline:
                 return not waiting
             sleep(min(1.0, max(0.0, deadline - clock())))
 
-    def _healthy(self, cluster: str, key: ResourceKey) -> bool:
-        api_version = self._versions.get(key, f"{key.group}/v1" if key.group else "v1")
+    def _healthy(self, cluster: str, ref: ObjectRef) -> bool:
+        key = ref.key
         try:
-            live = self.connections[cluster].get(api_version, key.kind, key.name, key.namespace)
+            live = self.connections[cluster].get(ref.api_version, key.kind, key.name, key.namespace)
         except ClusterError:
             return False
         return health.of(live).status == health.HEALTHY

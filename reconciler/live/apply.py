@@ -38,79 +38,31 @@
    successor runs would cut service. Every other stale object is pruned.
 7. Confirm: the inventory is written back with what this pass applied, what is still to be
    pruned, and the intended entries it could not settle; only when it changed.
+
+Every object touched gets one result, a `ResultCode` with its `ResourceKey` and a message
+(`outcome.py`); the cluster's `ClusterSync` aggregates them into its counts and report lines.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from reconciler.domain import ObjectRef, ResourceKey, group_of
 from reconciler.errors import ClusterError
 from reconciler.kube import inventory
 from reconciler.kube.client import Connection, Rejected, UnservedKind
-from reconciler.kube.inventory import ADOPTED, CREATED, INTENDED, Record, Ref
+from reconciler.kube.inventory import ADOPTED, CREATED, INTENDED, Record
 from reconciler.live import takeover
+from reconciler.live.outcome import ClusterSync, KindInNamespace, ObjectResult, ResultCode, scope
 from reconciler.live.takeover import Provenance
 
 ESTABLISH_TIMEOUT_S = 60.0
-Identity = tuple[str, str, str, str]
-"""(group, kind, namespace, name): one object whatever apiVersion it is applied with."""
-KindInNamespace = tuple[str, str, str]
-"""(group, kind, namespace): the scope a rejected object holds prune back in."""
+HELD_BACK = "an object of its kind in its namespace was rejected: not pruned yet"
+ADOPTED_RELEASED = "adopted, not created by dro: released, not deleted"
+UNLABELLED_LEFT = "does not carry dro's label: left in place"
 NO_PROVENANCE = Provenance()
-
-
-@dataclass(slots=True)
-class ClusterSync:
-    """What one cluster's pass did: counts per outcome, and a line per drift or failure."""
-
-    cluster: str
-    reachable: bool = True
-    applied: int = 0
-    unchanged: int = 0
-    pruned: int = 0
-    drifted: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-    """Failures of the cluster itself: its later stages were not applied."""
-    rejected: list[str] = field(default_factory=list)
-    """`FILE:LINE: cluster …: why` for each object the API rejected or dro would not adopt."""
-    protected: list[str] = field(default_factory=list)
-    released: list[str] = field(default_factory=list)
-    """Stale objects left in place because dro did not create them, and why."""
-    writes: int = 0
-    written: list[str] = field(default_factory=list)
-    """Objects written this pass (applied or pruned), for the audit log."""
-    held: dict[Ref, Record] = field(default_factory=dict, repr=False)
-    """The inventory as read."""
-    stored: dict[Ref, Record] = field(default_factory=dict, repr=False)
-    """The inventory as it stands on the cluster now (after the intent was written)."""
-    stale: tuple[Ref, ...] = field(default=(), repr=False)
-    """Inventory objects no longer rendered: what a prune would delete, in reverse order."""
-    done: dict[Ref, Record] = field(default_factory=dict, repr=False)
-    """Objects applied (or already as rendered) this pass → their record."""
-    refused: set[Identity] = field(default_factory=set, repr=False)
-    """Objects rejected or not adopted this pass."""
-    holds: set[KindInNamespace] = field(default_factory=set, repr=False)
-    """Where a rejected object holds prune back."""
-
-    @property
-    def clean(self) -> bool:
-        """Reached, and the cluster itself did not fail (objects may have been rejected)."""
-        return self.reachable and not self.failed
-
-    @property
-    def ok(self) -> bool:
-        """Reached, and nothing failed or was rejected."""
-        return self.clean and not self.rejected
-
-    def reject(self, ref: Ref, provenance: Provenance, why: str) -> None:
-        """Record one object that cannot be applied here, and where it was written."""
-        where = f"{provenance.where}: " if provenance.where else ""
-        self.rejected.append(f"{where}{why}")
-        self.refused.add(identity(ref))
-        self.holds.add((ref.group, ref.kind, ref.namespace))
 
 
 def sync(
@@ -118,7 +70,7 @@ def sync(
     rendered: Iterable[Mapping[str, Any]],
     *,
     prune: bool,
-    provenance: Mapping[Identity, Provenance] | None = None,
+    provenance: Mapping[ResourceKey, Provenance] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> ClusterSync:
@@ -131,7 +83,7 @@ def apply_all(
     connection: Connection,
     rendered: Iterable[Mapping[str, Any]],
     *,
-    provenance: Mapping[Identity, Provenance] | None = None,
+    provenance: Mapping[ResourceKey, Provenance] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> ClusterSync:
@@ -152,7 +104,7 @@ def apply_all(
         return report
     planned = inventory.plan(rendered, held)
     report.held, report.stored, report.stale = held, dict(held), planned.prune
-    owned = {identity(ref): record for ref, record in held.items() if record.owned}
+    owned = {ref.key: record for ref, record in held.items() if record.owned}
     try:
         intent = _survey(connection, planned.apply, owned, sources, report)
     except ClusterError as error:
@@ -163,21 +115,25 @@ def apply_all(
     for stage in inventory.in_stages(planned.apply):
         live = _listed(connection, stage)
         for obj in stage:
-            ref = Ref.of(obj)
-            if identity(ref) in report.refused:
+            ref = ObjectRef.of(obj)
+            if ref.key in report.refused:
                 continue
-            record = owned.get(identity(ref)) or intent.get(ref) or Record(state=INTENDED)
-            where = sources.get(identity(ref), NO_PROVENANCE)
+            record = owned.get(ref.key) or intent.get(ref) or Record(state=INTENDED)
+            where = sources.get(ref.key, NO_PROVENANCE)
             try:
                 _apply_one(connection, obj, record.digest or None, report, live)
                 state = ADOPTED if record.state == ADOPTED else CREATED
                 report.done[ref] = Record(inventory.digest(obj), state)
             except Rejected as error:
-                report.reject(ref, where, str(error))
+                report.add(_failure(ref, where, ResultCode.SYNC_FAILED, str(error)))
             except ClusterError as error:
                 report.failed.append(str(error))
-        crds = [o for o in stage if Ref.of(o) in report.done]
-        if inventory.stage(Ref.of(stage[0])) == inventory.CRDS and crds and not report.failed:
+        crds = [o for o in stage if ObjectRef.of(o) in report.done]
+        if (
+            inventory.stage(ResourceKey.of(stage[0])) == inventory.CRDS
+            and crds
+            and not report.failed
+        ):
             _await_established(connection, crds, report, sleep, clock)
         if report.failed:
             break  # the cluster itself is in trouble: a later stage may depend on this one
@@ -199,42 +155,38 @@ def finish(
     remaining = {ref: report.held[ref] for ref in report.stale}
     if prune and report.clean:
         for ref in report.stale:
-            if (ref.group, ref.kind, ref.namespace) in hold:
+            if scope(ref.key) in hold:
+                report.add(ObjectResult(ref.key, ResultCode.HELD, HELD_BACK))
                 continue
             if _prune_one(connection, ref, report.held[ref], report):
                 del remaining[ref]
-    stale, settled = set(report.stale), {identity(ref) for ref in report.done}
+    stale, settled = set(report.stale), {ref.key for ref in report.done}
     unsettled = {  # still rendered but not applied this pass: kept, unless never dro's
         ref: record
         for ref, record in report.stored.items()
         if ref not in stale
-        and identity(ref) not in settled
-        and not (identity(ref) in report.refused and not record.owned)
+        and ref.key not in settled
+        and not (ref.key in report.refused and not record.owned)
     }
     _write_inventory(connection, report, {**unsettled, **report.done, **remaining})
     return report
 
 
-def identity(ref: Ref) -> Identity:
-    """The object whatever its apiVersion: (group, kind, namespace, name)."""
-    return (ref.group, ref.kind, ref.namespace, ref.name)
-
-
 def _survey(
     connection: Connection,
     objects: Sequence[Mapping[str, Any]],
-    owned: Mapping[Identity, Record],
-    sources: Mapping[Identity, Provenance],
+    owned: Mapping[ResourceKey, Record],
+    sources: Mapping[ResourceKey, Provenance],
     report: ClusterSync,
-) -> dict[Ref, Record]:
+) -> dict[ObjectRef, Record]:
     """Read every rendered object dro does not hold: the intent entries of those it will
     create or adopt. Those it may not adopt, and those the API rejects, go to `report`."""
-    intent: dict[Ref, Record] = {}
+    intent: dict[ObjectRef, Record] = {}
     for obj in objects:
-        ref = Ref.of(obj)
-        if identity(ref) in owned:
+        ref = ObjectRef.of(obj)
+        if ref.key in owned:
             continue
-        where = sources.get(identity(ref), NO_PROVENANCE)
+        where = sources.get(ref.key, NO_PROVENANCE)
         try:
             live = _read(connection, ref)
             if live is None or takeover.applied_by_dro(live):
@@ -242,25 +194,25 @@ def _survey(
                 continue
             why = takeover.refusal(connection, obj, live, where.takeover)
         except Rejected as error:
-            report.reject(ref, where, str(error))
+            report.add(_failure(ref, where, ResultCode.SYNC_FAILED, str(error)))
             continue
         if why is None:
             intent[ref] = Record(state=ADOPTED)
         else:
-            report.reject(
-                ref,
-                where,
+            refusal = (
                 f"cluster {connection.cluster}: {ref} exists and dro did not create it; "
-                f"not adopted, left as it is: {why}",
+                f"not adopted, left as it is: {why}"
             )
+            report.add(_failure(ref, where, ResultCode.REFUSED, refusal))
     return intent
 
 
-def _read(connection: Connection, ref: Ref) -> dict[str, Any] | None:
+def _read(connection: Connection, ref: ObjectRef) -> dict[str, Any] | None:
     """The live object, or None when it does not exist (its kind not served yet included:
     the CRD that serves it may come in this very pass)."""
     try:
-        return connection.get(ref.api_version, ref.kind, ref.name, ref.namespace or None)
+        key = ref.key
+        return connection.get(ref.api_version, key.kind, key.name, key.namespace or None)
     except Rejected as error:
         if isinstance(error, UnservedKind):
             return None
@@ -269,12 +221,12 @@ def _read(connection: Connection, ref: Ref) -> dict[str, Any] | None:
 
 def _listed(
     connection: Connection, stage: Sequence[Mapping[str, Any]]
-) -> dict[tuple[str, str, str, str], dict[str, Any] | None]:
-    """The live objects of a stage, by (apiVersion, kind, namespace, name), from one LIST per
+) -> dict[ObjectRef, dict[str, Any] | None]:
+    """The live objects of a stage, by the ref they are listed under, from one LIST per
     kind of what dro manages (its `managed-by` label): a steady pass reads each kind once
     instead of every object. A kind that cannot be listed is left out; its objects are then
     read one by one."""
-    found: dict[tuple[str, str, str, str], dict[str, Any] | None] = {}
+    found: dict[ObjectRef, dict[str, Any] | None] = {}
     kinds = sorted({(str(o["apiVersion"]), str(o["kind"])) for o in stage if takeover.labelled(o)})
     for api_version, kind in kinds:
         try:
@@ -283,12 +235,18 @@ def _listed(
             continue
         for obj in stage:
             if (obj["apiVersion"], obj["kind"]) == (api_version, kind) and takeover.labelled(obj):
-                found[_key(obj)] = None  # absent unless listed below
+                found[ObjectRef.of(obj)] = None  # absent unless listed below
         for item in items:
             metadata = item.get("metadata") or {}
-            key = (api_version, kind, metadata.get("namespace") or "", metadata.get("name", ""))
-            if key in found:
-                found[key] = {"apiVersion": api_version, "kind": kind, **item}
+            key = ResourceKey(
+                group_of(api_version),
+                kind,
+                metadata.get("namespace") or "",
+                metadata.get("name", ""),
+            )
+            ref = ObjectRef(key, api_version)
+            if ref in found:
+                found[ref] = {"apiVersion": api_version, "kind": kind, **item}
     return found
 
 
@@ -297,41 +255,45 @@ def _apply_one(
     obj: Mapping[str, Any],
     recorded: str | None,
     report: ClusterSync,
-    listed: Mapping[tuple[str, str, str, str], dict[str, Any] | None],
+    listed: Mapping[ObjectRef, dict[str, Any] | None],
 ) -> None:
     """Apply one object unless the live one is already as rendered. An object listed absent
     is applied at once; one listed live that holds every rendered field unchanged, with the
     manifest dro last applied, costs no request; anything else is settled by a server-side
     dry run compared with the live object."""
-    ref = Ref.of(obj)
+    ref = ObjectRef.of(obj)
     wanted = inventory.digest(obj)
-    key = _key(obj)
-    if key in listed:
-        live = listed[key]
+    outcome = ObjectResult(ref.key, ResultCode.SYNCED)
+    if ref in listed:
+        live = listed[ref]
         if live is not None and recorded == wanted and _holds(live, obj):
-            report.unchanged += 1
+            report.add(ObjectResult(ref.key, ResultCode.UNCHANGED))
             return
     else:
-        live = connection.get(ref.api_version, ref.kind, ref.name, ref.namespace or None)
+        live = _get(connection, ref)
     if live is not None:
         preview = connection.apply(obj, dry_run=True)
         before, after = takeover.comparable(live), takeover.comparable(preview)
         if before == after:
-            report.unchanged += 1
+            report.add(ObjectResult(ref.key, ResultCode.UNCHANGED))
             return
         if recorded == wanted:
             fields = ", ".join(takeover.differences_of(before, after))
-            report.drifted.append(f"{ref}: {fields or 'metadata'}")
+            outcome = ObjectResult(ref.key, ResultCode.DRIFT_CORRECTED, fields or "metadata")
     connection.apply(obj)
-    report.applied += 1
+    report.add(outcome)
     report.writes += 1
-    report.written.append(f"apply {ref}")
 
 
-def _key(obj: Mapping[str, Any]) -> tuple[str, str, str, str]:
-    metadata = obj.get("metadata") or {}
-    namespace = str(metadata.get("namespace") or "")
-    return (str(obj["apiVersion"]), str(obj["kind"]), namespace, str(metadata.get("name", "")))
+def _get(connection: Connection, ref: ObjectRef) -> dict[str, Any] | None:
+    """The live object under the apiVersion of `ref`, or None when it does not exist."""
+    key = ref.key
+    return connection.get(ref.api_version, key.kind, key.name, key.namespace or None)
+
+
+def _failure(ref: ObjectRef, where: Provenance, code: ResultCode, why: str) -> ObjectResult:
+    """An object that cannot be applied here, with where it was written."""
+    return ObjectResult(ref.key, code, why, where.where)
 
 
 def _holds(live: Any, wanted: Any) -> bool:
@@ -359,48 +321,48 @@ def _await_established(
 ) -> None:
     """Wait (bounded) until every CRD of the stage is Established."""
     deadline = clock() + ESTABLISH_TIMEOUT_S
-    waiting = [Ref.of(crd) for crd in crds]
+    waiting = [ObjectRef.of(crd) for crd in crds]
     while waiting:
         waiting = [ref for ref in waiting if not _established(connection, ref)]
         if not waiting:
             return
         if clock() >= deadline:
-            names = ", ".join(ref.name for ref in waiting)
+            names = ", ".join(ref.key.name for ref in waiting)
             report.failed.append(f"cluster {connection.cluster}: CRD not Established: {names}")
             return
         sleep(0.2)
 
 
-def _established(connection: Connection, ref: Ref) -> bool:
-    live = connection.get(ref.api_version, ref.kind, ref.name)
+def _established(connection: Connection, ref: ObjectRef) -> bool:
+    live = _get(connection, ref)
     conditions = ((live or {}).get("status") or {}).get("conditions") or ()
     return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
 
-def _prune_one(connection: Connection, ref: Ref, record: Record, report: ClusterSync) -> bool:
+def _prune_one(connection: Connection, ref: ObjectRef, record: Record, report: ClusterSync) -> bool:
     """Delete one stale object that dro created; False when it must stay in the inventory
     (the delete failed). An adopted, protected or foreign object leaves the inventory
     without being deleted."""
     if record.state == ADOPTED:
-        report.released.append(f"{ref}: adopted, not created by dro: released, not deleted")
+        report.add(ObjectResult(ref.key, ResultCode.RELEASED, ADOPTED_RELEASED))
         return True
     try:
         live = _read(connection, ref)
         if live is None:
             return True
         if inventory.protected(live):
-            report.protected.append(str(ref))
+            report.add(ObjectResult(ref.key, ResultCode.PROTECTED))
             return True
         mine = (
             takeover.applied_by_dro(live) if record.state == INTENDED else takeover.labelled(live)
         )
         if not mine:
-            report.released.append(f"{ref}: does not carry dro's label: left in place")
+            report.add(ObjectResult(ref.key, ResultCode.RELEASED, UNLABELLED_LEFT))
             return True
-        if connection.delete(ref.api_version, ref.kind, ref.name, ref.namespace or None):
-            report.pruned += 1
+        key = ref.key
+        if connection.delete(ref.api_version, key.kind, key.name, key.namespace or None):
+            report.add(ObjectResult(ref.key, ResultCode.PRUNED))
             report.writes += 1
-            report.written.append(f"prune {ref}")
         return True
     except ClusterError as error:
         report.failed.append(str(error))
@@ -408,7 +370,7 @@ def _prune_one(connection: Connection, ref: Ref, record: Record, report: Cluster
 
 
 def _write_inventory(
-    connection: Connection, report: ClusterSync, now: Mapping[Ref, Record]
+    connection: Connection, report: ClusterSync, now: Mapping[ObjectRef, Record]
 ) -> bool:
     """Store `now` as the cluster's inventory unless it holds that already; False when the
     write failed (recorded in `report`)."""

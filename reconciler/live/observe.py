@@ -90,7 +90,7 @@ def live(connection: Connection, *, observed_at: str) -> Observation:
     )
     observed = measure(connection.cluster, nodes, pods, observed_at=observed_at)
     rolled = [
-        item
+        {"apiVersion": api_version, "kind": kind, **item}
         for api_version, kind in health.ROLLOUT_KINDS
         for item in connection.list(api_version, kind, label_selector=inventory.MANAGED_BY_SELECTOR)
     ]
@@ -99,15 +99,15 @@ def live(connection: Connection, *, observed_at: str) -> Observation:
 
 def workload_health(objects: Iterable[Mapping[str, Any]]) -> dict[ResourceKey, tuple[str, str]]:
     """Workload → (health, message) of the live objects dro applied, traced by their
-    `multicluster.io/placement` annotation. Listed items may lack `apiVersion` and `kind`,
-    as real servers send them; the caller's list gives them back."""
+    `multicluster.io/placement` annotation. Each object carries its `apiVersion` and `kind`:
+    listed items lack them, as real servers send them, and `live` gives them back from the
+    list they came from."""
     result: dict[ResourceKey, tuple[str, str]] = {}
     for obj in objects:
         key = _workload_of(obj)
         if key is None:
             continue
-        filled = {"apiVersion": f"{key.group}/v1" if key.group else "v1", "kind": key.kind}
-        found = health.of({**filled, **obj})
+        found = health.of(obj)
         result[key] = (found.status, found.message)
     return dict(sorted(result.items(), key=lambda item: item[0].sort_key))
 
@@ -154,8 +154,7 @@ def _unschedulable_since(pod: Mapping[str, Any]) -> str | None:
 
 def _workload_of(pod: Mapping[str, Any]) -> ResourceKey | None:
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    parts = inventory.parse_placement_name(annotations.get(PLACEMENT_ANNOTATION))
-    return None if parts is None else ResourceKey(*parts)
+    return inventory.parse_placement_name(annotations.get(PLACEMENT_ANNOTATION))
 
 
 def _schedulable(node: Mapping[str, Any]) -> bool:

@@ -88,8 +88,7 @@ def base_manifest(workload: Workload) -> dict[str, Any]:
     if workload.key.namespace:
         metadata["namespace"] = workload.key.namespace
     metadata["labels"] = {**(metadata.get("labels") or {}), MANAGED_BY[0]: MANAGED_BY[1]}
-    key = workload.key
-    placement = inventory.placement_name(key.group, key.kind, key.namespace, key.name)
+    placement = inventory.placement_name(workload.key)
     for owner in (manifest, _pod_template(manifest)):
         if owner is None:
             continue
@@ -338,14 +337,7 @@ def _mcs_files(spec: Spec, crossing: Sequence[services.CrossCluster]) -> dict[st
     files = {}
     for cluster, objects in services.mcs_objects(crossing, manifests).items():
         for obj in objects:
-            metadata = obj["metadata"]
-            key = ResourceKey(
-                group="multicluster.x-k8s.io",
-                kind=obj["kind"],
-                namespace=metadata.get("namespace", ""),
-                name=metadata["name"],
-            )
-            files[paths.object_path(cluster, key)] = yamlio.dump(obj).encode()
+            files[paths.object_path(cluster, ResourceKey.of(obj))] = yamlio.dump(obj).encode()
     return files
 
 

@@ -13,7 +13,7 @@ from importlib import metadata
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from reconciler.live.apply import ClusterSync
+from reconciler.live.outcome import ClusterSync
 
 SUCCESS, PARTIAL, FAILED = "success", "partial", "failed"
 INVALID, INTERRUPTED = "invalid", "interrupted"
