@@ -32,8 +32,8 @@ e2e: ## the API contract tests against a real cluster: DRO_E2E_KUBECONFIG=path m
 	$(PY) -m pytest -q -p no:cacheprovider tests/contract
 
 lint: install ## ruff lint and format check
-	$(BIN)/ruff check reconciler tests bench
-	$(BIN)/ruff format --check reconciler tests bench
+	$(BIN)/ruff check reconciler tests bench scripts
+	$(BIN)/ruff format --check reconciler tests bench scripts
 
 typecheck: install ## mypy --strict on reconciler/
 	$(BIN)/mypy --strict

@@ -3,6 +3,8 @@
 `pipeline` reads it at the start of a pass (`pipeline.last_pass`) and passes it on to every
 stage that needs it; `review` (dro plan) builds it once for both sides of a change. Nothing
 else parses the output branch's `decisions/` and `status/` files during a pass.
+
+Called by `pipeline` and `review`.
 """
 
 from __future__ import annotations

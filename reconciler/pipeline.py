@@ -3,6 +3,8 @@
 Only this module knows the order of the stages. Each step names the reason it failed, so a
 report says which stage broke. A pass that fails before `commit` changes nothing anywhere: the
 last good state on the output branch stays in force.
+
+Called by `cli`, `cli.plan`, `cli.progress`, `review` and `service`.
 """
 
 from __future__ import annotations

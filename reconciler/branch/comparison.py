@@ -3,6 +3,8 @@
 `dro plan` compares the decisions of a pull request's base and head (`review.plandiff`), and
 every pass compares its decisions with the last pass's to write the output branch's commit
 message (`commit.describe`): both read placements through this one comparison. Pure.
+
+Called by `commit.describe`, `review.plandiff` and `review.planreport`.
 """
 
 from __future__ import annotations

@@ -12,9 +12,7 @@ component). The paths of workloads are lowercase. `decisions/` and `status/` are
 dro reads back (`STATE_FOLDERS`); everything else is output only. What makes one component safe
 (length, names git refuses) is `domain.paths`, below this layer.
 
-Called by `render` and `branch.status`, `branch.summary` (writing), `branch.lastpass`,
-`branch.statefiles`, `load` (reading back), `commit`, `live` (a cluster's manifests) and
-`review.plandiff` (a cluster's files). This module is pure.
+Called by 10 modules, among them `branch.lastpass`, `commit`, `laststate`, `live`.
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ division.
 
 The seal detects edits, not forgery: anyone who can push to the output branch can also
 recompute a sha256. Protect the branch so that only dro pushes to it. This module is pure.
+
+Called by `branch.lastpass`, `branch.status`, `load` and `render`.
 """
 
 from __future__ import annotations

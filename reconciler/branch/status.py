@@ -13,6 +13,8 @@
 Amounts are written as Kubernetes quantities (`cpu: "96"`, `memory: 300Gi`) and read back in
 base units (cores, bytes), as in an `Observation`; files of earlier versions, which held plain
 numbers, read as well (`quantity.amounts`). Water levels are plain ratios. This module is pure.
+
+Called by `branch.summary`, `laststate`, `live`, `pipeline`, `render` and `review`.
 """
 
 from __future__ import annotations

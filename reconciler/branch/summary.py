@@ -3,6 +3,8 @@
 `decision_entry` is the single shape of a decision in `dro schedule -o json` and in the
 `status` of every `decisions/` file. The generated README carries no sha and no time, so an
 unchanged placement renders the same bytes.
+
+Called by `branch.statefiles`, `cli`, `cli.report`, `pipeline` and `render`.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ differences found (`plan --exit-code`, in `cli_plan`). Only data goes to stdout,
 `-o` names (`validate -o json` prints its problems as a JSON list); problems go to stderr one
 per line as `FILE:LINE: POINTER: MESSAGE`, with errors, events and progress. An unexpected
 exception is one line, `dro COMMAND: internal error: …`, with the traceback under `-v`.
+
+Called by `cli.__main__`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""`python -m reconciler.cli`: the `dro` command, for environments without the console script."""
+"""`python -m reconciler.cli`: the `dro` command, for environments without the console script.
+
+Called by no module of the package: an entry point.
+"""
 
 import sys
 

@@ -10,6 +10,8 @@
 - Only after the whole render succeeded is it put in place: renamed onto a missing or empty
   DIR; otherwise the old DIR is renamed aside, the new one renamed in, and the old one deleted.
   A failure leaves DIR as it was and removes the temporary folder.
+
+Called by `cli` and `cli.render`.
 """
 
 from __future__ import annotations

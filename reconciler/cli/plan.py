@@ -3,6 +3,8 @@
 Exit codes: 0 no differences (or differences without `--exit-code`), 2 differences with
 `--exit-code`, 1 an error, including an invalid head (the report still says why, with each
 problem's `FILE:LINE`).
+
+Called by `cli`.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ file stayed empty. Here stdout is left alone; the first write to it stops the sp
 transient line on the same terminal would otherwise be redrawn over the data). Log events
 written to stderr while it spins are printed above it.
 
-Called by `cli.main` around every command but `dro run`.
+Called by `cli`.
 """
 
 from __future__ import annotations

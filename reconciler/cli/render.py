@@ -1,7 +1,7 @@
 """`dro render`'s writing side: the tree rendered on every core into a staged folder, and the
 folders `render --clean` must never delete.
 
-Called by `cli` for the `render` command.
+Called by `cli`.
 """
 
 from __future__ import annotations

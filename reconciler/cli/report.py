@@ -5,6 +5,8 @@ Events go to stderr with stable snake_case names and `stage=` bound: one line a 
 default). Tables for people are in `tables`. A logged
 traceback carries its frames' file, line and function, never their local variables (a frame
 may hold a token or a Secret's data), and every event passes `redact.scrub_event` last.
+
+Called by `cli`, `cli.habits`, `cli.plan` and `cli.run`.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ probes and metrics on one port, JSON logs on stdout.
 Every setting comes from, in this order of precedence: the command-line flag, the environment
 variable `DRO_<NAME>` (upper case, `-` → `_`), the config file (`--config` / `DRO_CONFIG`, a
 YAML mapping keyed by the flag's name without dashes, e.g. `interval: 30s`), then the default.
+
+Called by `cli`.
 """
 
 from __future__ import annotations

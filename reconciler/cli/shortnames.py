@@ -1,7 +1,7 @@
 """kubectl's names for kinds: short names (`deploy`, `sts`, `cm`), plurals, any case, and a
 "did you mean" for a name that matches nothing (as kubectl's own suggestions do).
 
-Called by `report.find_decision` for `dro explain NAMESPACE/KIND/NAME`.
+Called by `cli.report`.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ never the cache's own branch: a commit whose push was lost (the push failed, the
 or it was a `--no-push` trial) is not on the remote, so the next pass commits it again (the
 same tree, parent, message and time give the same commit) and pushes it. A fence (`fence`),
 checked just before the push, stops a replica that lost its Lease from pushing.
+
+Called by `audit` and `pipeline`.
 """
 
 from __future__ import annotations

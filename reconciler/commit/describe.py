@@ -11,6 +11,8 @@ a commit and the review of the same change say the same thing. The biggest chang
 that touches the most replicas, a workload that became unschedulable first; ties go to the
 (namespace, kind, name) order. This module is pure: the same decisions and files give the same
 message, byte for byte, so a commit rebuilt after a lost push race is the same commit.
+
+Called by `pipeline`.
 """
 
 from __future__ import annotations

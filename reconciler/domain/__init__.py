@@ -9,6 +9,8 @@ One module per responsibility: `base` (keys and object refs, origins, the source
 decision's trigger and a move's reason, as codes); beside them the rules every stage shares:
 `claims` (which policy claims a workload), `durations`, `fence` (a write only while the Lease is
 held) and `paths`.
+
+Called by 62 modules, among them `audit`, `branch.comparison`, `cli`, `commit.describe`.
 """
 
 from reconciler.domain.base import (

@@ -1,4 +1,8 @@
-"""The basic values: manifests, resource keys and object refs, origins and the loaded source."""
+"""The basic values: manifests, resource keys and object refs, origins and the loaded source.
+
+Called by `domain`, `domain.cluster`, `domain.data`, `domain.decision`, `domain.policy` and
+`domain.spec`.
+"""
 
 from __future__ import annotations
 

@@ -5,6 +5,8 @@
 3. the more specific selector: name, then labelSelector, then kind only.
 Two policies still tied claim the workload ambiguously: `validate` reports both files, where
 Karmada would silently pick by name. There is no memory of earlier claims.
+
+Called by `render`, `schedule`, `validate.defaulted` and `validate.references`.
 """
 
 from __future__ import annotations

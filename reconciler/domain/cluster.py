@@ -1,4 +1,7 @@
-"""Member clusters as declared, their taints, and live observations of their resources."""
+"""Member clusters as declared, their taints, and live observations of their resources.
+
+Called by `domain`, `domain.policy` and `domain.spec`.
+"""
 
 from __future__ import annotations
 

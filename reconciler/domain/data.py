@@ -3,6 +3,9 @@ clusters, and what a workload reads and writes.
 
 Amounts are floats in base units: bytes, bytes per day for rates, bytes per second for
 bandwidth, milliseconds for latency, and a price per GiB moved across a link.
+
+Called by `domain.policy`, `domain.spec`, `schedule`, `schedule.stci`, `validate` and
+`validate.datamodel`.
 """
 
 from __future__ import annotations

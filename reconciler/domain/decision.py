@@ -1,4 +1,8 @@
-"""Decisions: where each workload goes, and why."""
+"""Decisions: where each workload goes, and why.
+
+Called by `branch.statefiles`, `cli.report`, `domain`, `kube.movehooks`, `review.followups` and
+`schedule.moving`.
+"""
 
 from __future__ import annotations
 

@@ -15,6 +15,8 @@ skew. A check that fails raises `Deposed`: the pass is abandoned there (`runner`
 and nothing after it is written. What no check made by the writer can exclude is a pause of
 more than that margin between the check and the request leaving the process; the window is
 the few microseconds from the check in the client to its socket write.
+
+Called by `commit`, `kube.client`, `live`, `pipeline`, `service` and `service.leader`.
 """
 
 from __future__ import annotations

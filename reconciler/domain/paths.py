@@ -15,6 +15,8 @@ is always inside the file.
 `.git `, `.git::$INDEX_ALLOCATION`, `git~1`) and HFS+ (ignorable Unicode code points)
 spellings, the same for `.gitmodules`, and `/`, `\\` or NUL inside. Names are checked at
 validate, so these can only come from a bug: the writers raise.
+
+Called by `branch.paths`, `branch.status`, `cli.outdir`, `domain.base` and `git.gitrepo`.
 """
 
 from __future__ import annotations

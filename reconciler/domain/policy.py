@@ -1,4 +1,7 @@
-"""Placement and override policies of every supported kind, normalised."""
+"""Placement and override policies of every supported kind, normalised.
+
+Called by `domain`, `domain.decision` and `domain.spec`.
+"""
 
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ and a move's `reason`. The scheduler makes these values (`schedule.triggers`, `r
 `rebalance`, `standing`, `moving`, `bundle`); `branch.summary` writes their text and reads a
 move's reason back once (`MoveReason.read`), so that nothing after it matches prose: the
 commit message (`commit.describe`), `dro plan` (`review`) and re-balancing read codes.
+
+Called by `domain`, `domain.decision` and `schedule.rebalance`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Workloads, dro.yaml's scheduling settings, and the validated Spec."""
+"""Workloads, dro.yaml's scheduling settings, and the validated Spec.
+
+Called by `domain`.
+"""
 
 from __future__ import annotations
 

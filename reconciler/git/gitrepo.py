@@ -5,6 +5,8 @@ command (`worktree_changes` only reads a work tree's status, for `dro plan`): bl
 from trees and trees are written from memory. A `TreeWriter` remembers the blobs and subtrees
 it wrote, so a commit that changes one file rehashes only that file, and refuses any path that
 `git fsck` would reject (`domain.paths`).
+
+Called by `audit`, `commit`, `load`, `load.sourcecheck` and `review`.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ creation per object: for a rendered tree of 30,000 files that is most of the com
 pygit2 exposes no indexer, so this module writes the two documented formats itself: the pack
 (`PACK`, version 2, undeltified zlib objects, SHA-1 trailer) and the index (fan-out table,
 sorted names, CRC-32s, offsets, checksums). libgit2 picks the new pack up on its next lookup.
+
+Called by `git.gitrepo`.
 """
 
 from __future__ import annotations

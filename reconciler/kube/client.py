@@ -4,6 +4,8 @@ It offers cluster access to the observe and apply stages: kubeconfig contexts, a
 `Connection` per cluster (discovery, server-side apply, reads, deletes) with a timeout on every
 request. The client is imported only when a cluster is reached, so commands that reach no
 cluster do not pay its ~0.4 s import (`kube.quantity` loads Kubernetes' quantity parser alone).
+
+Called by `cli.run`, `live`, `live.apply`, `live.observe`, `live.takeover` and `service.leader`.
 """
 
 from __future__ import annotations

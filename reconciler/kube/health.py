@@ -18,6 +18,8 @@ from its rollout status, by the rules `kubectl rollout status` follows:
 `worst` aggregates, as Argo CD does for an application: Healthy < Suspended < Progressing <
 Missing < Degraded < Unknown, and the worst one wins. `workload` does so across a workload's
 clusters and names the clusters that decided it.
+
+Called by `branch.status`, `live`, `live.observe`, `schedule.fleet` and `schedule.moving`.
 """
 
 from __future__ import annotations

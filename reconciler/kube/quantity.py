@@ -13,8 +13,8 @@
   Kubernetes' finest unit (nano), and read back, with the plain numbers earlier versions wrote.
 - Short text for reasons and messages (`short`, `describe`): `8 cpu`, `1.5Gi memory`.
 
-Called by validate (clusters, datamodel, quantitycheck), kube.demand, live.observe, branch
-(status, summary, statefiles) and the scheduler's node-fit messages.
+Called by 9 modules, among them `branch.statefiles`, `kube.demand`, `live.observe`,
+`schedule.plugins.node_fit`.
 """
 
 from __future__ import annotations

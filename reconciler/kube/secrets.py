@@ -12,6 +12,8 @@ Secret but cannot be parsed is shown as one opaque line.
 
 `encoding_problems` reports `data` values that are not base64, as the API server would reject
 them, without quoting them. This module is pure.
+
+Called by `review.plandiff` and `validate.references`.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@
 
 Clusters are handled in parallel, at most `Access.parallel` at a time; each request has the
 per-cluster `Access.timeout`.
+
+Called by `audit`, `pipeline` and `review`.
 """
 
 from __future__ import annotations

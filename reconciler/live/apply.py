@@ -41,6 +41,8 @@
 
 Every object touched gets one result, a `ResultCode` with its `ResourceKey` and a message
 (`outcome.py`); the cluster's `ClusterSync` aggregates them into its counts and report lines.
+
+Called by `live`.
 """
 
 from __future__ import annotations

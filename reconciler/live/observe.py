@@ -20,6 +20,8 @@ scheduler uses in place of the cluster's declared `capacity`, `allocated` and
 - `pending` names the workloads whose pods the Kubernetes scheduler could not place
   (`PodScheduled=False`, reason `Unschedulable`), with how many and since when. A pod is traced
   to its workload by the `multicluster.io/placement` annotation that dro renders.
+
+Called by `live`.
 """
 
 from __future__ import annotations

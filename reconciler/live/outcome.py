@@ -10,6 +10,8 @@ and one whose prune a rejected neighbour holds back is Held.
 Written by `apply`; read by `live.Members` (the prune gate), `pipeline` (the audit log),
 `cli.report` (the apply table and details) and `service.metrics` (the counters). The lines
 they print are made here, from the values, once.
+
+Called by `audit`, `cli.report`, `live`, `live.apply` and `service.metrics`.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Only the folders dro understands are read: `dro.yaml`, `topology.yaml`, `cluster
 `datasets/`, `workloads/` and `policies/`, YAML files only. From the output branch dro reads
 only its state (`decisions/`, `status/`); only `dro plan` reads the rendered manifests, and
 only when the base side of a review is invalid (`Revisions`).
+
+Called by `cli.plan`, `pipeline` and `review`.
 """
 
 from __future__ import annotations

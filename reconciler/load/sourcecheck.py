@@ -7,6 +7,8 @@ is. A `--repo` that is a local path must exist, and a repository must have a com
 `GitError`s, which a service retries (the path may be mounted, the first commit pushed,
 later). Each one exits 1 and names what is missing. A cache that `load` created for a fetch
 that then failed is removed again, so a typo in `--repo` leaves nothing in the state directory.
+
+Called by `load`.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ Renders that come out identical (same replicas, same overrides) are dumped once 
 Fields a server owns (status, uid, resourceVersion …) are dropped. Nothing time- or
 commit-dependent is written: provenance lives in the commit trailers, so a steady pass renders
 the same bytes and makes no commit.
+
+Called by `cli.render`, `laststate`, `pipeline`, `render.overridden` and
+`validate.overridecheck`.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ RFC 6902 operation on the parsed document; the result is written back as text. A
 (keys sorted, as Karmada's writer sorts them), JSON compactly in its own key order. Errors
 name paths, never the field's text, which may be a Secret's. The overrides module is the
 caller.
+
+Called by `render.overrides`.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ Karmada keeps a tag or a digest, never both: an image with both keeps its tag, a
 component set to a digest value (`sha256:…`) is written `name@sha256:…`. A value that is
 neither a tag nor a digest leaves the tag as it was, as Karmada's `SetTagOrDigest` does; dro's
 validate reports it instead (`tag_problem`). The overrides module is the caller.
+
+Called by `render.overrides`.
 """
 
 from __future__ import annotations

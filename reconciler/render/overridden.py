@@ -12,6 +12,8 @@ cluster's rendered manifest holds for a given divided count: the operations that
 labels …) never change a count, so they are neither applied nor make a workload overridden.
 A manifest whose override removes `spec.replicas` runs the API server's default, 1.
 This module is pure.
+
+Called by `schedule` and `schedule.engine`.
 """
 
 from __future__ import annotations

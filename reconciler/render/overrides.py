@@ -6,6 +6,8 @@ and double quotes: `metadata.annotations["example.com/owner"]` (inside the quote
 quote and `\\\\` a backslash). Missing maps on the way are created; a missing list item is an
 error. Karmada's overriders keep Karmada's semantics (`KARMADA.md` §2). Every operation works
 on a manifest the caller has already copied.
+
+Called by `render`, `render.overridden` and `validate.overridecheck`.
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ The review also says what it could not include: uncommitted changes in the work 
 local repository (a plan reads commits, never files), and a missing output branch (then every
 cluster's declared capacity and allocation stand in for observations, and there are no previous
 decisions). The head side lists what later passes will still do (`followups`).
+
+Called by `cli.plan`.
 """
 
 from __future__ import annotations

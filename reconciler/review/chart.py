@@ -6,6 +6,8 @@ limit of `dro.yaml` (where re-balancing starts moving replicas off), and each cl
 level changed carries its delta in percentage points beside its bar. Matplotlib is imported
 only when a chart is drawn, on the non-interactive Agg canvas and without pyplot, and the
 output is byte-for-byte reproducible.
+
+Called by `cli.plan`.
 """
 
 from __future__ import annotations

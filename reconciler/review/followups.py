@@ -8,6 +8,8 @@ replicas each, for as long as a pass still moves replicas into it. `sentences` s
 them in one line, so a reviewer knows the plan is not the end state.
 
 This module is pure: `review` passes it the head's decisions and the clusters still filling.
+
+Called by `review`.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ removed, the water level each cluster is left at, and a unified diff of every re
 manifest that changed, per cluster. Secret values never reach the diff (`secrets`).
 
 This module is pure: `pipeline.plan_review` builds the sides, `planreport` prints the diff.
+
+Called by `review`, `review.chart` and `review.planreport`.
 """
 
 from __future__ import annotations

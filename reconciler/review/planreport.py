@@ -6,6 +6,8 @@ per cluster with changed manifests. A comment stays under `LIMIT` characters (Gi
 for a comment body): blocks that do not fit are cut, and a note at the end says which. The
 JSON holds everything, uncut. Secret values never reach a `PlanDiff` (`secrets`), so no
 format can show them. This module is pure; the CLI writes what it returns.
+
+Called by `cli.plan`.
 """
 
 from __future__ import annotations

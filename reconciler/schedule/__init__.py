@@ -6,6 +6,8 @@ capacity-independent work (demand, single-node fit) is done for all workloads at
 `batch`; `engine.Pass` then places the workloads one by one in priority order, each consuming
 the capacity the next one sees, with the filters and scorers of `plugins` and Karmada's
 division (`division`).
+
+Called by `pipeline`.
 """
 
 from __future__ import annotations

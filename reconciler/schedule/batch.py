@@ -3,6 +3,8 @@
 Per-replica demand becomes a (workloads × resources) matrix; single-node fit against every
 cluster's largest free node becomes one (workloads × clusters) boolean matrix, computed in
 chunks so memory stays bounded on large fleets.
+
+Called by `schedule`.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ A ConfigMap, Secret, PVC, ServiceAccount (with its RBAC), Service, HPA, PDB or N
 a pod-running workload needs (`dependencies.find`) and that no policy places explicitly goes
 to the union of the clusters its dependents are rendered on (old copies of a move included),
 instead of the default placement. One that a policy selects keeps that policy's placement.
+
+Called by `schedule` and `schedule.moving`.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ A divided workload is re-divided only on a trigger: the first placement, a chang
 changed replicas, or a cluster it is on that is gone or no longer a candidate. Otherwise its
 previous division stands. Duplicated workloads and objects without replicas follow their
 candidates on every pass.
+
+Called by `schedule` and `schedule.rebalance`.
 """
 
 from __future__ import annotations

@@ -18,6 +18,8 @@ workload with a previous decision, or with ordered affinity terms, or a pass tha
 itself, goes through `Pass.decide` in full. The lane knows nothing of the engine: `engine.Pass`
 builds one `Lane` per pass and calls it. `tests/test_express.py` checks that both lanes decide
 alike.
+
+Called by `schedule.engine` and `schedule.rebalance`.
 """
 
 from __future__ import annotations

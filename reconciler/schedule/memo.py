@@ -6,6 +6,8 @@ filter, a scorer, the framework's static phase); `Memos` holds the tables of one
 `slot.of(memos)` is that purpose's `dict[K, V]`. Keys are values (a flag, a demand's bytes) or
 the `Ref` of an object the pass holds for its whole length. Built by `facts.Facts`, read
 through `framework.Subject.memos` by the framework and the plugins.
+
+Called by 7 modules, among them `schedule.express`.
 """
 
 from __future__ import annotations

@@ -35,6 +35,8 @@ When the target changes mid-move, before the cut-over the move starts again from
 (back to the old cluster, it is cancelled); from the cut-over on, the new copy serves and a new
 move starts from it. An old cluster whose file is gone has no copy to keep: the workload just
 goes.
+
+Called by `schedule`, `schedule.engine` and `schedule.selecting`.
 """
 
 from __future__ import annotations

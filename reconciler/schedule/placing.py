@@ -7,6 +7,8 @@
 
 The engine calls them on the candidates its filters and spread selection left, before the
 division. Pure numpy over clusters.
+
+Called by `schedule.selecting`.
 """
 
 from __future__ import annotations

@@ -32,6 +32,8 @@ Karmada-exact primitive, and this step only moves replicas that a decision alrea
   the target, until a pass observes the new copies Healthy (`engine.Pass.decide`); a workload
   with a move in flight does not move again. Only copies that ran before this pass retire:
   replicas this pass placed (a first placement, a scale-up) have not started, and just move.
+
+Called by `schedule`.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ explains itself, the scorer weights, the strategy, the fleet's water level and t
 the moves still within the cooldown and those a failover or pods pending too long forced, and
 the `requestedAt` the placement serves. A decision equal to the previous one keeps its
 `recorded` time, so an unchanged workload's file does not change.
+
+Called by `schedule.engine` and `schedule.selecting`.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ The engine charges each workload's rendered counts to the ledger. Where an overr
 `spec.replicas`, another count runs; `surplus` is the correction per cluster row (what runs
 now minus what is rendered, less the same difference the last pass recorded), so the ledger
 holds what runs and the workloads placed after this one see the room it really takes.
+
+Called by `schedule.engine`.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ value: spread finds no selection (`spread.Unspreadable`), no single cluster can 
 workload whole (`placing.NoHome`), or the candidates cannot hold the replicas
 (`division.Unschedulable`). These are answers, not errors, so they are returned, never raised.
 Called by `engine.Pass` (a workload's turn, and a newcomer of the express lane).
+
+Called by `schedule.engine`.
 """
 
 from __future__ import annotations

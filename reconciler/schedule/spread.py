@@ -18,6 +18,8 @@ is unschedulable with Karmada's error, as is a selection of no cluster. Such a r
 `Unspreadable` value, returned in place of the selection. dro's own policies may group by
 region, zone or provider, one of them. Karmada has no default for maxGroups (unset selects
 nothing); in dro's policies an unset maxGroups means no limit.
+
+Called by `schedule` and `schedule.selecting`.
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ Counts that do not add up to the workload's replicas, and clusters that are gone
 candidates, are re-divided by the usual triggers (`triggers.trigger`), which name them.
 The new decision's trigger says why its previous one was set aside (`explain`), and so does
 `dro plan`, which shows the trigger as the reason of a change.
+
+Called by `schedule`.
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ its primary. On a cluster holding what it needs, nothing crosses a domain; elsew
 The links come from `Topology`: a measured pair, else the defaults of the pair's tier (same
 zone, same region, cross-region, cross-provider). Everything is a matrix product or a
 broadcast over clusters; the only Python loops run over data sets, links and accesses.
+
+Called by `schedule`, `schedule.engine` and `schedule.facts`.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ changed replicas, or a cluster it is on that is gone or no longer a candidate (a
 cluster aside for movable workloads: re-balancing empties it under the churn budget).
 Otherwise its previous division stands. A policy's `rebalance.requestedAt` newer than the one
 a decision served asks for a Fresh division; nothing else does.
+
+Called by `schedule.engine`, `schedule.facts`, `schedule.record` and `schedule.standing`.
 """
 
 from __future__ import annotations

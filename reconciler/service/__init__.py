@@ -23,6 +23,8 @@ rejected, so nothing was pruned), and when passes stop finishing. A permanently 
 thus leaves the process alive (`/healthz`) but not ready, which is what it is: it serves, and
 the fleet is not at the source's state. An interrupted pass (shutdown, lost leadership) changes
 nothing. A follower is ready: it has nothing to fail at until it leads.
+
+Called by `cli.run` and `service.server`.
 """
 
 from __future__ import annotations

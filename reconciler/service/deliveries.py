@@ -6,6 +6,8 @@ id before it starts a pass for it, and releases the claim when starting the pass
 so that the sender's retry is served. Memory is bounded: at most `capacity` ids, each kept for
 `ttl` seconds, the oldest dropped first. An id is remembered only after the request's signature
 was checked, so an unauthenticated client cannot fill the memory or block a real delivery.
+
+Called by `service.server`.
 """
 
 from __future__ import annotations

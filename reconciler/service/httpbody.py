@@ -13,6 +13,8 @@ before a byte of it is read, as RFC 9112 §6 asks and as Go's `net/http` does:
 - Without either, a request has no body.
 
 `read` then reads the body that `framing` allowed. Its caller (`httpguard`) bounds the time.
+
+Called by `service.httpguard` and `service.server`.
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ flight that never starves the health probes) add:
   bounded drain before the close, as Go does, so the client reads the answer instead of a reset.
 
 `server` subclasses `GuardedHandler` with its endpoints; `GuardedServer` runs them.
+
+Called by `cli.run` and `service.server`.
 """
 
 from __future__ import annotations

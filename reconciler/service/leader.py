@@ -11,6 +11,8 @@ clock, so replicas' clocks must agree to well within `lease_duration` (NTP does)
 is a create or a PUT guarded by the resourceVersion read: of two contenders one wins, the
 other gets a 409 `kube.Conflict` and stays a follower this round. Times are MicroTime: RFC 3339
 in UTC with microseconds.
+
+Called by `cli.run`.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 Every pass is counted once in `dro_reconcile_total` with its result, so passes that failed or
 were interrupted are accounted for as well as the ones that succeeded. Each `Metrics` has its
 own registry: two runners in one process (as in tests) do not share counters.
+
+Called by `cli.run` and `service`.
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ Every connection is held to `httpguard.Limits` (deadlines for headers and body, 
 header size limit, a cap on connections). Webhooks are read at most `max_webhooks` at a time
 (beyond that 503 with `Retry-After`, before the body is read), so the memory they can take is
 bounded; the probes and `/metrics` are never queued behind them.
+
+Called by `cli.run`.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ token, is refused without reading its body. Each event carries its delivery id (
 `X-Gitlab-Webhook-UUID`), so that a replay can be recognised. GitLab's `X-Gitlab-Event-UUID`
 is not one: GitLab gives every webhook that a webhook caused the same value, so a bot's push in
 answer to a push would pass for a replay.
+
+Called by `service.server`.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ or the Kubernetes OpenAPI (`schemacheck`), normalised (`clusters`, `policies`, `
 then checked as a whole: duplicate objects, references to unknown clusters, and two placement
 policies that claim one workload with the same precedence. Any error fails the whole source:
 nothing is scheduled, committed or applied from it.
+
+Called by `pipeline`.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ Quantities follow Kubernetes' rules (`20Ti`, `500Mi`); a rate is a quantity per 
 A workload declares its access in its policy's `placement.data`, or, as a plain manifest, with
 the annotation `multicluster.io/data: "clickstream:read:50Gi/d, features:write:1Gi/h"`.
 Every error names the file, line and JSON pointer. This module is pure.
+
+Called by `validate` and `validate.policies`.
 """
 
 from __future__ import annotations

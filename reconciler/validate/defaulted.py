@@ -11,6 +11,8 @@ about when no policy claims it, it is not bundled with a workload that a policy 
 another namespace N, while its own namespace is close to N (`difflib`, ratio ≥ 0.75) or is not
 written at all (kubectl's `default`). The warning names the workload, N and that policy, the
 replicas, and the clusters `defaultPlacement` targets.
+
+Called by `validate`.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ bundles ancillary resources, these go to exactly the clusters of the workloads t
 The scheduler calls `find` to give each dependency the union of its dependents' clusters;
 validation calls it for `Dependencies.missing`, warnings about references to objects that are not
 in the repo. References resolve in the workload's namespace. Pure: no I/O.
+
+Called by `validate`.
 """
 
 from __future__ import annotations

@@ -32,6 +32,8 @@ What is checked, each at the line that breaks the rule:
   selects a cluster the guard denies; a policy with no target selects every cluster.
 
 This module is pure: validate calls `check`, the CLI and `dro run` call `load_ceiling`.
+
+Called by 8 modules, among them `cli`, `pipeline`, `review`, `settings`.
 """
 
 from __future__ import annotations

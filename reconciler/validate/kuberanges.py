@@ -6,6 +6,8 @@ field … of type int32"). Its validation code adds more, such as `spec.replicas
 Deployment, ReplicaSet, StatefulSet or ReplicationController being at least 0, and an HPA's
 `minReplicas` and `maxReplicas` at least 1. `schemacheck` applies `bounded` to the definitions
 of each bundled Kubernetes version once, so these become ordinary schema errors at their line.
+
+Called by `validate.schemacheck`.
 """
 
 from __future__ import annotations

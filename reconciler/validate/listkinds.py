@@ -7,6 +7,8 @@ typed list (`ConfigMapList`) may leave out `apiVersion` and `kind`: they are the
 element kind, as in the API server's lists; an item of another kind is an error. A problem
 inside an item keeps its file and line, and its pointer gets the item's `/items/N` prefix
 back (`relocated`), so it points into the file as written.
+
+Called by `validate`.
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ scheduled or rendered, so that a name can never become a path that escapes its f
 dro adds one rule of its own for every kind: no control characters (newline, tab …) and no
 backslash, since names become file names and appear in `FILE:LINE` reports; and no two objects
 may share a rendered file (`shared_files`). This module is pure.
+
+Called by `validate`.
 """
 
 from __future__ import annotations

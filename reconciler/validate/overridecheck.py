@@ -15,6 +15,8 @@ Clusters with equal rules share one try, and equal results one schema check, so 
 many clusters with a few distinct overrides costs a few checks per workload. Secret values
 never appear in a message. Replicas are the source's: the division only ever writes an
 int32 count there, before any override.
+
+Called by `validate`.
 """
 
 from __future__ import annotations

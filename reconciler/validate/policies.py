@@ -5,6 +5,8 @@ Kinds: dro's ResourcePlacementPolicy, ClusterOverridePolicy and the draft's Prop
 OverridePolicy and ClusterOverridePolicy (`policy.karmada.io/v1alpha1`), with Karmada's defaults:
 no replicaScheduling means Duplicated, Divided without a preference is Weighted, Weighted
 without a weightPreference gives every candidate weight 1. Documents are schema-valid here.
+
+Called by `validate`.
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ request needs a limit equal to it. A custom resource's CRD types
 no quantity: only the pod template that `demand` reads in it is checked, so no later stage
 meets a value it cannot parse. `references.check_objects` calls `findings` once an object's
 schema passes; an object with a bad quantity drops out of the pass like any invalid one.
+
+Called by `validate.overridecheck` and `validate.references`.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 Each check appends `Problem`s naming the file and line of the offending document; nothing here
 stops at the first problem.
+
+Called by `validate` and `validate.overridecheck`.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 them (Kubernetes' deprecated API migration guide). An object written with one is an error when
 the repo's `kubernetesVersion` is at or past that release: the API server would refuse it. The
 references module is the caller.
+
+Called by `validate.references`.
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ jsonschema's messages quote the offending value (`'hunter2' is not of type 'bool
 a Secret (by its kind, whatever its file or apiVersion) every message is rebuilt from the
 schema's rule alone (`must be of type 'boolean' (the value is not shown)`), so no value of a
 Secret reaches an error, wherever in the object it sits.
+
+Called by `validate`, `validate.listkinds`, `validate.quantitycheck` and `validate.references`.
 """
 
 from __future__ import annotations

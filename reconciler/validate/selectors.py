@@ -3,6 +3,8 @@
 Label selectors, Karmada's ClusterAffinity, dro's `targetClusters` and weight rules, and
 tolerations all arrive as plain mappings; this module turns them into the frozen values the
 scheduler and renderer match with.
+
+Called by `validate.dependencies`, `validate.guard` and `validate.policies`.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 A namespaced object without a namespace is in `default`, as with kubectl. Cluster-scoped
 built-in kinds are listed here; a custom resource's scope comes from its CRD in the repo.
+
+Called by `validate.references`.
 """
 
 from __future__ import annotations

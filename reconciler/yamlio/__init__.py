@@ -7,6 +7,8 @@ scalars, mappings and sequences, oversized files, and what `yamlguard` limits (n
 Timestamps stay strings, as kubectl keeps them; YAML 1.1's `=` value type reads as the string.
 Writing: a narrow block-style emitter for plain JSON-like data (sorted keys, no aliases),
 several times faster than PyYAML's representer, so the same value always gives the same bytes.
+
+Called by 14 modules, among them `branch.lastpass`, `cli.plan`, `kube.secrets`, `live`.
 """
 
 from __future__ import annotations

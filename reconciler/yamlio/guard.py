@@ -9,6 +9,8 @@ hostile or careless file from crashing or stalling a command.
 - Numbers: integers within int64 (Python refuses to read more than 4,300 digits at all), and
   floats that are finite: Kubernetes decodes JSON numbers as int64 or float64, and JSON has
   no NaN or infinity.
+
+Called by `yamlio`.
 """
 
 from __future__ import annotations

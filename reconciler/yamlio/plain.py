@@ -4,6 +4,8 @@ They are read with PyYAML's safe loader as they are (no line records, no source 
 file that is not YAML is described as `line N, column M: PROBLEM`, without the excerpt of the
 offending line that PyYAML's own message carries: a kubeconfig's token, for one. Called by
 `cli.run` (the config file) and `kube.client` (kubeconfig contexts).
+
+Called by `cli.run` and `kube.client`.
 """
 
 from __future__ import annotations

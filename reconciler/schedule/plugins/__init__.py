@@ -2,6 +2,8 @@
 
 Each filter states its `order`: targets, lifecycle, taints, spread fields, water level, data
 latency, node fit, capacity. A rejected cluster is charged to the first filter that rejects it.
+
+Called by `schedule`.
 """
 
 from reconciler.schedule.plugins import (

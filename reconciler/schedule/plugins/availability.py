@@ -3,6 +3,8 @@
 Score = 100 × min(1, available replicas / replicas). Clusters that could hold the whole
 workload score highest, so this is the aggregation term: it weighs most when the fleet is idle,
 and then fewer clusters are used.
+
+Called by `schedule.plugins`.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ resources the workload requests (cpu and memory when it requests nothing but pod
 placement is the cluster's even share of the replicas (all of them when duplicated). A
 cluster with no capacity of a counted resource is full (RWL 1). This is the draft's balance
 term: it spreads load, and it weighs most when the fleet is loaded.
+
+Called by `schedule.plugins`.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 A divided workload needs room for at least one replica; a duplicated one for all of them on
 every cluster it goes to. Clusters that already hold the workload pass: their own replicas are
 part of their usage, and the division accounts for them.
+
+Called by `schedule.plugins`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """Filter: the placement's targets (dro's targetClusters, Karmada's clusterAffinity or the
-current term of its clusterAffinities, with that term's overflow tiers)."""
+current term of its clusterAffinities, with that term's overflow tiers).
+
+Called by `schedule.plugins`.
+"""
 
 from __future__ import annotations
 

@@ -10,6 +10,8 @@ integration).
 
 A workload that uses no data set passes the filter and scores 0 everywhere, so the other
 scorers alone decide for it.
+
+Called by `schedule.engine` and `schedule.plugins`.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ A draining cluster (`spec.drain`) takes nothing and loses what it holds. A cordo
 (`spec.cordon`) keeps the replicas it holds and takes no new workload; so does an unreachable
 one, until it has been unreachable for `failover.after`: then a policy with failover (dro's
 always, Karmada's when it sets `spec.failover`) loses what it holds there too.
+
+Called by `schedule.plugins`.
 """
 
 from __future__ import annotations

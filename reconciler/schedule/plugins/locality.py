@@ -2,6 +2,8 @@
 
 It keeps a re-scheduled workload where it runs when nothing else decides; it is the one scorer
 Karmada's own policies use.
+
+Called by `schedule.plugins`.
 """
 
 from __future__ import annotations

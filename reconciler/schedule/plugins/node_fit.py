@@ -3,6 +3,8 @@
 One replica must fit the cluster's largest free node on every resource it requests, or the
 cluster could only run it by fragmenting. The (workloads × clusters) fit matrix is computed
 for the whole pass at once, in `schedule.batch`.
+
+Called by `schedule.plugins`.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 Score = 100 × (sum of the weights of the terms a cluster matches) / (sum of all weights);
 0 everywhere when the placement states no preference.
+
+Called by `schedule.plugins`.
 """
 
 from __future__ import annotations

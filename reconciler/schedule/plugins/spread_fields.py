@@ -2,6 +2,8 @@
 
 This is Karmada's SpreadConstraint filter; the selection among groups happens later, in
 `schedule.spread`.
+
+Called by `schedule.plugins`.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ A NoExecute taint tolerated with `tolerationSeconds` is tolerated until the earl
 NoExecute taint of the cluster), as Karmada's taint manager decides eviction; from then on it
 counts as untolerated. A taint without `timeAdded` counts as added at the pass's time, as
 Karmada's webhook stamps a new NoExecute taint, so `tolerationSeconds: 0` evicts at once.
+
+Called by `schedule.plugins`.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ workload's turn in the pass, so the replicas placed ahead of it count. Clusters 
 hold the workload keep it: moving load off a hot cluster is re-balancing's job. A cluster is
 above the limit when its usage exceeds capacity × limit, the same bound the replica count
 within the limit (`Subject.allocatable`) uses.
+
+Called by `schedule.plugins`.
 """
 
 from __future__ import annotations
