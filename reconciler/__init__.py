@@ -12,12 +12,15 @@ the only module that knows their order:
     live/       7 APPLY     the tree → every cluster, server-side   (live/apply.py)
 
 `audit.py` tells operators each stage's result (the pass's log events), so the pass reads as
-its stages; `laststate.py` is the last pass's state, read once per pass and passed on.
+its stages; `laststate.py` is the last pass's state, read once per pass and passed on;
+`settings.py` is the operator's settings, one table for every command and the only reader of
+the environment.
 
 Beneath the stages: `branch/` (the output branch's format, written and read back), `kube/`
 (Kubernetes knowledge; `kube/client.py` is the only `kubernetes` import), `git/` (the only
-`pygit2` import), `yamlio/`, `domain/` (the frozen values that flow between stages), and
-`settings.py`, `errors.py`, `redact.py`.
+`pygit2` import), `yamlio/` (the only PyYAML import), `domain/` (the frozen values that flow
+between stages), `errors.py` and `redact.py`. `pyproject.toml`'s import contracts keep these
+layers.
 
 Above them, the faces: `cli/` (the dro command), `review/` (dro plan) and `service/` (dro run).
 """
