@@ -154,7 +154,7 @@ _ENTRIES = (
         "state-dir",
         xdg_state_dir,
         path,
-        "where dro keeps its bare git caches (from $XDG_CACHE_HOME/dro, else ~/.cache/dro)",
+        "where dro keeps its bare git caches; the default follows $XDG_CACHE_HOME",
         metavar="DIR",
     ),
     Setting(
