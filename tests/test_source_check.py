@@ -3,13 +3,15 @@ command says what is missing on stderr, exits 1, crashes nowhere and leaves no c
 
 from __future__ import annotations
 
+import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import EXAMPLE, git, make_source_repo
 
-from reconciler import cli
+from reconciler import cli, load
 
 NOT_A_REPO = "is not a dro repository: it has no dro.yaml and no clusters/ folder"
 
@@ -169,3 +171,30 @@ def test_the_wrong_working_directory_is_named(
     code, _, err = _run(["validate"], capsys)
     assert code == 1
     assert f"the current directory ({tmp_path}) {NOT_A_REPO}; did you mean example-repo?" in err
+
+
+def test_only_the_source_folders_are_walked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`dro validate` in a big folder (a home directory, /tmp) reads the source folders only:
+    a deep tree beside them is never walked, and what it holds is never read."""
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, repo)
+    deep = repo / "node_modules" / "a" / "b"
+    deep.mkdir(parents=True)
+    (deep / "dro.yaml").write_text("not: read\n")
+    walked: list[str] = []
+    real_walk = os.walk
+
+    def recording_walk(top: Path) -> Iterator[tuple[str, list[str], list[str]]]:
+        for entry in real_walk(top):
+            walked.append(entry[0])
+            yield entry
+
+    monkeypatch.setattr(load.os, "walk", recording_walk)
+    source = load.from_directory(repo)
+
+    assert walked, "the walk was not observed"
+    assert not [w for w in walked if "node_modules" in w]
+    assert all(not f.path.startswith("node_modules") for f in source.files)
+    assert any(f.path.startswith("workloads/") for f in source.files)

@@ -77,10 +77,11 @@ def _directory_source(root: Path) -> Source:
                 links[relative] = gitrepo.SUBMODULE
             elif name in filenames and is_source_path(relative):
                 files.append(SourceFile(path=relative, data=full.read_bytes()))
-        dirnames[:] = sorted(
+        dirnames[:] = sorted(  # only the source folders: a home directory is not walked
             d
             for d in dirnames
-            if not d.startswith(".") and (here / d).relative_to(base).as_posix() not in links
+            if in_source(relative := (here / d).relative_to(base).as_posix())
+            and relative not in links
         )
     return Source(
         files=tuple(sorted(files, key=lambda f: f.path)),
