@@ -20,7 +20,9 @@ from pathlib import Path
 import pytest
 
 from reconciler import pipeline, settings
+from reconciler.kube import client as kube
 from tests.builders.plan import CASES
+from tests.kubeapi import KubeAPI
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "example-repo"
@@ -194,3 +196,16 @@ def served_repo(git_daemon: Daemon, tmp_path: Path) -> tuple[SourceRepo, str]:
     git(repo.work, "remote", "set-url", "origin", str(served))
     git(served, "symbolic-ref", "HEAD", "refs/heads/main")
     return SourceRepo(bare=served, work=repo.work), git_daemon.url("fleet.git")
+
+
+@pytest.fixture
+def connection(tmp_path: Path) -> Iterator[kube.Connection]:
+    """A connection, as dro makes it, to a one-node emulated cluster (context `eu-1`)."""
+    server = KubeAPI(nodes=1).start()
+    try:
+        config = server.kubeconfig(tmp_path / "kubeconfig", context="eu-1")
+        connection = kube.connect("eu-1", context="eu-1", kubeconfig=config, timeout=2.0)
+        yield connection
+        connection.close()
+    finally:
+        server.stop()

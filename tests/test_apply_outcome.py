@@ -3,18 +3,13 @@ cluster's `ClusterSync` counts and words, instead of strings split apart again."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from reconciler.domain import ResourceKey
 from reconciler.kube import client as kube
 from reconciler.live import apply
 from reconciler.live.outcome import ObjectResult, ResultCode
 from reconciler.live.takeover import NEVER, Provenance
-from tests.kubeapi import KubeAPI
 
 SHOP = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}
 LABELS = {"app.kubernetes.io/managed-by": "dro"}
@@ -29,18 +24,6 @@ def configmap(name: str, *, labelled: bool = True) -> dict[str, Any]:
 
 def key(name: str) -> ResourceKey:
     return ResourceKey("", "ConfigMap", "shop", name)
-
-
-@pytest.fixture
-def connection(tmp_path: Path) -> Iterator[kube.Connection]:
-    server = KubeAPI(nodes=1).start()
-    try:
-        config = server.kubeconfig(tmp_path / "kubeconfig", context="eu-1")
-        connection = kube.connect("eu-1", context="eu-1", kubeconfig=config, timeout=2.0)
-        yield connection
-        connection.close()
-    finally:
-        server.stop()
 
 
 def test_each_object_has_a_code_and_the_counts_come_from_them(

@@ -3,11 +3,7 @@ rendered and applied with (`domain.ObjectRef`), never under one guessed from its
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from reconciler import live, yamlio
 from reconciler.domain import (
@@ -22,7 +18,6 @@ from reconciler.domain import (
 from reconciler.kube import client as kube
 from reconciler.kube import inventory
 from reconciler.live import apply
-from tests.kubeapi import KubeAPI
 
 VERSION = "example.com/v1beta2"
 """A version that is not `<group>/v1`: the CRD below serves no other."""
@@ -60,18 +55,6 @@ WIDGET: dict[str, Any] = {
     },
 }
 KEY = ResourceKey("example.com", "Widget", "shop", "w")
-
-
-@pytest.fixture
-def connection(tmp_path: Path) -> Iterator[kube.Connection]:
-    server = KubeAPI(nodes=1).start()
-    try:
-        config = server.kubeconfig(tmp_path / "kubeconfig", context="eu-1")
-        connection = kube.connect("eu-1", context="eu-1", kubeconfig=config, timeout=2.0)
-        yield connection
-        connection.close()
-    finally:
-        server.stop()
 
 
 def test_a_ref_keeps_the_version_and_its_key_ignores_it() -> None:
