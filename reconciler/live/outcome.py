@@ -7,7 +7,7 @@ Unchanged, one that had drifted is DriftCorrected, one dro may not take over is 
 stale object left in place is Released (not dro's to delete) or Protected (deletion-protected),
 and one whose prune a rejected neighbour holds back is Held.
 
-Written by `apply`; read by `live.Members` (the prune gate), `pipeline` (the audit log),
+Written by `apply`; read by `live.Members` (the prune gate), `audit` (the audit log),
 `cli.report` (the apply table and details) and `service.metrics` (the counters). The lines
 they print are made here, from the values, once.
 
