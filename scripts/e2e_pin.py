@@ -33,9 +33,7 @@ _STAGING = re.compile(r"^\s*(k8s\.io/[\w.-]+)\s*=>\s*\./staging/src/", re.M)
 
 
 def _go(*args: str, cwd: Path | None = None) -> str:
-    return subprocess.run(
-        ["go", *args], cwd=cwd, check=True, capture_output=True, text=True
-    ).stdout
+    return subprocess.run(["go", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
 def staging_modules(version: str) -> list[str]:
