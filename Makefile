@@ -6,7 +6,7 @@ PY     := $(BIN)/python
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test e2e check lint typecheck imports bench clean
+.PHONY: help install demo test e2e e2e-build check lint typecheck imports bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -26,10 +26,18 @@ test: install ## run the test suite (no tests collected counts as a failure)
 	@$(PY) -m pytest -q -p no:cacheprovider; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
-e2e: ## the API contract tests against a real cluster: DRO_E2E_KUBECONFIG=path make e2e
-	@if [ -z "$$DRO_E2E_KUBECONFIG" ]; then echo "set DRO_E2E_KUBECONFIG to a real cluster's kubeconfig"; exit 1; fi
-	@$(MAKE) --no-print-directory install
-	$(PY) -m pytest -q -p no:cacheprovider tests/contract
+e2e-build: ## build etcd, Kubernetes 1.34 and kwok from their pinned Go modules into build/e2e/bin
+	bash scripts/e2e-build.sh
+
+# make e2e: build (reusing build/e2e/bin), then tests/e2e starts three real clusters of its own.
+# DRO_E2E_KUBECONFIG=path make e2e instead runs the API contract suite against that cluster.
+E2E_BUILD ?= bash scripts/e2e-build.sh
+E2E_TESTS ?= -m e2e tests/e2e
+e2e: install ## tests/e2e against three real clusters it starts (needs Go; see e2e-build)
+	@if [ -n "$$DRO_E2E_KUBECONFIG" ]; then set -- tests/contract; \
+	else $(E2E_BUILD) || exit 1; set -- $(E2E_TESTS); fi; \
+	$(PY) -m pytest -q -p no:cacheprovider "$$@"; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 lint: install ## ruff lint and format check
 	$(BIN)/ruff check reconciler tests bench scripts
