@@ -52,6 +52,8 @@ SKIPPED: dict[str, str] = {
     ".venv/bin/python -m tests.kubeapi --port 6443 --nodes 3": (
         "it serves until killed; tests/kubeapi is started by the tests that use it"
     ),
+    "make e2e": "it builds Kubernetes from Go and runs tests/e2e: CI runs it after make test",
+    "make e2e-build": "it builds Kubernetes from Go (minutes); make e2e runs it",
     "DRO_E2E_KUBECONFIG=~/.kube/config make e2e": "it needs a real cluster's kubeconfig",
     "dro reconcile --once --repo URL --kubeconfig ~/.kube/fleet/": (
         "URL and the kubeconfigs are the reader's: it needs their remote and real clusters"
