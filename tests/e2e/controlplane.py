@@ -13,7 +13,8 @@ It writes one kubeconfig with a context per cluster (named as the cluster) and r
 API server's /readyz says ok and every Node is Ready and schedulable, polling against a deadline.
 Each process runs in a process group of its own and is stopped by its PID: SIGTERM to the group,
 SIGKILL after a grace period, then a check that the group is gone; every etcd goes last. That
-happens when the context exits, and when starting fails. Each component logs to
+happens when the context exits, and when starting fails; and should the process that started
+them die without that (SIGKILL), the kernel kills them (`PR_SET_PDEATHSIG`). Each component logs to
 `<workdir>/<cluster>/<component>.log`.
 """
 
@@ -44,6 +45,10 @@ PROGRAMS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 STOP_GRACE = 15.0
 """Seconds a process group has to exit after SIGTERM before it gets SIGKILL."""
+DIE_WITH_PARENT = ("setpriv", "--pdeathsig", "KILL", "--")
+"""util-linux's setpriv sets PR_SET_PDEATHSIG and execs the server in its place: the kernel
+sends it SIGKILL when the process that started it dies, so a test run killed by SIGKILL (or a
+crashed pytest) leaves no server behind."""
 
 
 @dataclass(frozen=True)
@@ -227,7 +232,7 @@ def kubeconfig(clusters: Sequence[Cluster]) -> dict[str, Any]:
 def _start(cluster: Cluster, component: str, args: list[str]) -> None:
     with (cluster.home / f"{component}.log").open("ab") as log:
         cluster.processes[component] = subprocess.Popen(
-            [str(BIN / args[0]), *args[1:]],
+            [*DIE_WITH_PARENT, str(BIN / args[0]), *args[1:]],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
