@@ -29,7 +29,8 @@ test: install ## run the test suite (no tests collected counts as a failure)
 e2e-build: ## build etcd, Kubernetes 1.34 and kwok from their pinned Go modules into build/e2e/bin
 	bash scripts/e2e-build.sh
 
-# make e2e: build (reusing build/e2e/bin), then tests/e2e starts three real clusters of its own.
+# make e2e: build (reusing build/e2e/bin), then tests/e2e starts three real clusters of its own
+# and runs its tests, the API contract suite (tests/contract) against one of them included.
 # DRO_E2E_KUBECONFIG=path make e2e instead runs the API contract suite against that cluster.
 E2E_BUILD ?= bash scripts/e2e-build.sh
 E2E_TESTS ?= -m e2e tests/e2e

@@ -1,5 +1,6 @@
-"""Fixtures of the API contract tests: the emulator, or the cluster DRO_E2E_KUBECONFIG names,
-and clients to it; each test gets its own namespace."""
+"""Fixtures of the API contract tests: the emulator, or the cluster DRO_E2E_KUBECONFIG names
+(its context DRO_E2E_CONTEXT, else its current one), and clients to it; each test gets its own
+namespace. `make e2e` runs them against a real cluster it starts (tests/e2e/test_contract.py)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,7 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
-from tests.contract.helpers import (
-    E2E_KUBECONFIG,
-    unique,
-)
+from tests.contract.helpers import E2E_CONTEXT, E2E_KUBECONFIG, unique
 from tests.kubeapi import KubeAPI
 
 # Fixtures ----------------------------------------------------------------------------------------
@@ -42,7 +40,7 @@ def api(emulator: KubeAPI | None) -> KubeAPI:
 def api_client(emulator: KubeAPI | None, tmp_path: Path) -> Iterator[ApiClient]:
     """An ApiClient built from a kubeconfig file, as the reconciler builds its clients."""
     if emulator is None:
-        built = config.new_client_from_config(config_file=E2E_KUBECONFIG)
+        built = config.new_client_from_config(config_file=E2E_KUBECONFIG, context=E2E_CONTEXT)
     else:
         kubeconfig = emulator.kubeconfig(tmp_path / "kubeconfig", context="c1")
         built = config.new_client_from_config(config_file=str(kubeconfig), context="c1")

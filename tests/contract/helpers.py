@@ -17,6 +17,9 @@ from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 ROOT = Path(__file__).resolve().parents[2]
 E2E_KUBECONFIG = os.environ.get("DRO_E2E_KUBECONFIG")
+E2E_CONTEXT = os.environ.get("DRO_E2E_CONTEXT") or None
+"""The context of DRO_E2E_KUBECONFIG to test (tests/e2e/test_contract.py names one of its
+fleet); unset, the kubeconfig's current context."""
 PAUSE = "registry.k8s.io/pause:3.10"
 T = TypeVar("T")
 emulator_only = pytest.mark.skipif(

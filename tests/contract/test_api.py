@@ -1,9 +1,10 @@
 """Contract tests: discovery, CRUD, selectors and dry-run of the API emulator (tests/kubeapi).
 
 Every test talks HTTP through `kubernetes.client` or `kubernetes.dynamic.DynamicClient`.
-With DRO_E2E_KUBECONFIG set, the client-only tests run against that cluster (its current
-context) instead, each in its own namespace; emulator-only tests (seeding helpers, request
-counters, fault injection, the CLI) are skipped there by the `api` fixture.
+With DRO_E2E_KUBECONFIG set, the client-only tests run against that cluster (the context
+DRO_E2E_CONTEXT, else its current one) instead, each in its own namespace; emulator-only tests
+(seeding helpers, request counters, fault injection, the CLI) are skipped there by the `api`
+fixture. `make e2e` runs them so against a cluster it starts (tests/e2e/test_contract.py).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from .errors import ApiError, object_details
+from .errors import ApiError
 from .fieldsets import (
     SCOPE_STATUS,
     Path,
@@ -169,12 +169,11 @@ def apply_configuration(
     entries: list[ManagerEntry],
     context: WriteContext,
     force: bool,
-    names: tuple[str, str, str],
 ) -> tuple[dict[str, Any], list[ManagerEntry]]:
     """Apply `config` onto `live` for the writer; return the new object and entries.
 
-    `names` is (plural, group, name) for the conflict error. Raises a 409 listing every
-    conflicting field when another manager owns a field this apply would change.
+    Raises a 409 listing every conflicting field when another manager owns a field this
+    apply would change.
     """
     config_paths = set(owned_values(config, context.scope))
     key = (context.manager, "Apply", context.subresource)
@@ -191,7 +190,7 @@ def apply_configuration(
     conflicts = [(entry, entry.paths & touched) for entry in entries if entry.key != key]
     conflicts = [(entry, paths) for entry, paths in conflicts if paths]
     if conflicts and not force:
-        raise conflict_error(conflicts, names)
+        raise conflict_error(conflicts)
     kept = []
     for entry in entries:
         lost = next((paths for other, paths in conflicts if other is entry), set())
@@ -199,11 +198,8 @@ def apply_configuration(
     return merged, _own(kept, "Apply", context, config_paths)
 
 
-def conflict_error(
-    conflicts: list[tuple[ManagerEntry, set[Path]]], names: tuple[str, str, str]
-) -> ApiError:
+def conflict_error(conflicts: list[tuple[ManagerEntry, set[Path]]]) -> ApiError:
     """Build the 409 Conflict an apply gets when it would change fields others own."""
-    plural, group, name = names
     causes = []
     for entry, paths in conflicts:
         owner = f'conflict with "{entry.manager}"'
@@ -211,7 +207,7 @@ def conflict_error(
             owner += f" using {entry.api_version}"
         for path in sorted(paths):
             causes.append(
-                {"type": "FieldManagerConflict", "message": owner, "field": path_text(path)}
+                {"reason": "FieldManagerConflict", "message": owner, "field": path_text(path)}
             )
     count = len(causes)
     listing = "\n".join(f"- {cause['message']}: {cause['field']}" for cause in causes)
@@ -219,9 +215,8 @@ def conflict_error(
         message = f"Apply failed with 1 conflict: {causes[0]['message']}: {causes[0]['field']}"
     else:
         message = f"Apply failed with {count} conflicts:\n{listing}"
-    details = object_details(plural, group, name)
-    details["causes"] = causes
-    return ApiError(409, message, reason="Conflict", details=details)
+    # A real API server's apply conflict names no object in its details: only the causes.
+    return ApiError(409, message, reason="Conflict", details={"causes": causes})
 
 
 def merge_values(live: Any, config: Any, field_name: str | None) -> Any:

@@ -357,10 +357,9 @@ class Verbs:
                 if wanted_version and wanted_version != metadata_of(old).get("resourceVersion"):
                     raise stale_conflict(rtype.plural, rtype.group, target.name)
             entries = decode_entries(metadata_of(live).get("managedFields"))
-            names = (rtype.plural, rtype.group, target.name)
             context = self._context(rtype, options, scope)
             merged, entries = apply_configuration(
-                live, config, entries, context, bool(options.force), names
+                live, config, entries, context, bool(options.force)
             )
             if old is None:
                 merged = self._stamp_new(rtype, merged)
