@@ -35,6 +35,8 @@ NAMESPACE = "moves"
 CLUSTERS = ("e2e-a", "e2e-b")
 LABEL = "dro-e2e/moves"
 """On the PersistentVolumes a test makes, and (with a value per purpose) on Nodes."""
+HOLD = "dro-e2e/hold"
+"""The finalizer that keeps a deleted pod Terminating until a test takes it off."""
 DRO = """apiVersion: multicluster.io/v1alpha1
 kind: SchedulerConfiguration
 metadata: {name: dro}
@@ -168,6 +170,17 @@ class MoveFleet:
         for node in core.list_node().items:
             core.patch_node(node.metadata.name, {"metadata": {"labels": {LABEL: value}}})
 
+    def hold_pods(self, cluster: str, selector: str, hold: bool) -> None:
+        """Add (or take off) a finalizer on the matching pods of the test namespace, so that
+        once deleted they stay Terminating: a slow shutdown."""
+        core = client.CoreV1Api(self.clients[cluster])
+        for pod in core.list_namespaced_pod(NAMESPACE, label_selector=selector).items:
+            if not hold and HOLD not in (pod.metadata.finalizers or ()):
+                continue
+            # finalizers merge in a strategic merge patch: taking one off needs the directive
+            change = "finalizers" if hold else "$deleteFromPrimitiveList/finalizers"
+            core.patch_namespaced_pod(pod.metadata.name, NAMESPACE, {"metadata": {change: [HOLD]}})
+
     def add_volumes(self, cluster: str, count: int, size: str = "1Gi") -> None:
         """`count` hostPath PersistentVolumes of no storage class for claims to bind to."""
         core = client.CoreV1Api(self.clients[cluster])
@@ -187,8 +200,9 @@ class MoveFleet:
 
     def clean(self) -> None:
         """Delete what the test left on each cluster; wait until its namespaces are gone."""
-        for api_client in self.clients.values():
+        for cluster, api_client in self.clients.items():
             core = client.CoreV1Api(api_client)
+            self.hold_pods(cluster, "", hold=False)
             for namespace in (NAMESPACE, "dro-system"):
                 with contextlib.suppress(ApiException):
                     core.delete_namespace(namespace)
