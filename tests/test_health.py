@@ -98,6 +98,17 @@ def test_statefulset(spec: dict[str, Any], status: dict[str, Any], expected: str
     assert health.of(obj("StatefulSet", spec, status)).status == expected
 
 
+def test_a_statefulset_scaled_to_zero_is_progressing_while_its_pods_terminate() -> None:
+    # The real StatefulSet controller counts terminating pods in status.replicas, and they
+    # may still be ready: a stateful move's CutOver must not end while the old copy runs.
+    status = {"observedGeneration": 2, "replicas": 2, "readyReplicas": 2}
+    status |= {"currentRevision": "a", "updateRevision": "a"}
+    scaling = health.of(obj("StatefulSet", {"replicas": 0}, status))
+    assert scaling == Health(PROGRESSING, "2 pods pending termination")
+    down = status | {"replicas": 0, "readyReplicas": 0}
+    assert health.of(obj("StatefulSet", {"replicas": 0}, down)).status == HEALTHY
+
+
 @pytest.mark.parametrize(
     ("status", "expected"),
     [

@@ -9,7 +9,7 @@ from types import MappingProxyType
 
 import pytest
 
-from reconciler import schedule
+from reconciler import live, schedule
 from reconciler.branch import summary
 from reconciler.cli import report
 from reconciler.domain import Decision, Observation, Placed, ResourceKey, Spec
@@ -237,3 +237,24 @@ def test_a_fresh_request_moves_a_stateful_workload_beside_its_data() -> None:
     (moved,) = schedule.place(fresh, {first.key: first}, now=3600.0)
     assert [p.cluster for p in moved.clusters] == ["b"]
     assert moved.retiring == (Placed("a", 2, PROVISIONING, "1970-01-01T01:00:00Z"),)
+
+
+@pytest.mark.parametrize(
+    ("phase", "awaited"),
+    [(None, ["b"]), (PROVISIONING, ["b"]), (SYNCING, ["b"]), (CUT_OVER, ["a"]), (DONE, [])],
+)
+def test_a_follow_up_pass_waits_for_what_the_moves_next_step_needs(
+    phase: str | None, awaited: list[str]
+) -> None:
+    # Found on real clusters: a CutOver pass used to wait for the new copy (Healthy long
+    # since), so its follow-up pass raced the old StatefulSet's controller and could end the
+    # move while the old pods still terminated. It waits for the old copy at zero now.
+    decision = Decision(
+        key=DB,
+        api_version="apps/v1",
+        policy=None,
+        clusters=(Placed("b", 2),),
+        retiring=(Placed("a", 2, phase, AT if phase else None),),
+    )
+    assert live.awaited(decision) == awaited
+    assert live.awaited(replace(decision, retiring=())) == []

@@ -1,7 +1,6 @@
 """Decisions: where each workload goes, and why.
 
-Called by `branch.statefiles`, `cli.report`, `domain`, `kube.movehooks`, `review.followups` and
-`schedule.moving`.
+Called by 7 modules, among them `branch.statefiles`, `cli.report`, `domain`, `kube.movehooks`.
 """
 
 from __future__ import annotations

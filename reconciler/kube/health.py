@@ -8,7 +8,9 @@ from its rollout status, by the rules `kubectl rollout status` follows:
   generation and every replica is updated, old ones are gone, and the updated ones are
   available.
 - StatefulSet: Progressing until the newest generation is observed, every replica is ready,
-  and the rolling update is complete (up to the partition, if one is set).
+  no pod beyond `spec.replicas` is left (the controller counts terminating pods in
+  `status.replicas`: a scale-down is over when they are gone), and the rolling update is
+  complete (up to the partition, if one is set).
 - DaemonSet: Progressing until every scheduled pod is updated and available.
 - Job: Degraded when it failed, Healthy when it completed, Suspended when suspended, else
   Progressing.
@@ -143,6 +145,9 @@ def _statefulset(spec: Mapping[str, Any], status: Mapping[str, Any], generation:
     ready = int(status.get("readyReplicas", 0))
     if ready < wanted:
         return Health(PROGRESSING, f"{wanted - ready} pods not ready")
+    extra = int(status.get("replicas", 0)) - wanted
+    if extra > 0:
+        return Health(PROGRESSING, f"{extra} pods pending termination")
     strategy = spec.get("updateStrategy") or {}
     if strategy.get("type", "RollingUpdate") == "OnDelete":
         return Health(HEALTHY)

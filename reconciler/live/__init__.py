@@ -43,6 +43,7 @@ from reconciler.domain import (
     durations,
 )
 from reconciler.domain import fence as fencing
+from reconciler.domain.decision import CUT_OVER, PROVISIONING, SYNCING
 from reconciler.errors import ClusterError
 from reconciler.kube import client as kube
 from reconciler.kube import health
@@ -207,16 +208,15 @@ class Members:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> bool:
-        """Wait up to `Access.move_wait` seconds until every workload with retiring copies
-        is Healthy on each of its reachable target clusters, read under the apiVersion its
-        decision was rendered with. True when there were such moves and they all became
-        Healthy: the next pass can retire the old copies."""
+        """Wait up to `Access.move_wait` seconds until every move in flight has what its
+        next step waits for (`awaited`), each copy read under the apiVersion its decision was
+        rendered with. True when there were such moves and they all got there: the next pass
+        can retire the old copies, or take the stateful move's next phase."""
         waiting = [
-            (placed.cluster, ObjectRef(decision.key, decision.api_version))
+            (cluster, ObjectRef(decision.key, decision.api_version))
             for decision in decisions
-            if decision.retiring
-            for placed in decision.clusters
-            if placed.cluster in self.connections
+            for cluster in awaited(decision)
+            if cluster in self.connections
         ]
         if not waiting:
             return False
@@ -291,3 +291,19 @@ def cluster_objects(tree: Mapping[str, bytes], cluster: str) -> list[dict[str, A
 
 def _observe_one(connection: Connection, at: str) -> Observation:
     return observe.live(connection, observed_at=at)
+
+
+def awaited(decision: Decision) -> list[str]:
+    """The clusters whose copy must become Healthy before a move in flight can go on: the
+    targets of a stateless move, or of a stateful move Provisioning or Syncing; the old
+    cluster of one in CutOver, where the old copy must be seen scaled down (a follow-up pass
+    that only saw the new copies Healthy again would race the old copy's controller); none
+    once Done, which the next pass only records."""
+    if not decision.retiring:
+        return []
+    moving = decision.moving
+    if moving is None or moving.phase in (PROVISIONING, SYNCING):
+        return [placed.cluster for placed in decision.clusters]
+    if moving.phase == CUT_OVER:
+        return [moving.cluster]
+    return []
