@@ -36,7 +36,7 @@ spec:
   defaultPlacement:
     targetClusters: [{selectorType: label, values: ["env=prod"]}]
     replicaScheduling: {type: Duplicated}
-  rebalance: {threshold: 0.1, maxMovesPerPass: "50%", cooldown: 1s, unschedulableAfter: 3s}
+  rebalance: {threshold: 0.9, maxMovesPerPass: "50%", cooldown: 1s, unschedulableAfter: 3s}
 """
 WEB = """apiVersion: v1
 kind: Namespace
@@ -59,7 +59,7 @@ kind: ConfigMap
 metadata: {name: web, namespace: shop}
 data: {greeting: hello}
 """
-BATCH = """apiVersion: apps/v1
+STATIC_BATCH = """apiVersion: apps/v1
 kind: Deployment
 metadata: {name: batch, namespace: shop, labels: {app: batch}}
 spec:
@@ -88,13 +88,41 @@ spec:
       weights: [{labels: {env: prod}, weight: 1}]
 """
 """Nine 1-CPU replicas split evenly: three land on e2e-c, whose one Node has 2 CPUs."""
+DYNAMIC_BATCH = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: batch, namespace: shop, labels: {app: batch}}
+spec:
+  replicas: 12
+  selector: {matchLabels: {app: batch}}
+  template:
+    metadata: {labels: {app: batch}}
+    spec:
+      containers:
+        - {name: batch, image: "batch:1", resources: {requests: {cpu: 500m, memory: 64Mi}}}
+---
+apiVersion: multicluster.io/v1alpha1
+kind: ResourcePlacementPolicy
+metadata: {name: batch-by-room}
+spec:
+  resourceSelectors:
+    - apiVersion: apps/v1
+      kind: Deployment
+      namespace: shop
+      labelSelector: {matchLabels: {app: batch}}
+  targetClusters: [{selectorType: label, values: ["tier=batch"]}]
+  placement:
+    replicaScheduling: {type: Divided, division: DynamicWeight}
+"""
+"""Twelve half-CPU replicas divided by room over e2e-a (12 CPUs) and e2e-c (2 CPUs)."""
+BATCH_CLUSTERS = ("e2e-a", "e2e-c")
 
 
 def cluster_file(name: str) -> str:
     """A Cluster reached through the fleet's kubeconfig context of its own name."""
+    tier = ", tier: batch" if name in BATCH_CLUSTERS else ""
     return f"""apiVersion: multicluster.io/v1alpha1
 kind: Cluster
-metadata: {{name: {name}, labels: {{env: prod}}}}
+metadata: {{name: {name}, labels: {{env: prod{tier}}}}}
 spec:
   kubeconfig: {{context: {name}}}
   capacity: {{cpu: "8", memory: 32Gi, pods: "110"}}

@@ -21,10 +21,17 @@ from reconciler.domain import Decision
 from reconciler.kube import inventory
 from reconciler.pipeline import PassResult
 from tests.e2e.controlplane import Fleet, apiserver_stopped
-from tests.e2e.reconcilefleet import BATCH, WEB, DroFleet, dro_on_fleet
+from tests.e2e.reconcilefleet import (
+    DYNAMIC_BATCH,
+    STATIC_BATCH,
+    WEB,
+    DroFleet,
+    dro_on_fleet,
+)
 from tests.e2e.test_clusters import eventually
 
 CLUSTERS = ("e2e-a", "e2e-b", "e2e-c")
+CONFIG_ONLY = "---".join(WEB.split("---")[::2])  # web's Namespace and ConfigMap, no Deployment
 
 
 @pytest.fixture
@@ -166,40 +173,100 @@ def unschedulable(dro: DroFleet, cluster: str, app: str) -> list[client.V1Pod]:
     ]
 
 
-def test_pods_pending_on_the_full_cluster_move_after_unschedulable_after(dro: DroFleet) -> None:
-    dro.repo.write({"workloads/batch.yaml": BATCH})
-    dro.repo.commit("batch: nine 1-CPU replicas split evenly")
-    first = dro.reconcile()
-    assert {p.cluster: p.replicas for p in decision(first, "batch").clusters} == dict.fromkeys(
-        CLUSTERS, 3
-    )
-    # e2e-c's one Node has 2 CPUs, web holds 0.5 of them: one batch pod fits, two pend
-    stuck = eventually(
-        "two batch pods Unschedulable on e2e-c",
-        lambda: found if len(found := unschedulable(dro, "e2e-c", "batch")) == 2 else None,
-    )
+def settled(dro: DroFleet, replicas: int) -> list[client.V1Pod] | None:
+    """e2e-c's Unschedulable batch pods, once its `replicas` pods are each Running or so."""
+    pods = dro.core("e2e-c").list_namespaced_pod("shop", label_selector="app=batch").items
+    pods = [pod for pod in pods if pod.metadata.deletion_timestamp is None]
+    stuck = unschedulable(dro, "e2e-c", "batch")
+    running = [pod for pod in pods if pod.status.phase == "Running"]
+    return stuck if stuck and len(stuck) + len(running) == len(pods) == replicas else None
+
+
+def pended_past_unschedulable_after(stuck: list[client.V1Pod]) -> None:
+    """Wait until every stuck pod has been Unschedulable longer than the 3s of dro.yaml."""
     since = max(
         c.last_transition_time
         for pod in stuck
         for c in pod.status.conditions
         if c.type == "PodScheduled"
     )
-    assert "Insufficient cpu" in stuck[0].status.conditions[0].message
+    reasons = {c.message for pod in stuck for c in pod.status.conditions if c.reason}
+    assert all("Insufficient cpu" in reason for reason in reasons), reasons
     eventually(
         "the pods to have pended past unschedulableAfter (3s)",
         lambda: True if (datetime.now(UTC) - since).total_seconds() > 4 else None,
     )
-    moved = dro.reconcile(move_wait=90.0)
-    batch = decision(moved, "batch")
-    counts = {p.cluster: p.replicas for p in batch.clusters}
-    assert counts["e2e-c"] == 1, counts
-    assert sum(counts.values()) == 9
-    assert batch.diagnosis.trigger.text == "pods pending over 3s"
-    assert {(m.source, m.reason.text) for m in batch.moves} == {("e2e-c", "pods pending over 3s")}
-    assert moved.passes == 2  # the new copies came up, and the old ones were retired
-    assert dro.replicas("batch")["e2e-c"] == 1
-    eventually(
-        "no batch pod pending on e2e-c",
-        lambda: True if not unschedulable(dro, "e2e-c", "batch") else None,
+
+
+def hog(dro: DroFleet, cpu_milli: int) -> None:
+    """A pod of a higher priority than dro's that needs `cpu_milli` on e2e-c's one Node: the
+    real scheduler preempts batch pods for it, and their ReplicaSet's new pods pend."""
+    scheduling = client.SchedulingV1Api(dro.clients["e2e-c"])
+    scheduling.create_priority_class({"metadata": {"name": HOG}, "value": 1_000_000})
+    requests = {"cpu": f"{cpu_milli}m"}
+    container = {"name": "hog", "image": "hog:1", "resources": {"requests": requests}}
+    dro.core("e2e-c").create_namespaced_pod(
+        "shop",
+        {
+            "metadata": {"name": HOG},
+            "spec": {"priorityClassName": HOG, "containers": [container]},
+        },
     )
+
+
+HOG = "dro-e2e-hog"
+
+
+def test_pods_pending_on_the_full_cluster_move_after_unschedulable_after(dro: DroFleet) -> None:
+    dro.repo.write({"workloads/batch.yaml": DYNAMIC_BATCH, "workloads/web.yaml": CONFIG_ONLY})
+    dro.repo.commit("batch: twelve half-CPU replicas divided by room over e2e-a and e2e-c")
+    first = dro.reconcile()
+    placed = {p.cluster: p.replicas or 0 for p in decision(first, "batch").clusters}
+    assert set(placed) == {"e2e-a", "e2e-c"}, placed
+    on_c = placed["e2e-c"]
+    assert on_c >= 1, placed
     dro.wait_available("batch")
+    try:
+        # the hog needs 100m more than e2e-c's Node has free: one batch pod is preempted
+        hog(dro, 2000 - 500 * on_c + 100)
+        stuck = eventually("e2e-c's batch pods settled, some Unschedulable",
+                           lambda: settled(dro, on_c))  # fmt: skip
+        pending = len(stuck)
+        pended_past_unschedulable_after(stuck)
+        moved = dro.reconcile()
+        batch = decision(moved, "batch")
+        counts = {p.cluster: p.replicas or 0 for p in batch.clusters}
+        assert counts.get("e2e-c", 0) == on_c - pending, (counts, batch.moves)
+        assert sum(counts.values()) == 12
+        assert batch.diagnosis.trigger.text == "pods pending over 3s"
+        reasons = {(m.source, m.reason.text) for m in batch.moves}
+        assert reasons == {("e2e-c", "pods pending over 3s")}
+        # no make-before-break: the replicas taken away never ran, so none is kept retiring
+        assert (batch.retiring, moved.passes) == ((), 1)
+        assert dro.replicas("batch")["e2e-c"] in (on_c - pending, None)
+        eventually(
+            "no batch pod pending on e2e-c",
+            lambda: True if not unschedulable(dro, "e2e-c", "batch") else None,
+        )
+        dro.wait_available("batch")
+    finally:
+        client.SchedulingV1Api(dro.clients["e2e-c"]).delete_priority_class(HOG)
+
+
+def test_pending_pods_of_a_static_split_stay_and_are_reported(dro: DroFleet) -> None:
+    dro.repo.write({"workloads/batch.yaml": STATIC_BATCH})
+    dro.repo.commit("batch: nine 1-CPU replicas split evenly")
+    first = dro.reconcile()
+    even = dict.fromkeys(CLUSTERS, 3)
+    assert {p.cluster: p.replicas for p in decision(first, "batch").clusters} == even
+    # e2e-c's one Node has 2 CPUs (web, Duplicated, no longer fits there): two batch pods
+    # run, the real scheduler leaves the third Pending
+    stuck = eventually("e2e-c's batch pods settled, some Unschedulable", lambda: settled(dro, 3))
+    pended_past_unschedulable_after(stuck)
+    again = dro.reconcile()
+    batch = decision(again, "batch")
+    assert {p.cluster: p.replicas for p in batch.clusters} == even  # the weights fix the split
+    assert batch.diagnosis.trigger.text != "pods pending over 3s"
+    assert batch.moves == ()
+    (seen,) = dro.status_of("e2e-c")["pending"]
+    assert ("batch" in seen["workload"], seen["pods"]) == (True, len(stuck)), seen
