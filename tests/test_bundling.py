@@ -54,3 +54,29 @@ def test_a_configmap_follows_the_workload_that_needs_it(tmp_path: Path) -> None:
     config = decisions["shop/ConfigMap/solo-config"]
     assert [p.cluster for p in config.clusters] == ["a"], "not the default placement's a, b, c"
     assert config.diagnosis.trigger.text == "follows shop/Deployment.apps/solo"
+
+
+def test_a_namespace_goes_wherever_an_object_in_it_goes(tmp_path: Path) -> None:
+    """Found on a real cluster (tests/e2e/test_reconcile_real.py): the Namespace followed its
+    one workload to cluster a alone, while a ConfigMap in it that no workload needs went by
+    the default placement to a, b and c; b and c answered the ConfigMap with 404 (namespace
+    not found), every pass, and held back the prune of ConfigMaps there."""
+    web = source_files()["workloads/web.yaml"].split("---")
+    config_only = "---".join([web[0], web[2]])  # Namespace shop and ConfigMap web
+    files = source_files(
+        {
+            "workloads/web.yaml": config_only,
+            "workloads/solo.yaml": SOLO,
+            "policies/only-a.yaml": ONLY_A,
+        }
+    )
+    for relative, text in files.items():
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(text)
+    result = validate.check(load.from_directory(tmp_path))
+    assert result.spec is not None, [str(p) for p in result.problems]
+    decisions = {(d.key.kind, d.key.name): d for d in schedule.place(result.spec)}
+    assert [p.cluster for p in decisions["Deployment", "solo"].clusters] == ["a"]
+    assert [p.cluster for p in decisions["ConfigMap", "web"].clusters] == ["a", "b", "c"]
+    namespace = decisions["Namespace", "shop"]
+    assert [p.cluster for p in namespace.clusters] == ["a", "b", "c"]

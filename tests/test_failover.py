@@ -146,3 +146,17 @@ def test_pods_pending_too_long_move_their_share_elsewhere() -> None:
     assert after.diagnosis.trigger.text == "pods pending over 5m"
     assert {(m.source, m.reason.text) for m in after.moves} == {("a", "pods pending over 5m")}
     assert sum(m.replicas for m in after.moves) == 2
+
+
+def test_pending_pods_leave_a_static_weight_split_alone() -> None:
+    """Found on a real cluster (tests/e2e/test_reconcile_real.py): a StaticWeight split's
+    weights fix each share, so it was divided again to the same counts on every pass, reported
+    as "pods pending over 5m" though nothing moved. As Karmada's descheduler, only the
+    divisions by availability (DynamicWeight, Aggregated) move pending pods."""
+    static = ReplicaScheduling(type="Divided", division="StaticWeight")
+    spec, first = placed_on_three(Placement(replicas=static))
+    stuck = pending_on(spec, "a", first.key, 2, 600)
+    (after,) = schedule.place(spec, {first.key: first}, stuck, now=NOW)
+    assert counts(after) == counts(first)
+    assert after.diagnosis.trigger.text != "pods pending over 5m"
+    assert after.moves == ()

@@ -4,6 +4,9 @@ A ConfigMap, Secret, PVC, ServiceAccount (with its RBAC), Service, HPA, PDB or N
 a pod-running workload needs (`dependencies.find`) and that no policy places explicitly goes
 to the union of the clusters its dependents are rendered on (old copies of a move included),
 instead of the default placement. One that a policy selects keeps that policy's placement.
+A Namespace placed so also goes wherever any other object in it is rendered (a ConfigMap no
+workload needs goes by the default placement): an object never lands where its Namespace is
+not.
 
 Called by `schedule` and `schedule.moving`.
 """
@@ -27,7 +30,8 @@ def follow(
     if not dependents:
         return list(decisions)
     by_key = {d.key: d for d in decisions}
-    result = []
+    result: list[Decision] = []
+    namespaces: list[int] = []
     for claimed, decision in zip(order, decisions, strict=True):
         needed_by = dependents.get(decision.key)
         if not needed_by or claimed.ref is not None or claimed.workload.replicas is not None:
@@ -41,8 +45,25 @@ def follow(
         diagnosis = Diagnosis(
             strategy=decision.diagnosis.strategy, trigger=Trigger(TriggerCode.BUNDLED, names)
         )
+        if (decision.key.group, decision.key.kind) == ("", "Namespace"):
+            namespaces.append(len(result))
         result.append(placed_for(decision, tuple(Placed(c, None) for c in clusters), diagnosis))
+    for index in namespaces:
+        result[index] = _covering(result[index], result)
     return result
+
+
+def _covering(namespace: Decision, decisions: Sequence[Decision]) -> Decision:
+    """A bundled Namespace's decision, widened to every cluster an object in it is rendered
+    on (after bundling)."""
+    held = {p.cluster for p in namespace.clusters}
+    inside = {
+        p.cluster for d in decisions if d.key.namespace == namespace.key.name for p in d.rendered()
+    }
+    if inside <= held:
+        return namespace
+    clusters = tuple(Placed(c, None) for c in sorted(held | inside))
+    return replace(namespace, clusters=clusters)
 
 
 def placed_for(decision: Decision, clusters: tuple[Placed, ...], diagnosis: Diagnosis) -> Decision:

@@ -253,8 +253,10 @@ class Pass:
 
     def _stuck(self, claimed: facts.Claimed, previous: IntArray) -> dict[int, int]:
         """Lower the share of each cluster where this divided workload's pods have pended for
-        `unschedulableAfter`, by the pods pending; returns row → replicas taken away."""
-        if not claimed.strategy.divides:
+        `unschedulableAfter`, by the pods pending; returns row → replicas taken away. Only a
+        division by availability (DynamicWeight, Aggregated) can move them, as Karmada's
+        descheduler: a StaticWeight split's weights fix each share."""
+        if claimed.strategy not in (Strategy.DYNAMIC_WEIGHT, Strategy.AGGREGATED):
             return {}
         taken: dict[int, int] = {}
         for row, pods in self.fleet.stuck(claimed.workload.key):

@@ -16,6 +16,10 @@ SIGKILL after a grace period, then a check that the group is gone; every etcd go
 happens when the context exits, and when starting fails; and should the process that started
 them die without that (SIGKILL), the kernel kills them (`PR_SET_PDEATHSIG`). Each component logs to
 `<workdir>/<cluster>/<component>.log`.
+
+`apiserver_stopped(cluster)` stops one cluster's kube-apiserver for the length of a block (an
+outage of that cluster alone) and restarts it after, on the same port and etcd, waiting until
+it is ready and its Nodes are Ready again.
 """
 
 from __future__ import annotations
@@ -74,6 +78,8 @@ class Cluster:
     home: Path
     port: int
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    etcd_port: int = 0
+    """etcd's client port, set when etcd starts; the API server reaches etcd there."""
 
     @property
     def name(self) -> str:
@@ -242,8 +248,9 @@ def _start(cluster: Cluster, component: str, args: list[str]) -> None:
 
 
 def _start_storage_and_api(cluster: Cluster) -> None:
-    home, pki = cluster.home, cluster.pki
+    home = cluster.home
     client, peer = free_port(), free_port()
+    cluster.etcd_port = client
     _start(cluster, "etcd", [
         "etcd", f"--name={cluster.name}", f"--data-dir={home / 'etcd'}",
         f"--listen-client-urls=http://127.0.0.1:{client}",
@@ -253,8 +260,13 @@ def _start_storage_and_api(cluster: Cluster) -> None:
         f"--initial-cluster={cluster.name}=http://127.0.0.1:{peer}",
         "--unsafe-no-fsync", "--log-level=warn",
     ])  # fmt: skip
+    _start_apiserver(cluster)
+
+
+def _start_apiserver(cluster: Cluster) -> None:
+    home, pki = cluster.home, cluster.pki
     _start(cluster, "kube-apiserver", [
-        "kube-apiserver", f"--etcd-servers=http://127.0.0.1:{client}",
+        "kube-apiserver", f"--etcd-servers=http://127.0.0.1:{cluster.etcd_port}",
         "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
         f"--secure-port={cluster.port}", f"--cert-dir={home / 'apiserver'}",
         f"--tls-cert-file={pki('apiserver.crt')}", f"--tls-private-key-file={pki('apiserver.key')}",
@@ -427,3 +439,37 @@ def start_fleet(
         left = [pid for tier in tiers for pid in stop(tier)]
         if left:
             raise StartFailed(f"process groups still alive after SIGKILL: {left}")
+
+
+# One API server down -----------------------------------------------------------------------------
+
+
+def stop_apiserver(cluster: Cluster) -> None:
+    """Stop one cluster's kube-apiserver (its process group, by PID); etcd and the rest run on."""
+    process = cluster.processes.pop("kube-apiserver")
+    left = stop([process])
+    if left:
+        raise StartFailed(f"{cluster.name}: kube-apiserver group {left} alive after SIGKILL")
+
+
+def restart_apiserver(cluster: Cluster, timeout: float = 120.0) -> float:
+    """Start a stopped kube-apiserver again on its port and etcd; return once /readyz says ok
+    and every Node is Ready again (the seconds that took). The controllers, scheduler and kwok
+    kept running and reconnect; `_wait` fails if one of them exited meanwhile."""
+    began = time.monotonic()
+    _start_apiserver(cluster)
+    deadline = began + timeout
+    _wait(f"{cluster.name} /readyz after a restart", lambda: _ready(cluster), [cluster], deadline)
+    _wait(f"{cluster.name} Nodes Ready after a restart", lambda: _nodes_ready(cluster),
+          [cluster], deadline)  # fmt: skip
+    return time.monotonic() - began
+
+
+@contextlib.contextmanager
+def apiserver_stopped(cluster: Cluster) -> Iterator[None]:
+    """One cluster's API server stopped inside the block, and restarted (ready) after it."""
+    stop_apiserver(cluster)
+    try:
+        yield
+    finally:
+        restart_apiserver(cluster)
