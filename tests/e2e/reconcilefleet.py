@@ -24,7 +24,7 @@ from reconciler import load, pipeline
 from reconciler.settings import Settings
 from tests.conftest import SourceRepo, make_source_repo
 from tests.e2e.controlplane import Fleet
-from tests.e2e.test_clusters import eventually
+from tests.e2e.waiting import eventually
 
 NAMESPACE = "shop"
 OWNED = (NAMESPACE, "dro-system")  # dro-system holds each cluster's inventory

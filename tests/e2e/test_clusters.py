@@ -5,7 +5,7 @@ Pending as Unschedulable."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TypeVar
 
 import pytest
@@ -14,21 +14,10 @@ from kubernetes.client import ApiClient
 
 from tests.e2e.conftest import FLEET
 from tests.e2e.controlplane import Fleet
+from tests.e2e.waiting import eventually
 
 T = TypeVar("T")
 KUBERNETES = "v1.34.4"
-
-
-def eventually(what: str, probe: Callable[[], T | None], timeout: float = 90.0) -> T:
-    """Poll `probe` until it returns something other than None; fail at the deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = probe()
-        if found is not None:
-            return found
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.25)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from kubernetes.client import ApiClient
 from reconciler.kube import client as kube
 from reconciler.live import apply
 from tests.e2e.controlplane import Fleet
-from tests.e2e.test_clusters import eventually
+from tests.e2e.waiting import eventually
 
 NAMESPACE = "dro-e2e-apply"
 

@@ -16,7 +16,7 @@ from reconciler.domain import Decision
 from reconciler.pipeline import PassResult
 from tests.e2e.controlplane import Fleet
 from tests.e2e.movefleet import LABEL, NAMESPACE, MoveFleet, cluster_file, divided, move_fleet
-from tests.e2e.test_clusters import eventually
+from tests.e2e.waiting import eventually
 
 SOURCE, TARGET = "e2e-b", "e2e-a"
 REPLICAS = 4

@@ -18,7 +18,7 @@ from reconciler.kube import client as kube
 from reconciler.live import observe
 from tests.e2e.controlplane import Fleet
 from tests.e2e.reconcilefleet import DroFleet, dro_on_fleet
-from tests.e2e.test_clusters import eventually
+from tests.e2e.waiting import eventually
 
 UNITS = {"": 1.0, "m": 1e-3, "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "k": 1e3, "M": 1e6}
 HOGS = {"e2e-a": "1500m", "e2e-b": "5", "e2e-c": "700m"}

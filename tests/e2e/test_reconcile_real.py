@@ -28,7 +28,7 @@ from tests.e2e.reconcilefleet import (
     DroFleet,
     dro_on_fleet,
 )
-from tests.e2e.test_clusters import eventually
+from tests.e2e.waiting import eventually
 
 CLUSTERS = ("e2e-a", "e2e-b", "e2e-c")
 CONFIG_ONLY = "---".join(WEB.split("---")[::2])  # web's Namespace and ConfigMap, no Deployment

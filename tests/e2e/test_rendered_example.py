@@ -35,7 +35,7 @@ from reconciler.kube.inventory import INVENTORY_NAMESPACE, MANAGED_BY
 from reconciler.live import apply
 from reconciler.live.outcome import ResultCode
 from tests.e2e.controlplane import ROOT, Fleet
-from tests.e2e.test_clusters import eventually
+from tests.e2e.waiting import eventually
 
 MCS_CRDS = Path(__file__).parent / "data" / "mcs-api"
 MCS_KINDS = {"ServiceExport", "ServiceImport"}

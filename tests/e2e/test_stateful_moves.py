@@ -29,7 +29,7 @@ from tests.e2e.movefleet import (
     divided,
     move_fleet,
 )
-from tests.e2e.test_clusters import eventually
+from tests.e2e.waiting import eventually
 
 DB = f"""apiVersion: apps/v1
 kind: StatefulSet
