@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import TypeVar
 
 import pytest
 from kubernetes import client
@@ -16,7 +15,6 @@ from tests.e2e.conftest import FLEET
 from tests.e2e.controlplane import Fleet
 from tests.e2e.waiting import eventually
 
-T = TypeVar("T")
 KUBERNETES = "v1.34.4"
 
 
