@@ -6,7 +6,7 @@ PY     := $(BIN)/python
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test e2e e2e-build check lint typecheck imports bench clean
+.PHONY: help install demo test e2e e2e-build check lint typecheck imports bench bench-e2e clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -60,6 +60,10 @@ bench: install ## benchmarks against their baselines (kubectl kustomize, git fas
 	$(PY) bench/apply.py
 	$(PY) bench/plan.py
 	$(PY) bench/stci.py
+
+bench-e2e: install ## the apply benchmark on real clusters beside the emulators (needs Go)
+	$(E2E_BUILD)
+	$(PY) bench/apply.py --real
 
 clean: ## remove build output and the virtualenv
 	rm -rf build $(VENV) *.egg-info

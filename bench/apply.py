@@ -18,7 +18,14 @@ changes (writes that changed stored state). A steady dro pass must write nothing
 benchmark exits 1. All the servers and clients
 share one Python process (and its GIL), so absolute figures are lower than against real clusters.
 
-Run: `.venv/bin/python bench/apply.py [--json]` from the repository root.
+With `--real` the same four passes also run on real clusters (bench/apply_real.py: three
+Kubernetes v1.34 control planes with kwok Nodes, started from tests/e2e/controlplane.py, fresh
+ones for each side; `make e2e-build` builds them), and the table shows each pass on the
+emulators beside the same pass on the real clusters. There, requests and writes are counted
+by each client and changes are the objects whose resourceVersion moved; the first pass's pods
+become available before the steady pass starts. `make bench-e2e` runs that.
+
+Run: `.venv/bin/python bench/apply.py [--json] [--real]` from the repository root.
 """
 
 from __future__ import annotations
@@ -129,6 +136,8 @@ class Pass:
     applied: int | None = None
     unchanged: int | None = None
     failed: int = 0
+    ready: float | None = None
+    """Real clusters, first pass: seconds from its start until every replica was available."""
 
     def per_second(self, objects: int) -> float:
         """Objects handled per second of wall time."""
@@ -223,26 +232,93 @@ def measure(objects: list[Obj]) -> dict[str, Pass]:
     return results
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    args = parser.parse_args()
-    objects = tree()
-    total = len(objects) * CLUSTERS
-    results = measure(objects)
+def measure_real(objects: list[Obj]) -> tuple[dict[str, Pass], dict[str, float]]:
+    """The same four passes on real clusters: three fresh ones for dro, three for the naive
+    loop; each first pass's pods become available (settle) before its steady pass."""
+    from bench import apply_real
+
+    results: dict[str, Pass] = {}
+    settled: dict[str, float] = {}
+    for label, one in (("dro", dro_sync(objects)), ("naive", naive_apply(objects))):
+        with apply_real.started(label) as fleet:
+            first = results[f"{label} first"] = fleet.run(one, Pass(0.0, 0, 0))
+            settled[label] = fleet.settle()
+            first.ready = first.seconds + settled[label]
+            results[f"{label} steady"] = fleet.run(one, Pass(0.0, 0, 0))
+    return results, settled
+
+
+def ratios(results: Mapping[str, Pass]) -> dict[str, float]:
+    """dro against the naive loop."""
     dro_first, dro_steady = results["dro first"], results["dro steady"]
     naive_first, naive_steady = results["naive first"], results["naive steady"]
-    ratios = {
+    found = {
         "first_pass_speed": naive_first.seconds / dro_first.seconds,
         "steady_pass_speed": naive_steady.seconds / dro_steady.seconds,
         "steady_writes": dro_steady.writes / naive_steady.writes,
         "steady_requests": dro_steady.requests / naive_steady.requests,
     }
+    if dro_first.ready and naive_first.ready:
+        found["first_pass_ready_speed"] = naive_first.ready / dro_first.ready
+    return found
+
+
+def summary(name: str, r: Mapping[str, float]) -> str:
+    """The ratios in one line."""
+    ready = r.get("first_pass_ready_speed")
+    return (
+        f"{name}: dro against the naive loop: first pass {r['first_pass_speed']:.2f}× its "
+        f"objects/s"
+        + ("" if ready is None else f" ({ready:.2f}× to every replica available)")
+        + f"; steady pass {r['steady_pass_speed']:.2f}× its objects/s, "
+        f"{r['steady_writes']:.0%} of its writes, {r['steady_requests']:.3f}× its requests"
+    )
+
+
+def figures(results: Mapping[str, Pass], total: int) -> dict[str, Any]:
+    """The passes as JSON."""
+    return {name: asdict(p) | {"objects_per_s": p.per_second(total)} for name, p in results.items()}
+
+
+def check(where: str, results: Mapping[str, Pass]) -> None:
+    """Exit 1 when sync failed, or when a steady dro pass wrote."""
+    dro_first, dro_steady = results["dro first"], results["dro steady"]
+    if dro_first.failed or dro_steady.failed:
+        sys.exit(f"{where}: apply.sync reported failures")
+    if dro_steady.writes or dro_steady.reported_writes:
+        sys.exit(
+            f"{where}: a steady dro pass wrote {dro_steady.writes} times: it must write nothing"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--real",
+        action="store_true",
+        help="also on three real clusters (make e2e-build first), printed beside the emulators",
+    )
+    args = parser.parse_args()
+    objects = tree()
+    total = len(objects) * CLUSTERS
+    results = measure(objects)
+    real, settled = measure_real(objects) if args.real else ({}, {})
     if args.json:
-        figures = {
-            name: asdict(p) | {"objects_per_s": p.per_second(total)} for name, p in results.items()
+        out: dict[str, Any] = {
+            "objects": total,
+            "passes": figures(results, total),
+            "ratios": ratios(results),
         }
-        print(json.dumps({"objects": total, "passes": figures, "ratios": ratios}, indent=2))
+        if real:
+            out["real"] = {
+                "passes": figures(real, total),
+                "ratios": ratios(real),
+                "settle_seconds": settled,
+            }
+        print(json.dumps(out, indent=2))
+    elif real:
+        print_side_by_side(results, real, len(objects), total)
     else:
         print(f"apply benchmark: {CLUSTERS} clusters × {len(objects)} objects = {total} objects")
         print(
@@ -259,16 +335,38 @@ def main() -> None:
                 f"{name:<14}{p.seconds:>9.2f}{p.per_second(total):>11.0f}{p.writes:>8}"
                 f"{p.changes:>9}{p.requests:>10}  {says}"
             )
-        print(
-            f"dro against the naive loop: first pass {ratios['first_pass_speed']:.2f}× its "
-            f"objects/s; steady pass {ratios['steady_pass_speed']:.2f}× its objects/s, "
-            f"{ratios['steady_writes']:.0%} of its writes, {ratios['steady_requests']:.1f}× its "
-            "requests"
+        print(summary("emulators", ratios(results)))
+    check("emulators", results)
+    if real:
+        check("real clusters", real)
+
+
+def print_side_by_side(
+    emulated: Mapping[str, Pass], real: Mapping[str, Pass], objects: int, total: int
+) -> None:
+    """One row per pass: the emulators' figures, then the real clusters'."""
+    print(
+        f"apply benchmark: {CLUSTERS} clusters × {objects} objects = {total} objects, "
+        "on emulators | on real clusters (Kubernetes v1.34.4, kwok)"
+    )
+    half = f"{'seconds':>9}{'objects/s':>11}{'writes':>8}{'changes':>9}{'requests':>10}"
+    print(f"{'pass':<14}{half} |{half}{'ready s':>9}")
+
+    def cells(p: Pass) -> str:
+        return (
+            f"{p.seconds:>9.2f}{p.per_second(total):>11.0f}{p.writes:>8}{p.changes:>9}"
+            f"{p.requests:>10}"
         )
-    if dro_first.failed or dro_steady.failed:
-        sys.exit("apply.sync reported failures")
-    if dro_steady.writes or dro_steady.reported_writes:
-        sys.exit(f"a steady dro pass wrote {dro_steady.writes} times: it must write nothing")
+
+    for name, p in emulated.items():
+        ready = "-" if real[name].ready is None else f"{real[name].ready:.1f}"
+        print(f"{name:<14}{cells(p)} |{cells(real[name])}{ready:>9}")
+    print(
+        "ready s: from the start of a first pass on the real clusters until every Deployment's "
+        "replicas were available (their controllers, scheduler and kwok at work)"
+    )
+    print(summary("emulators", ratios(emulated)))
+    print(summary("real clusters", ratios(real)))
 
 
 if __name__ == "__main__":

@@ -8,13 +8,35 @@
 # rebuilt. -mod=readonly: a build never re-resolves a version, it uses the committed go.sum.
 # kwok plays its nodes' kubelets by the "fast" stages its own module ships (the ones kwokctl
 # uses): they are copied from the pinned module into build/e2e/kwok.yaml, its --config.
+#
+# `scripts/e2e-build.sh --check` only checks that a Go new enough for every e2e/*/go.mod is on
+# PATH (.ci/run does, before its first step): without one, this fails with one line saying so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export GOTOOLCHAIN=local
+
+# The newest `go` directive of the pinned modules: GOTOOLCHAIN=local never fetches a newer Go.
+go_needed=$(awk '$1 == "go" {print $2}' e2e/*/go.mod | sort -V | tail -n 1)
+if ! command -v go >/dev/null 2>&1; then
+    echo "e2e-build: Go $go_needed or newer is needed to build the e2e control plane," \
+        "and there is no go on PATH (install it from https://go.dev/dl/)" >&2
+    exit 1
+fi
+go_version=$(go env GOVERSION)
+go_have=${go_version#go}
+if [ "$(printf '%s\n%s\n' "$go_needed" "${go_have%% *}" | sort -V | head -n 1)" != "$go_needed" ]
+then
+    echo "e2e-build: Go $go_needed or newer is needed to build the e2e control plane," \
+        "and $(command -v go) is $go_version (install a newer one from https://go.dev/dl/)" >&2
+    exit 1
+fi
+if [ "${1:-}" = --check ]; then
+    exit 0
+fi
+
 bin=build/e2e/bin
 mkdir -p "$bin"
 export GOFLAGS="-mod=readonly -buildvcs=false -trimpath"
-export GOTOOLCHAIN=local
-go_version=$(go env GOVERSION)
 
 # build MODULE BINARY... -- PACKAGE... [-- LDFLAGS]
 build() {
