@@ -274,17 +274,31 @@ def _apply_one(
     else:
         live = _get(connection, ref)
     if live is not None:
-        preview = connection.apply(obj, dry_run=True)
-        before, after = takeover.comparable(live), takeover.comparable(preview)
-        if before == after:
+        before, after = _compared(connection, obj, live)
+        if before != after and ref in listed:
+            # The list is older than the dry run: a controller may have written since (a
+            # Deployment's revision annotation). Compare with the object as it is now.
+            live = _get(connection, ref)
+            if live is not None:
+                before, after = _compared(connection, obj, live)
+        if live is not None and before == after:
             report.add(ObjectResult(ref.key, ResultCode.UNCHANGED))
             return
-        if recorded == wanted:
+        if live is not None and recorded == wanted:
             fields = ", ".join(takeover.differences_of(before, after))
             outcome = ObjectResult(ref.key, ResultCode.DRIFT_CORRECTED, fields or "metadata")
     connection.apply(obj)
     report.add(outcome)
     report.writes += 1
+
+
+def _compared(
+    connection: Connection, obj: Mapping[str, Any], live: Mapping[str, Any]
+) -> tuple[Any, Any]:
+    """The live object and what a server-side dry run of `obj` would make of it, each without
+    the fields that change on every write (`takeover.comparable`)."""
+    preview = connection.apply(obj, dry_run=True)
+    return takeover.comparable(live), takeover.comparable(preview)
 
 
 def _get(connection: Connection, ref: ObjectRef) -> dict[str, Any] | None:
