@@ -25,14 +25,16 @@ def test_the_table_has_a_test_for_every_row() -> None:
     rows = reliability_rows()
     assert len(rows) >= 40
     for row in rows:
-        assert re.search(r"`test_[a-z_]+\.py|`badinputs\.py`", row.rsplit("|", 2)[-2]), row
+        assert re.search(r"`(?:e2e/)?test_[a-z_]+\.py|`badinputs\.py`", row.rsplit("|", 2)[-2]), row
 
 
 def test_every_test_the_table_names_exists() -> None:
     named = 0
     known_cases = {case[0] for case in CASES}
     for row in reliability_rows():
-        for file, function in re.findall(r"`(test_[a-z_]+\.py)(?:::(test_[a-z0-9_]+))?", row):
+        for file, function in re.findall(
+            r"`((?:e2e/)?test_[a-z_]+\.py)(?:::(test_[a-z0-9_]+))?", row
+        ):
             source = ROOT / "tests" / file
             assert source.exists(), f"{file} in the README's reliability table does not exist"
             if function:
