@@ -15,16 +15,24 @@ from tests.conftest import SourceRepo, make_source_repo
 from tests.kubeapi import KubeAPI
 
 NAMES = ("a", "b", "c")
-DRO = """apiVersion: multicluster.io/v1alpha1
+
+
+def scheduler_config(rebalance: str) -> str:
+    """dro.yaml of the live-fleet tests: prod clusters by label, duplicated by default, a cpu
+    water-level limit of 0.8, and `rebalance` as given (a YAML flow mapping)."""
+    return f"""apiVersion: multicluster.io/v1alpha1
 kind: SchedulerConfiguration
-metadata: {name: dro}
+metadata: {{name: dro}}
 spec:
-  waterLevelLimit: {cpu: 0.8}
+  waterLevelLimit: {{cpu: 0.8}}
   defaultPlacement:
-    targetClusters: [{selectorType: label, values: ["env=prod"]}]
-    replicaScheduling: {type: Duplicated}
-  rebalance: {threshold: 0.1, maxMovesPerPass: "50%", cooldown: 1s}
+    targetClusters: [{{selectorType: label, values: ["env=prod"]}}]
+    replicaScheduling: {{type: Duplicated}}
+  rebalance: {rebalance}
 """
+
+
+DRO = scheduler_config('{threshold: 0.1, maxMovesPerPass: "50%", cooldown: 1s}')
 WEB = """apiVersion: v1
 kind: Namespace
 metadata: {name: shop}

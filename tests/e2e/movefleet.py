@@ -30,6 +30,7 @@ from reconciler.settings import Settings
 from tests.conftest import SourceRepo, make_source_repo
 from tests.e2e.controlplane import Fleet
 from tests.e2e.waiting import eventually
+from tests.livefleet import scheduler_config
 
 NAMESPACE = "moves"
 CLUSTERS = ("e2e-a", "e2e-b")
@@ -37,16 +38,7 @@ LABEL = "dro-e2e/moves"
 """On the PersistentVolumes a test makes, and (with a value per purpose) on Nodes."""
 HOLD = "dro-e2e/hold"
 """The finalizer that keeps a deleted pod Terminating until a test takes it off."""
-DRO = """apiVersion: multicluster.io/v1alpha1
-kind: SchedulerConfiguration
-metadata: {name: dro}
-spec:
-  waterLevelLimit: {cpu: 0.8}
-  defaultPlacement:
-    targetClusters: [{selectorType: label, values: ["env=prod"]}]
-    replicaScheduling: {type: Duplicated}
-  rebalance: {threshold: 0.1, maxMovesPerPass: "100%", cooldown: 1s}
-"""
+DRO = scheduler_config('{threshold: 0.1, maxMovesPerPass: "100%", cooldown: 1s}')
 NAMESPACE_FILE = f"""apiVersion: v1
 kind: Namespace
 metadata: {{name: {NAMESPACE}}}

@@ -25,19 +25,13 @@ from reconciler.settings import Settings
 from tests.conftest import SourceRepo, make_source_repo
 from tests.e2e.controlplane import Fleet
 from tests.e2e.waiting import eventually
+from tests.livefleet import scheduler_config
 
 NAMESPACE = "shop"
 OWNED = (NAMESPACE, "dro-system")  # dro-system holds each cluster's inventory
-DRO = """apiVersion: multicluster.io/v1alpha1
-kind: SchedulerConfiguration
-metadata: {name: dro}
-spec:
-  waterLevelLimit: {cpu: 0.8}
-  defaultPlacement:
-    targetClusters: [{selectorType: label, values: ["env=prod"]}]
-    replicaScheduling: {type: Duplicated}
-  rebalance: {threshold: 0.9, maxMovesPerPass: "50%", cooldown: 1s, unschedulableAfter: 3s}
-"""
+DRO = scheduler_config(
+    '{threshold: 0.9, maxMovesPerPass: "50%", cooldown: 1s, unschedulableAfter: 3s}'
+)
 WEB = """apiVersion: v1
 kind: Namespace
 metadata: {name: shop}
