@@ -6,7 +6,8 @@ by `ResourceKey`; there is no class per Kubernetes kind. Nothing here does I/O.
 
 One module per responsibility: `base` (keys and object refs, origins, the source), `cluster`,
 `policy`, `spec` (workloads, settings, the validated Spec), `decision` and `reasons` (a
-decision's trigger and a move's reason, as codes); beside them the rules every stage shares:
+decision's trigger and a move's reason, as codes),
+`forecast` (cluster history and forecasts); beside them the rules every stage shares:
 `claims` (which policy claims a workload), `durations`, `fence` (a write only while the Lease is
 held) and `paths`.
 
@@ -38,6 +39,12 @@ from reconciler.domain.decision import (
     Diagnosis,
     Move,
     Placed,
+)
+from reconciler.domain.forecast import (
+    ClusterForecast,
+    ClusterSample,
+    Forecasts,
+    History,
 )
 from reconciler.domain.policy import (
     AffinityTerm,
@@ -80,6 +87,8 @@ __all__ = [
     "AffinityTerm",
     "Cluster",
     "ClusterAffinity",
+    "ClusterForecast",
+    "ClusterSample",
     "ClusterVerdict",
     "Decision",
     "Diagnosis",
@@ -87,6 +96,8 @@ __all__ = [
     "DivisionPreference",
     "Document",
     "FieldRequirement",
+    "Forecasts",
+    "History",
     "LabelRequirement",
     "LabelSelector",
     "Manifest",

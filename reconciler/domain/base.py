@@ -1,7 +1,6 @@
 """The basic values: manifests, resource keys and object refs, origins and the loaded source.
 
-Called by `domain`, `domain.cluster`, `domain.data`, `domain.decision`, `domain.policy` and
-`domain.spec`.
+Called by 7 modules, among them `domain`.
 """
 
 from __future__ import annotations
