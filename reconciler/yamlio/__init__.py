@@ -170,6 +170,10 @@ def parse_documents(path: str, data: bytes) -> list[Document]:
         problem = Problem(path=path, line=exc.line, pointer=exc.pointer, message=str(exc))
         raise YamlError(problem) from None
     except yaml.MarkedYAMLError as exc:
+        deep = _libyaml_too_deep(exc, text)
+        if deep is not None:
+            problem = Problem(path=path, line=deep.line, pointer=deep.pointer, message=str(deep))
+            raise YamlError(problem) from None
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else 1
         message = f"malformed YAML: {_one_line(exc.problem or str(exc))}"
@@ -200,7 +204,16 @@ def load_own(path: str, data: bytes) -> Any:
     try:
         return yaml.load(data, Loader=_Loader)  # _Loader is the safe loader
     except (yaml.YAMLError, ValueError) as exc:  # ValueError: Python's int-string limit
-        raise YamlError(Problem(path=path, line=1, message=f"malformed YAML: {exc}")) from exc
+        deep = _libyaml_too_deep(exc, data)
+        reason = deep if deep is not None else exc
+        raise YamlError(Problem(path=path, line=1, message=f"malformed YAML: {reason}")) from exc
+
+
+def _libyaml_too_deep(exc: Exception, stream: str | bytes) -> yamlguard.TooDeep | None:
+    """The depth guard's report for a stream libyaml refused for its own nesting limit."""
+    if not isinstance(exc, yaml.MarkedYAMLError) or yamlguard.LIBYAML_DEPTH_ERROR not in str(exc):
+        return None
+    return yamlguard.too_deep(exc, stream)
 
 
 _STR_TAG = _STR

@@ -5,7 +5,10 @@ hostile or careless file from crashing or stalling a command.
   per level on the C stack, and about 25,000 levels (a 50 KB file of `[`) crash the process
   with SIGSEGV; libyaml's own parser keeps its state on the heap and is safe. `Loader` counts
   the levels inside the composer (`DepthGuard`), so it stops exactly at the node that crosses
-  the limit, before any deep recursion, and reports its line.
+  the limit, before any deep recursion, and reports its line. libyaml 0.2.6 (PyYAML 6.0.4)
+  stops at 1,000 levels itself, in its scanner, which runs ahead of the composer; `too_deep`
+  then finds the same node from the parser's events, so the report does not depend on the
+  PyYAML release.
 - Numbers: integers within int64 (Python refuses to read more than 4,300 digits at all), and
   floats that are finite: Kubernetes decodes JSON numbers as int64 or float64, and JSON has
   no NaN or infinity.
@@ -97,6 +100,80 @@ def _trail_pointer(trail: list[Any]) -> str:
 
 Loader: Any = type("Loader", (DepthGuard, getattr(yaml, "CSafeLoader", yaml.SafeLoader)), {})
 """libyaml's safe loader (PyYAML's own when libyaml is missing), with the depth guard."""
+
+
+LIBYAML_DEPTH_ERROR = "maximum nesting depth"
+"""What libyaml's own nesting limit says (PyYAML 6.0.4 and later)."""
+
+
+def too_deep(error: yaml.MarkedYAMLError, stream: str | bytes) -> TooDeep | None:
+    """The node that crosses `MAX_DEPTH`, found from the parser's events: the same line and
+    pointer `DepthGuard` reports, for a stream whose nesting libyaml's scanner refused (at
+    `error`) before the composer reached it. The events are read from the stream up to where
+    the scanner stopped, since it scans ahead of the events it hands out. None when nothing
+    crosses the limit there."""
+    mark = error.problem_mark or error.context_mark
+    text = stream.decode("utf-8", "replace") if isinstance(stream, bytes) else stream
+    if mark is not None:
+        text = text[: mark.index]
+    frames: list[_Frame] = []
+    try:
+        for event in yaml.parse(text, Loader=Loader):
+            if isinstance(event, yaml.NodeEvent):
+                if len(frames) > MAX_DEPTH:
+                    trail = [None, *(frame.child_index() for frame in frames)]
+                    return TooDeep(frames[-1].child_line(event), _trail_pointer(trail))
+                if isinstance(event, yaml.CollectionStartEvent):
+                    frames.append(_Frame(event))
+                    continue
+            elif not isinstance(event, yaml.CollectionEndEvent):
+                continue
+            else:
+                frames.pop()
+            if frames:
+                frames[-1].completed(event)
+    except yaml.YAMLError:
+        return None
+    return None
+
+
+class _Frame:
+    """One open mapping or sequence while `too_deep` walks the events."""
+
+    def __init__(self, start: yaml.CollectionStartEvent) -> None:
+        self.mapping = isinstance(start, yaml.MappingStartEvent)
+        self.line = _line_of(start.start_mark)
+        self.items = 0
+        self.key: yaml.Node | None = None
+        self.key_line = self.line
+        self.previous_end = self.line
+
+    def child_index(self) -> Any:
+        """The index `DepthGuard` sees for the child being composed: a key node's value side
+        gets the key, a key gets None, a sequence item its position."""
+        if self.mapping:
+            return self.key if self.items % 2 else None
+        return self.items
+
+    def child_line(self, event: yaml.Event) -> int:
+        """`_line_below` for the child that starts with `event`."""
+        if self.mapping:
+            return self.key_line if self.items % 2 else self.line
+        return self.previous_end if self.items > 0 else self.line
+
+    def completed(self, event: yaml.Event) -> None:
+        """A child node ended with `event` (a scalar, an alias or a collection's end)."""
+        if self.mapping and self.items % 2 == 0:
+            value = event.value if isinstance(event, yaml.ScalarEvent) else None
+            self.key = yaml.ScalarNode("tag:yaml.org,2002:str", value) if value else None
+            self.key_line = _line_of(event.start_mark)
+        self.previous_end = _line_of(event.end_mark)
+        self.items += 1
+
+
+def _line_of(mark: Any) -> int:
+    """A mark's 1-based line (1 when the parser gave none)."""
+    return int(mark.line) + 1 if mark is not None else 1
 
 
 def number_problem(tag: str, value: Any, written: str) -> str | None:
