@@ -202,10 +202,8 @@ class _Units:
         self.per = per[:, np.newaxis]
         self.adding = adding
         self.unbounded = np.isinf(capacity)
-        self._columns = [
-            list(zip(u, c, per.tolist(), strict=True))
-            for u, c in zip(usage.T.tolist(), capacity.T.tolist(), strict=True)
-        ]
+        self._columns: dict[int, list[tuple[float, float, float]]] = {}
+        """Party → its (usage, capacity, request) per resource as floats, for `key_of`."""
 
     def key(self, k: IntArray) -> FloatArray:
         """Every party's key of its k-th unit (k ≥ 1)."""
@@ -217,7 +215,11 @@ class _Units:
 
     def key_of(self, party: int, k: int) -> float:
         """`key` for one party: the same float64 operations, without the arrays."""
-        column: list[tuple[float, float, float]] = self._columns[party]
+        column = self._columns.get(party)
+        if column is None:
+            usage, capacity = self.usage[:, party].tolist(), self.capacity[:, party].tolist()
+            column = list(zip(usage, capacity, self.per[:, 0].tolist(), strict=True))
+            self._columns[party] = column
         if self.adding:
             return max((u + k * p) / c for u, c, p in column)
         return -max((u - (k - 1) * p) / c for u, c, p in column)
