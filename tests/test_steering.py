@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 from reconciler import schedule
 from reconciler.domain import (
+    AffinityTerm,
     Cluster,
+    ClusterAffinity,
     Decision,
     Placed,
     Placement,
@@ -111,6 +113,25 @@ def test_an_aggregated_scale_up_stays_on_its_clusters_coolest_first() -> None:
     (after,) = schedule.place(spec, {before.key: before})
     # 26 more: c to 0.75 (15 more), b to 0.75 (11 more); their 30 of room cover it
     assert counts(after) == {"b": 13, "c": 17}
+
+
+def test_overflow_tiers_fill_first_and_empty_last() -> None:
+    """With ordered affinity terms, a scale-up fills the first tier before the overflow one
+    (even when the overflow is cooler), and a scale-down empties the overflow first."""
+    term = AffinityTerm(
+        name="primary",
+        affinity=ClusterAffinity(names=("a", "b")),
+        overflow=(("burst", ClusterAffinity(names=("c",))),),
+    )
+    tiered = Placement(affinity_terms=(term,), replicas=DYNAMIC)
+    levels = {"a": 0.50, "b": 0.62, "c": 0.0}
+    previous = {"a": 2, "b": 2, "c": 2}
+    spec, before = placed_on(levels, 9, previous=previous, placement=tiered)
+    (up,) = schedule.place(spec, {before.key: before})
+    assert counts(up) == {"a": 5, "b": 2, "c": 2}, "a: 0.55, 0.60, 0.65 before b's 0.67"
+    spec, _ = placed_on(levels, 3, previous=previous, placement=tiered)
+    (down,) = schedule.place(spec, {before.key: before})
+    assert counts(down) == {"a": 2, "b": 1}, "c's 2 first, then the hotter of a and b"
 
 
 def test_karmada_kinds_keep_karmada_s_division() -> None:
