@@ -214,8 +214,8 @@ def test_the_closed_form_and_the_heap_hand_out_like_one_at_a_time(
     rows = np.arange(len(parties), dtype=np.int64)
     expected = reference(used, capacity, per, limit, n, adding)
     limits = np.array(limit, dtype=np.int64)
-    heap = units.hand_out(n, limits, rows.tolist())
-    closed = units.hand_out(n, limits, rows.tolist(), one_by_one=0)
+    heap = units.hand_out(n, limits, rows)
+    closed = units.hand_out(n, limits, rows, one_by_one=0)
     assert heap.tolist() == expected
     assert closed.tolist() == expected
 

@@ -121,10 +121,12 @@ def _applies(
         return False
     if trigger.code is not TriggerCode.SCALED or trigger.then is not None:
         return False
-    holders = rows_of(subject.previous > 0)
-    if not len(holders) or int(subject.previous.sum()) == subject.replicas:
+    held = subject.previous > 0
+    if not some(held) or int(subject.previous.sum()) == subject.replicas:
         return False
-    return bool(np.isin(holders, selected).all())
+    chosen = np.zeros(len(held), dtype=bool)
+    chosen[selected] = True
+    return not some(held & ~chosen)
 
 
 def _tier_groups(tiers: IntArray, rows: IntArray, *, last_first: bool) -> list[IntArray]:
@@ -185,9 +187,9 @@ class _Levels:
         return units.hand_out(n, limit, _ranks(rows, descending))
 
 
-def _ranks(rows: IntArray, descending: bool) -> list[int]:
+def _ranks(rows: IntArray, descending: bool) -> IntArray:
     """Each row's place among equal keys: name order, or its reverse (Karmada's UID rule)."""
-    ranks: list[int] = (-rows if descending else rows).tolist()
+    ranks: IntArray = -rows if descending else rows
     return ranks
 
 
@@ -251,7 +253,7 @@ class _Units:
             count = count + grow - shrink
 
     def hand_out(
-        self, n: int, limit: IntArray, ranks: list[int], *, one_by_one: int = ONE_BY_ONE
+        self, n: int, limit: IntArray, ranks: IntArray, *, one_by_one: int = ONE_BY_ONE
     ) -> IntArray:
         """Units per party when `n` go one at a time to the lowest key of a party's next unit,
         then the lowest rank, at most `limit` each. Above `one_by_one` units, a bisection over
@@ -274,15 +276,22 @@ class _Units:
                 high = middle
         return found
 
-    def heap(self, n: int, counts: IntArray, limit: IntArray, ranks: list[int]) -> IntArray:
-        """Hand `n` more units out one at a time from `counts`."""
+    def heap(self, n: int, counts: IntArray, limit: IntArray, ranks: IntArray) -> IntArray:
+        """Hand `n` more units out one at a time from `counts`. Only a party whose next key is
+        among the `n` lowest next keys can get one (every unit handed out has a key at most
+        the n-th lowest of them), so the others stay out of the heap."""
         result = counts.copy()
         if n <= 0:
             return result
+        nexts = self.key(result + 1)
+        open_ = rows_of(result < limit)
+        if n < len(open_):
+            cut = np.partition(nexts[open_], n - 1)[n - 1]
+            open_ = open_[nexts[open_] <= cut]
         held = result.tolist()
         most = limit.tolist()
-        nexts = self.key(result + 1).tolist()
-        heap = [(nexts[i], ranks[i], i) for i in range(len(held)) if held[i] < most[i]]
+        parties = open_.tolist()
+        heap = list(zip(nexts[open_].tolist(), ranks[open_].tolist(), parties, strict=True))
         heapq.heapify(heap)
         for _ in range(n):
             _, rank, i = heapq.heappop(heap)
