@@ -23,10 +23,12 @@ from reconciler.domain import (
     ReplicaScheduling,
     SchedulerConfig,
     Spec,
+    Trigger,
     TriggerCode,
     Workload,
 )
 from reconciler.schedule import division, steering
+from reconciler.schedule.fleet import Fleet
 from tests.builders.schedule import (
     DYNAMIC,
     cluster,
@@ -35,10 +37,13 @@ from tests.builders.schedule import (
     labelled,
     policy,
     spec_of,
+    subject,
 )
 
 AGGREGATED = ReplicaScheduling(type="Divided", division="Aggregated")
 DIVIDED = Placement(replicas=DYNAMIC)
+SCALED = Trigger(TriggerCode.SCALED, "2 to 6")
+FIRST = Trigger(TriggerCode.FIRST)
 NO_REBALANCE = SchedulerConfig()
 
 
@@ -132,6 +137,34 @@ def test_overflow_tiers_fill_first_and_empty_last() -> None:
     spec, _ = placed_on(levels, 3, previous=previous, placement=tiered)
     (down,) = schedule.place(spec, {before.key: before})
     assert counts(down) == {"a": 2, "b": 1}, "c's 2 first, then the hotter of a and b"
+
+
+def test_steering_reads_the_usage_the_pass_sees() -> None:
+    """The levels come from the subject's usage (the pass's ledger, where a forecast level
+    enters with prediction on), not from the fleet's figures: of two clusters equal now, the
+    one the ledger sees hotter gets nothing."""
+    fleet = Fleet(clusters=(cluster("a", used=20), cluster("b", used=20)))
+    one = subject(DIVIDED, fleet=fleet, replicas=6, holders=("a", "b"), allocatable=[50, 50])
+    assert steering.steer(
+        fleet, one, np.arange(2), np.zeros(2, dtype=np.int64), SCALED, fresh=False
+    )
+    cpu = fleet.resources.index("cpu")
+    one.usage = one.usage.copy()
+    one.usage[cpu, 0] += 30  # a forecast (or an earlier workload of the pass) warms a
+    up = steering.steer(fleet, one, np.arange(2), np.zeros(2, dtype=np.int64), SCALED, fresh=False)
+    assert up is not None
+    assert up.counts.tolist() == [1, 5]
+    assert up.note == "went to the coolest: b +4"
+    one.replicas = 1
+    down = steering.steer(
+        fleet, one, np.arange(2), np.zeros(2, dtype=np.int64), SCALED, fresh=False
+    )
+    assert down is not None
+    assert down.counts.tolist() == [0, 1]
+    assert (
+        steering.steer(fleet, one, np.arange(2), np.zeros(2, dtype=np.int64), FIRST, fresh=False)
+        is None
+    )
 
 
 def test_karmada_kinds_keep_karmada_s_division() -> None:
