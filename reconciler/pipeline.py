@@ -19,7 +19,8 @@ from enum import StrEnum
 import structlog
 
 from reconciler import audit, commit, laststate, live, load, render, schedule, validate
-from reconciler.branch import lastpass, status, summary
+from reconciler.branch import lastpass, status
+from reconciler.branch import phases as cluster_phases
 from reconciler.commit import describe as commitmessage
 from reconciler.domain import Decision, Observation, ResourceKey, Source, Spec, fence
 from reconciler.errors import Problem
@@ -180,15 +181,9 @@ def pass_time(source: Source, now: float | None) -> float:
 
 
 def filling(spec: Spec, phases: Mapping[str, str]) -> set[str]:
-    """Clusters that re-balancing fills this pass: still `Filling` after the last pass,
-    recovering (`Unreachable` then; the fill step skips it while it still is), or added since
-    it (no status file, when the last pass wrote any)."""
-    return {
-        c.name
-        for c in spec.clusters
-        if phases.get(c.name) in (summary.FILLING, summary.UNREACHABLE)
-        or (phases and c.name not in phases)
-    }
+    """Clusters that re-balancing fills this pass: added, or back in service after the last
+    pass (`branch.phases.filling`)."""
+    return cluster_phases.filling(spec.clusters, phases)
 
 
 def plan(

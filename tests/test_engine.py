@@ -80,7 +80,9 @@ def test_steady_state_keeps_the_previous_division() -> None:
     after = schedule.place(scaled, previous)
     assert counts(after[1]) == counts(first[1])
     assert sum(counts(after[0]).values()) == 6  # type: ignore[arg-type]
-    assert after[0].diagnosis.trigger.text == "replicas changed from 4 to 6"
+    assert (
+        after[0].diagnosis.trigger.text == "replicas changed from 4 to 6; went to the coolest: b +2"
+    )
 
 
 def test_a_lost_cluster_triggers_a_new_division() -> None:

@@ -318,11 +318,12 @@ def test_replicas_placed_this_pass_move_without_retiring_copies() -> None:
 
 
 def test_only_copies_that_ran_before_retire() -> None:
-    """Scaled from 8 to 4 while a turns hot: the old copies the new division keeps on a are
-    the only ones that retire when they move."""
-    hot, first = two_clusters(used_a=90)
-    scaled = replace(hot, workloads=(deployment("w", 4),))
+    """Scaled from 8 to 6 while a turns hot: the scale-down takes 2 replicas off a (the
+    hottest holder), and the 2 old copies left there are the only ones that retire when they
+    move."""
+    hot, first = two_clusters(used_a=95)
+    scaled = replace(hot, workloads=(deployment("w", 6),))
     spec = with_rebalance(scaled, max_moves=MoveBudget(count=100))
     (after,) = schedule.place(spec, {first.key: first}, now=HOUR)
-    assert counts(after) == {"b": 4}
+    assert counts(after) == {"b": 6}
     assert retiring(after) == {"a": 2}, "2 of a's 4 replicas were scaled away, 2 moved"

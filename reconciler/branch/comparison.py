@@ -293,7 +293,13 @@ def _triggers(
     if after.unschedulable:
         found.append(after.unschedulable)
     unique: list[str] = []
-    for reason in found:  # the scheduler's own wording may already hold a derived one
-        if not any(reason in kept or kept in reason for kept in unique):
+    for reason in found:  # the scheduler's own wording may hold a derived one, and say more
+        if any(reason in kept for kept in unique):
+            continue
+        held = [i for i, kept in enumerate(unique) if kept in reason]
+        if held:
+            unique[held[0]] = reason
+            unique = [kept for i, kept in enumerate(unique) if i not in held[1:]]
+        else:
             unique.append(reason)
     return tuple(unique)

@@ -32,7 +32,7 @@ from dataclasses import replace
 from typing import Any
 
 from reconciler import yamlio
-from reconciler.branch import paths, summary
+from reconciler.branch import paths, phases, summary
 from reconciler.domain import Decision, ResourceKey, durations, group_of
 from reconciler.domain.decision import MOVE_PHASES
 from reconciler.kube import quantity
@@ -192,6 +192,9 @@ def status_of(path: str, data: bytes) -> Mapping[str, Any]:
     status = _mapping(_mapping(document, "").get("status"), "/status")
     for field in _TEXTS:
         _optional_text(status, field, "/status")
+    phase = status.get("phase")
+    if paths.status_cluster(path) is not None and phase and phase not in phases.KNOWN:
+        raise StateError(f"/status/phase: {phase!r} is not a cluster phase")
     for field in _FLAGS:
         if field in status and not isinstance(status[field], bool):
             raise StateError(f"/status/{field}: not true or false")

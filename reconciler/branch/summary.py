@@ -4,7 +4,7 @@
 `status` of every `decisions/` file. The generated README carries no sha and no time, so an
 unchanged placement renders the same bytes.
 
-Called by `branch.statefiles`, `cli`, `cli.report`, `pipeline` and `render`.
+Called by `branch.statefiles`, `cli`, `cli.report` and `render`.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from reconciler.branch import phases
 from reconciler.branch import status as observed
 from reconciler.domain import (
     DRO_API_VERSION,
@@ -210,9 +211,9 @@ def water_levels(cluster: Cluster) -> dict[str, float]:
     return observed.water_level(cluster.capacity, cluster.allocated)
 
 
-FILLING = "Filling"
+FILLING = phases.FILLING
 """`status.phase` of a cluster that re-balancing is still filling (added or recovered)."""
-UNREACHABLE = "Unreachable"
+UNREACHABLE = phases.UNREACHABLE
 """`status.phase` of a cluster whose observation says it could not be listed; the first pass
 that reaches it again fills it."""
 
@@ -221,7 +222,7 @@ def observation(
     cluster: Cluster, observed: Mapping[str, Any] | None, *, filling: bool = False
 ) -> dict[str, Any]:
     """`status/clusters/<name>.yaml`: the observation the decisions were made from, and the
-    cluster's phase while re-balancing fills it."""
+    cluster's phase when it is not simply in service (`phases`)."""
     if observed is not None:
         status = dict(observed)
     else:
@@ -231,10 +232,9 @@ def observation(
             "allocated": quantity.texts(cluster.allocated),
             "waterLevel": water_levels(cluster),
         }
-    if filling:
-        status = {**status, "phase": FILLING}
-    elif observed is not None and observed.get("unreachableSince"):
-        status = {**status, "phase": UNREACHABLE}
+    phase = phases.of(cluster, observed, filling=filling)
+    if phase is not None:
+        status = {**status, "phase": phase}
     return {
         "apiVersion": DRO_API_VERSION,
         "kind": "ClusterObservation",

@@ -1,10 +1,12 @@
 """One workload's placement from its feasible clusters: spread selection, the pulls of its state
 and data, and the division of its replicas, overflow tier by tier.
 
-`select` returns the placement as a `record.Result`, or why there is none as a `Refused`
-value: spread finds no selection (`spread.Unspreadable`), no single cluster can run a stateful
-workload whole (`placing.NoHome`), or the candidates cannot hold the replicas
-(`division.Unschedulable`). These are answers, not errors, so they are returned, never raised.
+A scale change of dro's DynamicWeight and Aggregated workloads is steered by water level
+(`steering`); every other division is Karmada's (`division`). `select` returns the placement
+as a `record.Result`, or why there is none as a `Refused` value: spread finds no selection
+(`spread.Unspreadable`), no single cluster can run a stateful workload whole
+(`placing.NoHome`), or the candidates cannot hold the replicas (`division.Unschedulable`).
+These are answers, not errors, so they are returned, never raised.
 Called by `engine.Pass` (a workload's turn, and a newcomer of the express lane).
 
 Called by `schedule.engine`.
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reconciler.domain import Strategy, Trigger
-from reconciler.schedule import division, facts, framework, moving, placing, spread
+from reconciler.schedule import division, facts, framework, moving, placing, spread, steering
 from reconciler.schedule.fleet import Fleet, IntArray, rows_of, some
 from reconciler.schedule.record import Result
 
@@ -84,6 +86,9 @@ def select(
         if selected.size < candidates:
             near = ", ".join(fleet.name_list[int(row)] for row in selected)
             trigger = trigger.noting(f"kept near its data: {near}")
+    steered = steering.steer(fleet, subject, selected, tiers, trigger, fresh=fresh)
+    if steered is not None:
+        return Result(steered.counts, rows_of(steered.counts), trigger.noting(steered.note))
     counts_or_short = _divide(fleet, memo, subject, selected, tiers, fresh=fresh)
     if isinstance(counts_or_short, division.Unschedulable):
         return Refused(counts_or_short.message, keep=True)
