@@ -188,7 +188,9 @@ def test_a_workload_scaled_to_zero_still_keeps_off_clusters_above_the_limit() ->
 
 
 def test_a_refusal_is_worded_anew_once_the_usage_it_read_has_changed() -> None:
-    dynamic = Placement(replicas=ReplicaScheduling(type="Divided", division="DynamicWeight"))
+    dynamic = Placement(
+        replicas=ReplicaScheduling(type="Divided", division="DynamicWeight"), overflow="Never"
+    )
     spec = Spec(
         source=Source(files=()),
         config=SchedulerConfig(),

@@ -255,8 +255,11 @@ def test_unschedulable_message_names_every_filter() -> None:
         cluster("hot2", used=95),
         replace(cluster("small"), largest_node_free=big),
     ]
-    placement = Placement(replicas=ReplicaScheduling(type="Divided", division="DynamicWeight"))
+    placement = Placement(
+        replicas=ReplicaScheduling(type="Divided", division="DynamicWeight"), overflow="Never"
+    )
     (decision,) = schedule.place(spec_of(clusters, [deployment("w", 2, cpu="8")], placement))
+    assert decision.pending == 2, "a hard limit: nothing fits, both replicas are pending"
     assert decision.unschedulable == (
         "0/6 clusters are available: 3 untolerated taint, "
         "2 water level above 0.85 (cpu), 1 no node fits 8 cpu"

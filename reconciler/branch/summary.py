@@ -111,6 +111,12 @@ def decision_document(decision: Decision) -> dict[str, Any]:
             }
             for m in decision.moves
         ]
+    if decision.over_limit:
+        status["overLimit"] = [
+            {"cluster": p.cluster, "replicas": p.replicas} for p in decision.over_limit
+        ]
+    if decision.pending:
+        status["pending"] = decision.pending
     if decision.rebalance_served is not None:
         status["rebalanceServed"] = decision.rebalance_served
     recorded = decision.recorded
@@ -188,6 +194,10 @@ def decision_from_document(document: Mapping[str, Any]) -> Decision:
             for m in status.get("moves") or ()
         ),
         rebalance_served=status.get("rebalanceServed"),
+        over_limit=tuple(
+            Placed(str(o["cluster"]), int(o["replicas"])) for o in status.get("overLimit") or ()
+        ),
+        pending=int(status.get("pending") or 0),
         effective={
             str(entry["name"]): int(entry["effectiveReplicas"])
             for entry in (*(status.get("clusters") or ()), *(status.get("retiring") or ()))

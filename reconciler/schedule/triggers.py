@@ -84,6 +84,8 @@ def trigger(
     if before.placement_digest != subject.placement.digest:
         return Trigger(TriggerCode.PLACEMENT_CHANGED)
     total = sum(p.replicas or 0 for p in before.clusters)
+    if before.pending and total + before.pending == subject.replicas:
+        return Trigger(TriggerCode.PARTIAL, str(before.pending))
     if total != subject.replicas:
         return Trigger(TriggerCode.SCALED, f"{total} to {subject.replicas}")
     if lost:

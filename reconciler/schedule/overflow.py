@@ -1,0 +1,233 @@
+"""Soft water-level limits: overflow up to a ceiling, and partial placement.
+
+For dro's policies (and Karmada policies that opt in to dro's extensions) a divided workload
+that falls short under its water-level limits is not refused whole:
+
+- replicas first fill every candidate up to its limit (the clusters that pass the filters
+  at the limit, each taking its available replicas);
+- what fits under no limit overflows to the clusters that pass the filters at the ceiling
+  (`placement.waterLevelCeiling`, else dro.yaml's, per resource, default 1.0; node fit
+  still applies), one replica at a time to the candidate with the lowest water level after
+  it (`fill`: the same result in closed form); `placement.overflow: Never` keeps the limit
+  hard;
+- what fits nowhere is pending: the decision holds what fits, `pending` says how many are
+  missing and `unschedulable` why, and the next pass tries again (`triggers.PARTIAL`).
+
+`over_limit` keeps the decision's count of replicas past a limit true from pass to pass: a
+replica that overflowed stays listed until re-balancing moves it back under a limit, a
+scale-down removes it, or the cluster's own level falls back under its limit.
+
+Stateful workloads that run whole, spread constraints and Karmada's own kinds stay
+all-or-nothing (`applies`).
+
+Called by `schedule.engine`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from reconciler.domain import Decision, Placed, Strategy
+from reconciler.schedule import division, facts, framework, moving
+from reconciler.schedule.fleet import Fleet, FloatArray, IntArray, rows_of
+from reconciler.schedule.memo import Ref, Slot, ref
+
+_CEILINGS: Slot[Ref, FloatArray] = Slot("a limit array → its ceiling per resource")
+
+
+@dataclass(frozen=True, slots=True)
+class Spilled:
+    """A placement that fell short under the limits: what fits, and what does not."""
+
+    counts: IntArray
+    """Replicas per cluster row: every candidate filled to its limit, then the overflow."""
+    over: IntArray
+    """Per row, the replicas this pass placed past the limit (up to the ceiling)."""
+    pending: int
+    """Replicas that fit nowhere."""
+    feasible: np.ndarray
+    """The clusters that pass the filters at the ceiling."""
+
+    @property
+    def message(self) -> str:
+        """Why replicas are pending, in Karmada's words (what fit in all)."""
+        return division.Unschedulable(int(self.counts.sum())).message
+
+
+def applies(claimed: facts.Claimed) -> bool:
+    """Whether a shortfall of this workload is placed in part: a workload of dro's policies
+    (or one that opts in) divided by availability, not spread and not run whole."""
+    placement = claimed.placement
+    return (
+        claimed.extensions
+        and claimed.workload.replicas is not None
+        and claimed.strategy in (Strategy.DYNAMIC_WEIGHT, Strategy.AGGREGATED)
+        and not placement.spread
+        and not moving.runs_whole(claimed.extensions, claimed.workload, placement)
+    )
+
+
+def ceiling(memo: facts.Facts, claimed: facts.Claimed, limit: FloatArray) -> FloatArray:
+    """The water level per resource up to which this workload may overflow: the policy's
+    `waterLevelCeiling`, else dro.yaml's, else 1.0, and never below the limit; the limit
+    itself under `overflow: Never`. Memoised per limit array (one per placement)."""
+    table = _CEILINGS.of(memo.memos)
+    key = ref(limit)
+    found = table.get(key)
+    if found is None:
+        found = limit.copy()
+        if claimed.placement.overflow != "Never":
+            config = memo.config.water_level_ceiling
+            own = claimed.placement.water_level_ceiling
+            for j, resource in enumerate(memo.fleet.resources):
+                value = float(own.get(resource, config.get(resource, 1.0)))
+                found[j] = max(value, float(limit[j]))
+        table[key] = found
+    return found
+
+
+def spill(
+    fleet: Fleet, memo: facts.Facts, claimed: facts.Claimed, subject: framework.Subject
+) -> Spilled | None:
+    """The partial placement of a workload that the limits could not place whole (`subject`
+    as the filters saw it at its turn); None when it does not apply, or nothing fits
+    anywhere."""
+    replicas = subject.replicas or 0
+    if not applies(claimed) or replicas <= 0:
+        return None
+    within = framework.apply_filters(fleet, subject).feasible
+    base = np.where(within, subject.available, 0).astype(np.int64)
+    if int(base.sum()) >= replicas:
+        return None  # not a shortfall of room: the caller's refusal stands
+    top = ceiling(memo, claimed, subject.limit)
+    over = np.zeros(fleet.size, dtype=np.int64)
+    feasible = within
+    if not np.array_equal(top, subject.limit):
+        headroom, allocatable = memo.room(_scale(subject), subject.requested, top, replicas)
+        above = replace(subject, limit=top, headroom=headroom, allocatable=allocatable)
+        feasible = framework.apply_filters(fleet, above).feasible
+        room = np.where(feasible, np.maximum(above.available - base, 0), 0)
+        usage = subject.usage + subject.demand[:, np.newaxis] * (base - subject.previous)
+        over = fill(replicas - int(base.sum()), room, usage, subject.demand, fleet, subject)
+    counts = base + over
+    if not counts.any():
+        return None
+    return Spilled(counts, over, replicas - int(counts.sum()), feasible)
+
+
+def _scale(subject: framework.Subject) -> FloatArray:
+    """1 / demand per resource, NaN where the workload requests none (`Facts.room`)."""
+    with np.errstate(divide="ignore"):
+        scale: FloatArray = np.where(subject.demand > 0, 1.0 / subject.demand, np.nan)
+    return scale
+
+
+def fill(
+    replicas: int,
+    room: IntArray,
+    usage: FloatArray,
+    demand: FloatArray,
+    fleet: Fleet,
+    subject: framework.Subject,
+) -> IntArray:
+    """Hand `replicas` out one at a time, each to the row with room whose water level after
+    it is lowest (ties in name order), never more than `room` per row; in closed form.
+
+    A row's level after k more replicas, L(k) = max over the requested resources of
+    (usage + k × demand) / capacity (at least 0), never falls as k grows, so the replicas
+    handed out are the `replicas` smallest of all rows' L(1..room): a bisection over float64
+    finds the level t they reach, every row takes all its levels below t, and the few at t
+    go in name order."""
+    result = np.zeros(fleet.size, dtype=np.int64)
+    rows = rows_of(room > 0)
+    if replicas <= 0 or not len(rows):
+        return result
+    room_rows = room[rows]
+    if int(room_rows.sum()) <= replicas:
+        result[rows] = room_rows
+        return result
+    capacity = fleet.capacity_by_resource[:, rows]
+    requested = subject.requested
+    bounded = np.isfinite(capacity[requested]) & (capacity[requested] > 0)
+    cap = np.where(bounded, capacity[requested], 1.0)
+    used = np.where(bounded, usage[requested][:, rows], 0.0)
+    per = np.where(bounded, demand[requested][:, np.newaxis], 0.0)
+
+    def level(k: IntArray) -> FloatArray:
+        """L(k) per row, as float64, computed the one way every comparison uses."""
+        value: FloatArray = np.max((used + k * per) / cap, axis=0, initial=0.0)
+        return value
+
+    def below(t: float) -> IntArray:
+        """Per row, how many of L(1..room) are at most t: an estimate from the inverse of
+        L, corrected against L itself."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            steps = np.where(
+                per > 0, np.floor((t * cap - used) / np.where(per > 0, per, 1)), np.inf
+            )
+        guess = steps.min(axis=0, initial=np.inf)
+        count: IntArray = np.clip(guess, 0, room_rows).astype(np.int64)
+        while True:
+            grow = (count < room_rows) & (level(count + 1) <= t)
+            shrink = (count > 0) & (level(count) > t)
+            if not grow.any() and not shrink.any():
+                return count
+            count = (count + grow - shrink).astype(np.int64)
+
+    low = -1  # float64 bits below every level (levels are at least 0)
+    high = int(np.float64(float(level(room_rows).max())).view(np.int64))
+    while high - low > 1:
+        middle = (low + high) // 2
+        if int(below(_float(middle)).sum()) >= replicas:
+            high = middle
+        else:
+            low = middle
+    taken = below(_float(low)) if low >= 0 else np.zeros(len(rows), dtype=np.int64)
+    tied = below(_float(high)) - taken
+    left = replicas - int(taken.sum())
+    extra = np.minimum(tied, np.maximum(left - (np.cumsum(tied) - tied), 0))
+    result[rows] = taken + extra
+    return result
+
+
+def _float(bits: int) -> float:
+    return float(np.int64(bits).view(np.float64))
+
+
+def over_limit(
+    fleet: Fleet,
+    subject: framework.Subject,
+    counts: IntArray,
+    carried: Decision | None,
+    new: IntArray | None,
+) -> tuple[Placed, ...]:
+    """The replicas of this placement past the limit, per cluster: those it overflowed now
+    (`new`) and those an earlier pass listed (`carried`) that it still holds, never more than
+    its replicas there nor than the cluster's excess over its limit after the placement (in
+    this workload's replicas)."""
+    listed = np.zeros(fleet.size, dtype=np.int64)
+    for placed in carried.over_limit if carried is not None else ():
+        row = fleet.index.get(placed.cluster)
+        if row is not None:
+            listed[row] += placed.replicas or 0
+    if new is not None:
+        listed += new
+    rows = rows_of(listed)
+    if not len(rows):
+        return ()
+    limited = subject.requested[subject.limit[subject.requested] < 1.0]
+    capacity = fleet.capacity_by_resource[np.ix_(limited, rows)]
+    per = subject.demand[limited][:, np.newaxis]
+    after = subject.usage[np.ix_(limited, rows)] + per * (counts[rows] - subject.previous[rows])
+    excess = (after - subject.limit[limited][:, np.newaxis] * capacity) / per
+    worst = np.max(np.where(np.isfinite(capacity), excess, 0.0), axis=0, initial=0.0)
+    result = []
+    names = fleet.name_list
+    for row, count, most in zip(rows.tolist(), listed[rows].tolist(), worst.tolist(), strict=True):
+        keep = min(count, int(counts[row]), max(0, math.ceil(most - 1e-9)))
+        if keep > 0:
+            result.append(Placed(names[row], keep))
+    return tuple(result)
