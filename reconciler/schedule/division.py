@@ -18,7 +18,7 @@ by name, in reverse name order when the FNV-1a-32 hash of the template's UID is 
 `divide` is the same algorithm on arrays indexed by cluster row (rows in name order); the
 scheduler calls it so that a pass never builds a per-cluster dict. `assign` is a thin wrapper.
 
-Called by `schedule`, `schedule.facts` and `schedule.selecting`.
+Called by `schedule`, `schedule.facts`, `schedule.overflow` and `schedule.selecting`.
 """
 
 from __future__ import annotations
