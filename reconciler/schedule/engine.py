@@ -210,9 +210,7 @@ class Pass:
         assert outcome is not None
         assert subject is not None
         term_name = names[terms[-1]] if terms[-1] is not None else None
-        spilled = self._spilled(
-            claimed, subject, outcome, before, lost, running, demand, stuck, term_name
-        )
+        spilled = self._spilled(claimed, subject, before, lost, running, demand, stuck, term_name)
         if spilled is not None:
             return spilled
         return self._unschedulable(
@@ -382,7 +380,7 @@ class Pass:
         outcome = self._scored(subject, outcome)
         result = self._select(subject, outcome, tiers, trigger)
         if isinstance(result, Refused):
-            spilled = self._spilled(claimed, subject, outcome, before, [], subject.previous, demand)
+            spilled = self._spilled(claimed, subject, before, [], subject.previous, demand)
             if spilled is not None:
                 return spilled
             return self._unschedulable(
@@ -419,7 +417,6 @@ class Pass:
         self,
         claimed: facts.Claimed,
         subject: framework.Subject,
-        outcome: framework.Outcome,
         before: Decision | None,
         lost: list[str],
         running: IntArray,
@@ -436,24 +433,14 @@ class Pass:
         fleet = self.fleet
         trigger = (
             (triggers.pending(fleet) if stuck else None)
-            or triggers.trigger(fleet, subject, spilled.feasible, before, lost, subject.movable)
+            or triggers.trigger(
+                fleet, subject, spilled.outcome.feasible, before, lost, subject.movable
+            )
             or triggers.AGAIN
         )
-        over = overflow.over_limit(fleet, subject, spilled.counts, before, spilled.over)
-        beyond = sum(p.replicas or 0 for p in over)
-        if beyond:
-            trigger = trigger.noting(f"{beyond} over the water-level limit")
-        if spilled.pending:
-            trigger = trigger.noting(f"{spilled.pending} pending")
-        result = Result(
-            spilled.counts,
-            rows_of(spilled.counts),
-            trigger,
-            over=over,
-            pending=spilled.pending,
-            short=spilled.message if spilled.pending else None,
-        )
+        result = overflow.result(fleet, subject, spilled, before, trigger)
         self._charge(demand, running, spilled.counts)
+        outcome = self._scored(spilled.subject, spilled.outcome)
         return self.record.decision(claimed, subject.strategy, outcome, result, term, stuck or {})
 
     def _charge(self, demand: FloatArray, previous: IntArray, counts: IntArray | None) -> None:

@@ -30,10 +30,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from reconciler.domain import Decision, Placed, Strategy
+from reconciler.domain import Decision, Placed, Strategy, Trigger
 from reconciler.schedule import division, facts, framework, moving
 from reconciler.schedule.fleet import Fleet, FloatArray, IntArray, rows_of
 from reconciler.schedule.memo import Ref, Slot, ref
+from reconciler.schedule.record import Result
 
 _CEILINGS: Slot[Ref, FloatArray] = Slot("a limit array → its ceiling per resource")
 
@@ -48,8 +49,10 @@ class Spilled:
     """Per row, the replicas this pass placed past the limit (up to the ceiling)."""
     pending: int
     """Replicas that fit nowhere."""
-    feasible: np.ndarray
-    """The clusters that pass the filters at the ceiling."""
+    outcome: framework.Outcome
+    """The filters' verdicts at the ceiling (at the limit when there is no overflow)."""
+    subject: framework.Subject
+    """The workload as the filters saw it at the ceiling."""
 
     @property
     def message(self) -> str:
@@ -98,24 +101,49 @@ def spill(
     replicas = subject.replicas or 0
     if not applies(claimed) or replicas <= 0:
         return None
-    within = framework.apply_filters(fleet, subject).feasible
-    base = np.where(within, subject.available, 0).astype(np.int64)
+    outcome = framework.apply_filters(fleet, subject)
+    base = np.where(outcome.feasible, subject.available, 0).astype(np.int64)
     if int(base.sum()) >= replicas:
         return None  # not a shortfall of room: the caller's refusal stands
     top = ceiling(memo, claimed, subject.limit)
     over = np.zeros(fleet.size, dtype=np.int64)
-    feasible = within
+    above = subject
     if not np.array_equal(top, subject.limit):
         headroom, allocatable = memo.room(_scale(subject), subject.requested, top, replicas)
         above = replace(subject, limit=top, headroom=headroom, allocatable=allocatable)
-        feasible = framework.apply_filters(fleet, above).feasible
-        room = np.where(feasible, np.maximum(above.available - base, 0), 0)
+        outcome = framework.apply_filters(fleet, above)
+        room = np.where(outcome.feasible, np.maximum(above.available - base, 0), 0)
         usage = subject.usage + subject.demand[:, np.newaxis] * (base - subject.previous)
         over = fill(replicas - int(base.sum()), room, usage, subject.demand, fleet, subject)
     counts = base + over
     if not counts.any():
         return None
-    return Spilled(counts, over, replicas - int(counts.sum()), feasible)
+    return Spilled(counts, over, replicas - int(counts.sum()), outcome, above)
+
+
+def result(
+    fleet: Fleet,
+    subject: framework.Subject,
+    spilled: Spilled,
+    before: Decision | None,
+    trigger: Trigger,
+) -> Result:
+    """The placement to record: `spilled`, its over-limit replicas (`over_limit`), and the
+    trigger noting how many went past the limit and how many are pending."""
+    over = over_limit(fleet, subject, spilled.counts, before, spilled.over)
+    beyond = sum(p.replicas or 0 for p in over)
+    if beyond:
+        trigger = trigger.noting(f"{beyond} over the water-level limit")
+    if spilled.pending:
+        trigger = trigger.noting(f"{spilled.pending} pending")
+    return Result(
+        spilled.counts,
+        rows_of(spilled.counts),
+        trigger,
+        over=over,
+        pending=spilled.pending,
+        short=spilled.message if spilled.pending else None,
+    )
 
 
 def _scale(subject: framework.Subject) -> FloatArray:
