@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from reconciler import schedule
 from reconciler.branch import summary
-from reconciler.domain import Cluster, Decision, Placement, SchedulerConfig, Spec
+from reconciler.domain import Cluster, Decision, Placement, SchedulerConfig, Spec, SpreadConstraint
 from reconciler.schedule import overflow
 from tests.builders.schedule import DYNAMIC, cluster, counts, deployment, labelled, policy, spec_of
 
@@ -263,3 +263,25 @@ def test_fill_matches_one_replica_at_a_time() -> None:
             ]
             expected[min(after)[1]] += 1
         assert got.tolist() == expected.tolist()
+
+
+def test_spread_constraints_still_hold_when_placing_in_part() -> None:
+    # Three clusters with room for 5 under the limit and 20 under the ceiling each; at most
+    # two clusters may be used: 40 fit, 10 are pending, and the third cluster stays empty.
+    spec = fleet_spec([80.0, 80.0, 80.0], [50], [1, 1, 1, 1])
+    at_most_two = (SpreadConstraint(by="cluster", min_groups=1, max_groups=2),)
+    spread = replace(spec.placement_policies[0].placement, spread=at_most_two)
+    spec = replace(spec, placement_policies=(policy(0, spread, True),))
+    (decision,) = schedule.place(spec)
+    assert len(decision.clusters) == 2
+    assert sum(p.replicas or 0 for p in decision.clusters) == 40
+    assert decision.pending == 10
+    # Four clusters must be used, but only three exist: the constraint refuses it whole.
+    four = (SpreadConstraint(by="cluster", min_groups=4),)
+    spec = replace(spec, placement_policies=(policy(0, replace(spread, spread=four), True),))
+    (refused,) = schedule.place(spec)
+    assert refused.clusters == ()
+    assert refused.unschedulable == (
+        "the number of feasible clusters is less than spreadConstraint.MinGroups"
+    )
+    assert refused.pending == 50

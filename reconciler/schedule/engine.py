@@ -427,7 +427,7 @@ class Pass:
         """A shortfall under the limits placed in part (`overflow.spill`): every candidate
         filled to its limit, the rest overflowed up to the ceiling, what fits nowhere
         pending; None when that does not apply or nothing fits."""
-        spilled = overflow.spill(self.fleet, self.facts, claimed, subject)
+        spilled = overflow.spill(self.fleet, self.facts, claimed, subject, self._scored)
         if spilled is None:
             return None
         fleet = self.fleet
@@ -440,7 +440,8 @@ class Pass:
         )
         result = overflow.result(fleet, subject, spilled, before, trigger)
         self._charge(demand, running, spilled.counts)
-        outcome = self._scored(spilled.subject, spilled.outcome)
+        outcome = spilled.outcome
+        outcome = outcome if outcome.total is not None else self._scored(spilled.subject, outcome)
         return self.record.decision(claimed, subject.strategy, outcome, result, term, stuck or {})
 
     def _charge(self, demand: FloatArray, previous: IntArray, counts: IntArray | None) -> None:

@@ -17,8 +17,9 @@ that falls short under its water-level limits is not refused whole:
 replica that overflowed stays listed until re-balancing moves it back under a limit, a
 scale-down removes it, or the cluster's own level falls back under its limit.
 
-Stateful workloads that run whole, spread constraints and Karmada's own kinds stay
-all-or-nothing (`applies`).
+Under spread constraints the clusters are selected again at the ceiling (a constraint that
+no selection meets still refuses the workload). Stateful workloads that run whole and
+Karmada's own kinds stay all-or-nothing (`applies`).
 
 Called by `schedule.engine`.
 """
@@ -26,12 +27,13 @@ Called by `schedule.engine`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from reconciler.domain import Decision, Placed, Strategy, Trigger
-from reconciler.schedule import division, facts, framework, moving
+from reconciler.schedule import division, facts, framework, moving, spread
 from reconciler.schedule.fleet import Fleet, FloatArray, IntArray, rows_of
 from reconciler.schedule.memo import Ref, Slot, ref
 from reconciler.schedule.record import Result
@@ -62,13 +64,12 @@ class Spilled:
 
 def applies(claimed: facts.Claimed) -> bool:
     """Whether a shortfall of this workload is placed in part: a workload of dro's policies
-    (or one that opts in) divided by availability, not spread and not run whole."""
+    (or one that opts in) divided by availability, and not run whole."""
     placement = claimed.placement
     return (
         claimed.extensions
         and claimed.workload.replicas is not None
         and claimed.strategy in (Strategy.DYNAMIC_WEIGHT, Strategy.AGGREGATED)
-        and not placement.spread
         and not moving.runs_whole(claimed.extensions, claimed.workload, placement)
     )
 
@@ -92,33 +93,76 @@ def ceiling(memo: facts.Facts, claimed: facts.Claimed, limit: FloatArray) -> Flo
     return found
 
 
+Score = Callable[[framework.Subject, framework.Outcome], framework.Outcome]
+"""Scores an outcome's feasible clusters (the engine's `Pass._scored`)."""
+
+
 def spill(
-    fleet: Fleet, memo: facts.Facts, claimed: facts.Claimed, subject: framework.Subject
+    fleet: Fleet,
+    memo: facts.Facts,
+    claimed: facts.Claimed,
+    subject: framework.Subject,
+    score: Score,
 ) -> Spilled | None:
     """The partial placement of a workload that the limits could not place whole (`subject`
-    as the filters saw it at its turn); None when it does not apply, or nothing fits
-    anywhere."""
+    as the filters saw it at its turn); None when it does not apply, no spread selection
+    meets its constraints, or nothing fits anywhere."""
     replicas = subject.replicas or 0
     if not applies(claimed) or replicas <= 0:
         return None
-    outcome = framework.apply_filters(fleet, subject)
-    base = np.where(outcome.feasible, subject.available, 0).astype(np.int64)
-    if int(base.sum()) >= replicas:
-        return None  # not a shortfall of room: the caller's refusal stands
+    within = framework.apply_filters(fleet, subject)
     top = ceiling(memo, claimed, subject.limit)
-    over = np.zeros(fleet.size, dtype=np.int64)
-    above = subject
+    above, outcome = subject, within
     if not np.array_equal(top, subject.limit):
         headroom, allocatable = memo.room(_scale(subject), subject.requested, top, replicas)
         above = replace(subject, limit=top, headroom=headroom, allocatable=allocatable)
         outcome = framework.apply_filters(fleet, above)
-        room = np.where(outcome.feasible, np.maximum(above.available - base, 0), 0)
+    chosen = outcome.feasible
+    if claimed.placement.spread:
+        outcome = score(above, outcome)
+        picked = _spread(fleet, above, outcome, replicas)
+        if picked is None:
+            return None
+        chosen = np.zeros(fleet.size, dtype=bool)
+        chosen[picked] = True
+    base = np.where(within.feasible & chosen, subject.available, 0).astype(np.int64)
+    if int(base.sum()) >= replicas:
+        return None  # not a shortfall of room: the caller's refusal stands
+    over = np.zeros(fleet.size, dtype=np.int64)
+    if above is not subject:
+        room = np.where(chosen, np.maximum(above.available - base, 0), 0)
         usage = subject.usage + subject.demand[:, np.newaxis] * (base - subject.previous)
         over = fill(replicas - int(base.sum()), room, usage, subject.demand, fleet, subject)
     counts = base + over
     if not counts.any():
         return None
     return Spilled(counts, over, replicas - int(counts.sum()), outcome, above)
+
+
+def _spread(
+    fleet: Fleet, subject: framework.Subject, outcome: framework.Outcome, replicas: int
+) -> IntArray | None:
+    """The clusters spread selection picks at the ceiling (as `selecting.select` orders
+    them), asked for no more replicas than they can take; None when no selection meets the
+    constraints."""
+    rows = rows_of(outcome.feasible)
+    total = outcome.total if outcome.total is not None else np.zeros(fleet.size)
+    available = subject.available
+    ordered = rows[np.lexsort((rows, -available[rows], -total[rows]))]
+    for asked in (min(replicas, int(available[rows].sum())), None):
+        picked = spread.select(
+            fleet,
+            ordered,
+            subject.placement.spread,
+            scores=total,
+            available=available,
+            replicas=asked,
+            strategy=subject.strategy,
+            karmada=False,
+        )
+        if not isinstance(picked, spread.Unspreadable):
+            return picked
+    return None
 
 
 def result(
