@@ -11,7 +11,17 @@ from hypothesis import strategies as st
 
 from reconciler import schedule
 from reconciler.branch import summary
-from reconciler.domain import Cluster, Decision, Placement, SchedulerConfig, Spec, SpreadConstraint
+from reconciler.domain import (
+    Cluster,
+    Decision,
+    MoveBudget,
+    MoveCode,
+    Placement,
+    Rebalance,
+    SchedulerConfig,
+    Spec,
+    SpreadConstraint,
+)
 from reconciler.schedule import overflow
 from tests.builders.schedule import DYNAMIC, cluster, counts, deployment, labelled, policy, spec_of
 
@@ -285,3 +295,21 @@ def test_spread_constraints_still_hold_when_placing_in_part() -> None:
         "the number of feasible clusters is less than spreadConstraint.MinGroups"
     )
     assert refused.pending == 50
+
+
+def test_over_limit_replicas_move_back_under_a_limit_when_room_appears() -> None:
+    spec = fleet_spec([80.0, 80.0], [30], [1, 1, 1, 1])
+    (first,) = schedule.place(spec)
+    assert [(p.cluster, p.replicas) for p in first.over_limit] == [("c0", 10), ("c1", 10)]
+    # c1's own load falls by 40: it is back under its limit, with room for 30 more.
+    calmer = observed(spec, [80.0, 40.0], (first,))
+    calmer = replace(
+        calmer, config=SchedulerConfig(rebalance=Rebalance(max_moves=MoveBudget(count=100)))
+    )
+    (later,) = schedule.place(calmer, {first.key: first}, now=3600.0)
+    assert counts(later) == {"c0": 5, "c1": 25}, "c0 back at its limit"
+    assert [(m.source, m.target, m.replicas, m.reason.code) for m in later.moves] == [
+        ("c0", "c1", 10, MoveCode.OVER_LIMIT)
+    ]
+    assert later.over_limit == (), "c1 is under its limit even with them"
+    assert later.pending == 0

@@ -115,6 +115,8 @@ def spill(
     above, outcome = subject, within
     if not np.array_equal(top, subject.limit):
         headroom, allocatable = memo.room(_scale(subject), subject.requested, top, replicas)
+        for row, _ in fleet.stuck(claimed.workload.key):
+            allocatable[row] = 0  # pods pend there: no overflow either (`Pass._stuck`)
         above = replace(subject, limit=top, headroom=headroom, allocatable=allocatable)
         outcome = framework.apply_filters(fleet, above)
     chosen = outcome.feasible
