@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from reconciler import schedule
 from reconciler.branch import summary
 from reconciler.domain import (
-    Cluster,
     Decision,
     MoveBudget,
     MoveCode,
@@ -241,33 +240,14 @@ def test_fill_matches_one_replica_at_a_time() -> None:
         demand = float(rng.integers(1, 5))
         room = rng.integers(0, 30, size)
         replicas = int(rng.integers(0, int(room.sum()) + 5))
-        clusters = [
-            Cluster(
-                name=f"c{i}",
-                origin=cluster("x").origin,
-                capacity=MappingProxyType({"cpu": float(capacity[i])}),
-                allocated=MappingProxyType({"cpu": float(used[i])}),
-            )
-            for i in range(size)
-        ]
-        spec = Spec(
-            source=spec_of([], [], Placement()).source,
-            config=SchedulerConfig(),
-            clusters=tuple(clusters),
-            workloads=(),
-        )
-        fleet = schedule.fleet.Fleet(clusters=spec.clusters)
-        j = fleet.resources.index("cpu")
-        usage = np.zeros((len(fleet.resources), size))
-        usage[j] = used
-        dem = np.zeros(len(fleet.resources))
-        dem[j] = demand
-        subject = type("S", (), {"requested": np.array([j])})()
-        got = overflow.fill(replicas, room, usage, dem, fleet, subject)  # type: ignore[arg-type]
+        usage = np.array([used, np.zeros(size)])  # cpu, and a resource not requested
+        capacity = np.array([capacity, np.full(size, np.inf)])
+        per = np.array([demand, 1.0])
+        got = overflow.fill(replicas, room, usage, per, capacity, np.array([0]))
         expected = np.zeros(size, dtype=np.int64)
         for _ in range(min(replicas, int(room.sum()))):
             after = [
-                (max(0.0, (used[r] + (expected[r] + 1) * demand) / capacity[r]), r)
+                (max(0.0, (used[r] + (expected[r] + 1) * demand) / capacity[0, r]), r)
                 for r in range(size)
                 if expected[r] < room[r]
             ]
@@ -313,3 +293,13 @@ def test_over_limit_replicas_move_back_under_a_limit_when_room_appears() -> None
     ]
     assert later.over_limit == (), "c1 is under its limit even with them"
     assert later.pending == 0
+
+
+def test_fill_hands_out_billions_at_once() -> None:
+    room = np.array([2**30, 2**30, 0])
+    usage = np.array([[0.0, 2.0**29, 0.0]])
+    capacity = np.array([[2.0**31, 2.0**31, 1.0]])
+    got = overflow.fill(2**30 + 6, room, usage, np.array([1.0]), capacity, np.array([0]))
+    assert int(got.sum()) == 2**30 + 6
+    # the first cluster starts 2**29 lower: it takes those first, then they alternate
+    assert got.tolist() == [2**29 + 2**28 + 3, 2**28 + 3, 0]

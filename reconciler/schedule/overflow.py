@@ -134,7 +134,9 @@ def spill(
     if above is not subject:
         room = np.where(chosen, np.maximum(above.available - base, 0), 0)
         usage = subject.usage + subject.demand[:, np.newaxis] * (base - subject.previous)
-        over = fill(replicas - int(base.sum()), room, usage, subject.demand, fleet, subject)
+        capacity = fleet.capacity_by_resource
+        left = replicas - int(base.sum())
+        over = fill(left, room, usage, subject.demand, capacity, subject.requested)
     counts = base + over
     if not counts.any():
         return None
@@ -204,18 +206,20 @@ def fill(
     room: IntArray,
     usage: FloatArray,
     demand: FloatArray,
-    fleet: Fleet,
-    subject: framework.Subject,
+    capacity: FloatArray,
+    requested: IntArray,
 ) -> IntArray:
     """Hand `replicas` out one at a time, each to the row with room whose water level after
     it is lowest (ties in name order), never more than `room` per row; in closed form.
+    `usage` and `capacity` are (resources × rows), `demand` per replica and resource, and
+    the level counts the `requested` resources with a finite, positive capacity.
 
     A row's level after k more replicas, L(k) = max over the requested resources of
     (usage + k × demand) / capacity (at least 0), never falls as k grows, so the replicas
     handed out are the `replicas` smallest of all rows' L(1..room): a bisection over float64
     finds the level t they reach, every row takes all its levels below t, and the few at t
     go in name order."""
-    result = np.zeros(fleet.size, dtype=np.int64)
+    result = np.zeros(len(room), dtype=np.int64)
     rows = rows_of(room > 0)
     if replicas <= 0 or not len(rows):
         return result
@@ -223,8 +227,7 @@ def fill(
     if int(room_rows.sum()) <= replicas:
         result[rows] = room_rows
         return result
-    capacity = fleet.capacity_by_resource[:, rows]
-    requested = subject.requested
+    capacity = capacity[:, rows]
     bounded = np.isfinite(capacity[requested]) & (capacity[requested] > 0)
     cap = np.where(bounded, capacity[requested], 1.0)
     used = np.where(bounded, usage[requested][:, rows], 0.0)
