@@ -179,6 +179,27 @@ def test_passes_over_an_unchanged_input_converge(
     assert documents(passes[-1]) == documents(passes[-2]), "a pass over its own result"
 
 
+@settings(max_examples=40, deadline=None)
+@given(used=fleets, replicas=loads, cpus=sizes, ceiling=ceilings)
+def test_pending_replicas_are_placed_once_room_appears(
+    used: list[int], replicas: list[int], cpus: list[int], ceiling: float
+) -> None:
+    background = [float(u) for u in used]
+    spec = fleet_spec(background, replicas, cpus, ceiling=ceiling)
+    first = schedule.place(spec, now=0.0)
+    # A cluster with room for every pending replica joins (as observed after the first pass).
+    roomy = cluster("new", cpu=float(sum(replicas) * 4 * 2), used=0)
+    later_spec = observed(spec, background, first)
+    later_spec = replace(later_spec, clusters=(*later_spec.clusters, roomy))
+    previous = {d.key: d for d in first}
+    later = schedule.place(later_spec, previous, now=3600.0)
+    assert all(d.pending == 0 for d in later), "every pending replica found room"
+    for before, after in zip(first, later, strict=True):
+        assert sum(p.replicas or 0 for p in after.clusters) == decision_replicas(spec, after)
+        if before.pending:
+            assert after.unschedulable is None
+
+
 def test_replicas_fill_every_limit_then_overflow_to_the_lowest_level() -> None:
     # Room under 0.85: a 5, b 15. 40 replicas: 20 within the limits, 20 overflow, a and b
     # both at 0.85 after the fill, so the overflow alternates and splits evenly.
