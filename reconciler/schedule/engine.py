@@ -101,6 +101,9 @@ class Pass:
         self.fresh_targets: dict[ResourceKey, tuple[IntArray, str]] = {}
         """Workload key → (its Fresh division, the requestedAt it serves), for requests that
         re-balancing carries out under the churn budget."""
+        self.nowhere: dict[tuple[int, bytes, str | None, int], int] = {}
+        """Re-balancing: (placement, demand, term, data row) → the `clock` at which a replica
+        of such a workload found no destination (none appears until the ledger changes)."""
         self.lane = express.Lane(fleet, self.facts, previous, self.changed, diagnose=diagnose)
 
     def _adapted(self, key: ResourceKey) -> dict[str, float]:

@@ -23,9 +23,8 @@ Karmada-exact primitive, and this step only moves replicas that a decision alrea
   level exceeds the filling cluster's after the move by the threshold, never farther from a
   workload's data (filling is optional). It stays Filling while a pass moves replicas into it
   (`still_filling`); then it is ordinary: nothing moves only to even out the others.
-- Budget: `rebalance.maxMovesPerPass` of all movable replicas; a policy's own
-  `rebalance.maxMovesPerPass` of its workloads' replicas lowers it for them.
-- Cooldown: a workload does not move off a cluster it moved onto within `rebalance.cooldown`.
+- Budget: `rebalance.maxMovesPerPass` of all movable replicas (a policy's own lowers it for
+  its workloads). Cooldown: nothing moves off a cluster it moved onto within the cooldown.
 - A move keeps the old copies running (`retiring`, rendered beside the target) until a pass
   observes the new copies Healthy (`engine.Pass.decide`); a workload with a move in flight does
   not move again. Only copies that ran before this pass retire: replicas this pass placed (a
@@ -182,8 +181,7 @@ def _budget(ledger: engine.Pass, holdings: Sequence[_Holding]) -> _Budget:
 
 
 def _level(ledger: engine.Pass) -> FloatArray:
-    """(resources × clusters) water level of the ledger: 0 where capacity is unbounded, 1 where
-    the cluster has none of the resource."""
+    """(resources × clusters) ledger levels: 0 for unbounded capacity, 1 for none at all."""
     capacity = ledger.fleet.capacity_by_resource
     with np.errstate(divide="ignore", invalid="ignore"):
         level: FloatArray = np.where(capacity > 0, ledger.usage / capacity, 1.0)
@@ -249,7 +247,9 @@ def _move_off(
         return 0
     need, resource, reason = _need(ledger, holding, source, draining, demand)
     wanted = min(holding.counts.get(source, 0), need, budget.allowed(claimed))
-    if wanted <= 0 or reason is None:
+    data = ledger.facts.data_row(claimed.workload.key)
+    nowhere = (id(claimed.placement), demand.tobytes(), holding.term, id(data))  # alike
+    if wanted <= 0 or reason is None or ledger.nowhere.get(nowhere) == ledger.clock:
         return 0
     subject = ledger.facts.newcomer(claimed, demand, scale, node_fit, holding.term)
     feasible = express.feasible(ledger.fleet, subject)
@@ -258,10 +258,10 @@ def _move_off(
     capacity = ledger.fleet.capacity_by_resource[resource]
     rows = rows_of(feasible & (allocatable > 0) & (capacity > 0))
     if not len(rows):
+        ledger.nowhere[nowhere] = ledger.clock
         return 0
     level_before = float(ledger.usage[resource, source] / capacity[source])
     after_one = (ledger.usage[resource, rows] + demand[resource]) / capacity[rows]
-    data = ledger.facts.data_row(claimed.workload.key)
     distance = data.bytes_per_day[rows] if data is not None else np.zeros(len(rows))
     moved = 0
     for row in rows[np.lexsort((rows, after_one, distance))].tolist():
