@@ -243,13 +243,13 @@ def _move_off(
 ) -> int:
     """Move what this workload should move off `source`; returns the replicas moved."""
     claimed = holding.claimed
-    if _cooling(ledger, holding, source):
+    data = ledger.facts.data_row(claimed.workload.key)
+    nowhere = (id(claimed.placement), demand.tobytes(), holding.term, id(data))  # alike
+    if _cooling(ledger, holding, source) or ledger.nowhere.get(nowhere) == ledger.clock:
         return 0
     need, resource, reason = _need(ledger, holding, source, draining, demand)
     wanted = min(holding.counts.get(source, 0), need, budget.allowed(claimed))
-    data = ledger.facts.data_row(claimed.workload.key)
-    nowhere = (id(claimed.placement), demand.tobytes(), holding.term, id(data))  # alike
-    if wanted <= 0 or reason is None or ledger.nowhere.get(nowhere) == ledger.clock:
+    if wanted <= 0 or reason is None:
         return 0
     subject = ledger.facts.newcomer(claimed, demand, scale, node_fit, holding.term)
     feasible = express.feasible(ledger.fleet, subject)
