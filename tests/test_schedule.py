@@ -335,7 +335,9 @@ def test_place_never_uses_rejected_clusters_and_ignores_order(
     for verdict in decision.diagnosis.verdicts:
         assert all(0.0 <= s <= framework.SCORE_MAX for s in verdict.scores.values())
     if decision.clusters and division != "Duplicated":
-        assert sum(p.replicas or 0 for p in decision.clusters) == replicas
+        placed = sum(p.replicas or 0 for p in decision.clusters)
+        assert placed == replicas - decision.pending, "what does not fit is pending"
+        assert (decision.pending > 0) == (decision.unschedulable is not None)
     if not allowed:
         assert decision.unschedulable is not None
 

@@ -101,6 +101,8 @@ class Pass:
         self.fresh_targets: dict[ResourceKey, tuple[IntArray, str]] = {}
         """Workload key → (its Fresh division, the requestedAt it serves), for requests that
         re-balancing carries out under the churn budget."""
+        self.full: dict[express.RefusalKey, int] = {}
+        """A newcomer of these alike ones fit nowhere, even past its limits, at this `clock`."""
         self.nowhere: dict[tuple[int, bytes, str | None, int], int] = {}
         """Re-balancing: (placement, demand, term, data row) → the `clock` at which a replica
         of such a workload found no destination (none appears until the ledger changes)."""
@@ -216,6 +218,8 @@ class Pass:
         spilled = self._spilled(claimed, subject, before, lost, running, demand, stuck, term_name)
         if spilled is not None:
             return spilled
+        if not some(subject.holders):  # alike newcomers find no room either, until it changes
+            self.full[express.RefusalKey.of(claimed, demand)] = self.clock
         return self._unschedulable(
             claimed, subject.strategy, outcome, failure, before, running, demand
         )
@@ -227,7 +231,8 @@ class Pass:
         when the lane leaves it to the full path."""
         answer = self.lane.look(claimed, demand, scale, node_fit, clock=self.clock)
         if isinstance(answer, express.Refusal):
-            if overflow.applies(claimed):
+            key = express.RefusalKey.of(claimed, demand)
+            if overflow.applies(claimed) and self.full.get(key) != self.clock:
                 return None  # the full path places what fits (`overflow`)
             return self.refuse(claimed, answer.strategy, None, answer.message, demand)
         if answer is None:
