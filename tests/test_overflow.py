@@ -96,7 +96,9 @@ def test_nothing_pends_while_a_candidate_has_room_under_its_ceiling(
     used: list[int], replicas: list[int], cpus: list[int], ceiling: float
 ) -> None:
     spec = fleet_spec([float(u) for u in used], replicas, cpus, ceiling=ceiling)
-    decisions = schedule.place(spec)
+    # no re-balancing: a move off a hot cluster could free room after a workload's turn
+    still = SchedulerConfig(rebalance=Rebalance(max_moves=MoveBudget(count=0)))
+    decisions = schedule.place(replace(spec, config=still))
     placed = cpu_placed(spec, decisions)
     per = dict(zip((w.key for w in spec.workloads), cpus, strict=False))
     for decision in decisions:
