@@ -6,6 +6,7 @@ from dataclasses import replace
 from types import MappingProxyType
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -253,8 +254,13 @@ def test_a_ceiling_below_the_limit_is_the_limit() -> None:
     assert decision.pending == 5
 
 
-def test_fill_matches_one_replica_at_a_time() -> None:
-    """The closed form against the rule it states, on random rooms and levels."""
+@pytest.mark.parametrize("one_by_one", [overflow.ONE_BY_ONE, 0])
+def test_fill_matches_one_replica_at_a_time(
+    one_by_one: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both ways `fill` works (one by one for small counts, else by bisection) against the
+    rule it states, on random rooms and levels."""
+    monkeypatch.setattr(overflow, "ONE_BY_ONE", one_by_one)
     rng = np.random.default_rng(7)
     for _ in range(200):
         size = int(rng.integers(1, 8))

@@ -215,7 +215,9 @@ class Pass:
         assert outcome is not None
         assert subject is not None
         term_name = names[terms[-1]] if terms[-1] is not None else None
-        spilled = self._spilled(claimed, subject, before, lost, running, demand, stuck, term_name)
+        spilled = self._spilled(
+            claimed, subject, outcome, before, lost, running, demand, stuck, term_name
+        )
         if spilled is not None:
             return spilled
         if not some(subject.holders):  # alike newcomers find no room either, until it changes
@@ -388,7 +390,7 @@ class Pass:
         outcome = self._scored(subject, outcome)
         result = self._select(subject, outcome, tiers, trigger)
         if isinstance(result, Refused):
-            spilled = self._spilled(claimed, subject, before, [], subject.previous, demand)
+            spilled = self._spilled(claimed, subject, outcome, before, [], subject.previous, demand)
             if spilled is not None:
                 return spilled
             return self._unschedulable(
@@ -425,6 +427,7 @@ class Pass:
         self,
         claimed: facts.Claimed,
         subject: framework.Subject,
+        within: framework.Outcome,
         before: Decision | None,
         lost: list[str],
         running: IntArray,
@@ -435,7 +438,7 @@ class Pass:
         """A shortfall under the limits placed in part (`overflow.spill`): every candidate
         filled to its limit, the rest overflowed up to the ceiling, what fits nowhere
         pending; None when that does not apply or nothing fits."""
-        spilled = overflow.spill(self.fleet, self.facts, claimed, subject, self._scored)
+        spilled = overflow.spill(self.fleet, self.facts, claimed, subject, within, self._scored)
         if spilled is None:
             return None
         fleet = self.fleet

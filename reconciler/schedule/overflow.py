@@ -102,15 +102,15 @@ def spill(
     memo: facts.Facts,
     claimed: facts.Claimed,
     subject: framework.Subject,
+    within: framework.Outcome,
     score: Score,
 ) -> Spilled | None:
     """The partial placement of a workload that the limits could not place whole (`subject`
-    as the filters saw it at its turn); None when it does not apply, no spread selection
-    meets its constraints, or nothing fits anywhere."""
+    as the filters saw it at its turn, `within` their outcome); None when it does not apply,
+    no spread selection meets its constraints, or nothing fits anywhere."""
     replicas = subject.replicas or 0
     if not applies(claimed) or replicas <= 0:
         return None
-    within = framework.apply_filters(fleet, subject)
     top = ceiling(memo, claimed, subject.limit)
     above, outcome = subject, within
     if not np.array_equal(top, subject.limit):
@@ -255,7 +255,8 @@ def fill(
             count = (count + grow - shrink).astype(np.int64)
 
     if replicas <= ONE_BY_ONE:
-        return _one_by_one(replicas, rows, room_rows, level, result)
+        result[rows] = _one_by_one(replicas, room_rows, used, per, cap)
+        return result
     low = -1  # float64 bits below every level (levels are at least 0)
     high = int(np.float64(float(level(room_rows).max())).view(np.int64))
     while high - low > 1:
@@ -278,27 +279,23 @@ each), which is quicker than its bisection's 64 rounds over every row."""
 
 
 def _one_by_one(
-    replicas: int,
-    rows: IntArray,
-    room: IntArray,
-    level: Callable[[IntArray], FloatArray],
-    result: IntArray,
+    replicas: int, room: IntArray, used: FloatArray, per: FloatArray, cap: FloatArray
 ) -> IntArray:
     """`fill`'s rule as stated: each replica to the row whose level after it is lowest, the
-    first in name order among equals (`argmin`); levels come from the same `level`."""
-    taken = np.zeros(len(rows), dtype=np.int64)
-    upcoming = level(taken + 1)
+    first in name order among equals (`argmin`); a row's level is worked out as `fill`'s
+    `level` does, float for float."""
+    taken = np.zeros(len(room), dtype=np.int64)
+    upcoming: FloatArray = np.max((used + per) / cap, axis=0, initial=0.0)
+    step = per[:, 0]
     for _ in range(replicas):
         row = int(np.argmin(upcoming))
         taken[row] += 1
         if taken[row] < room[row]:
-            one = np.zeros(len(rows), dtype=np.int64)
-            one[row] = taken[row] + 1
-            upcoming[row] = level(one)[row]
+            after = (used[:, row] + (taken[row] + 1) * step) / cap[:, row]
+            upcoming[row] = np.max(after, initial=0.0)
         else:
             upcoming[row] = np.inf
-    result[rows] = taken
-    return result
+    return taken
 
 
 def _float(bits: int) -> float:
