@@ -415,6 +415,52 @@ CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
         "1.5 is greater than the maximum",
     ),
     (
+        "dro-yaml-ceiling-below-limit",
+        {"dro.yaml": DRO_YAML + "  waterLevelLimit: {cpu: 0.9}\n  waterLevelCeiling: {cpu: 0.8}\n"},
+        "dro.yaml",
+        7,
+        "waterLevelCeiling 0.8 is below the water-level limit 0.9 (cpu)",
+    ),
+    (
+        "dro-yaml-ceiling-zero",
+        {"dro.yaml": DRO_YAML + "  waterLevelCeiling: {cpu: 0}\n"},
+        "dro.yaml",
+        6,
+        "less than or equal to the minimum",
+    ),
+    (
+        "rpp-ceiling-below-limit",
+        {
+            P: RPP.format(name="p") + "  resourceSelector: {apiVersion: v1, kind: ConfigMap}\n"
+            "  placement:\n    waterLevelLimit: {cpu: 0.7}\n"
+            "    waterLevelCeiling: {cpu: 0.6}\n"
+        },
+        P,
+        9,
+        "waterLevelCeiling 0.6 is below the water-level limit 0.7 (cpu)",
+    ),
+    (
+        "rpp-limit-above-dro-yaml-ceiling",
+        {
+            "dro.yaml": DRO_YAML + "  waterLevelCeiling: {cpu: 0.9}\n",
+            P: RPP.format(name="p") + "  resourceSelector: {apiVersion: v1, kind: ConfigMap}\n"
+            "  placement:\n    waterLevelLimit: {cpu: 0.95}\n",
+        },
+        P,
+        8,
+        "waterLevelCeiling 0.9 is below the water-level limit 0.95 (cpu)",
+    ),
+    (
+        "rpp-overflow-unknown",
+        {
+            P: RPP.format(name="p") + "  resourceSelector: {apiVersion: v1, kind: ConfigMap}\n"
+            "  placement:\n    overflow: Sometimes\n"
+        },
+        P,
+        8,
+        "'Sometimes' is not one of 'Always', 'Never'",
+    ),
+    (
         "dro-yaml-two-documents",
         {"dro.yaml": DRO_YAML + "  pluginWeights: {Balance: 1}\n---\n" + DRO_YAML},
         "dro.yaml",

@@ -213,3 +213,17 @@ def test_a_stateful_move_names_its_phase() -> None:
     subject, body = subject_and_body(compose(before, after))
     assert subject == "move shop/statefulset/db us-east-1 → eu-west-1, Provisioning"
     assert f"why: {drained.text}" in body
+
+
+def test_a_partial_placement_names_its_pending_replicas() -> None:
+    short = "Clusters available replicas 50 are not enough to schedule."
+    partial = replace(
+        decision("big", {"a": 20, "b": 30}, unschedulable=short),
+        pending=30,
+        over_limit=(Placed("a", 15),),
+    )
+    subject, body = subject_and_body(compose([], [partial]))
+    assert "- place shop/big on a, b, 30 pending" in body
+    roomier = replace(partial, clusters=(Placed("a", 20), Placed("b", 50)), pending=10)
+    subject, _ = subject_and_body(compose([partial], [roomier]))
+    assert subject == "place shop/big on a, b, 10 pending"

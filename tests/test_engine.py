@@ -38,11 +38,14 @@ def test_a_pass_never_overcommits_a_cluster() -> None:
     # Each cluster has room for 8 one-cpu replicas under the 0.85 limit (85 - 77).
     clusters = [cluster("a", used=77), cluster("b", used=77)]
     workloads = [deployment(f"w{i}", 6) for i in range(4)]
-    decisions = schedule.place(spec_of(clusters, workloads, Placement(replicas=DYNAMIC)))
+    hard = Placement(replicas=DYNAMIC, overflow="Never")
+    decisions = schedule.place(spec_of(clusters, workloads, hard))
     placed = [counts(d) for d in decisions]
     assert placed[:2] == [{"a": 3, "b": 3}, {"a": 3, "b": 3}]
     assert all(d.unschedulable for d in decisions[2:])
-    assert decisions[2].clusters == ()
+    assert placed[2] == {"a": 2, "b": 2}, "a hard limit: the third takes what is left"
+    assert (decisions[2].pending, decisions[3].pending) == (2, 6)
+    assert decisions[3].clusters == ()
     for name in "ab":
         assert sum(p.get(name) or 0 for p in placed) <= 8
 
@@ -50,7 +53,7 @@ def test_a_pass_never_overcommits_a_cluster() -> None:
 def test_own_previous_replicas_are_added_back() -> None:
     # The cluster is full, but the replicas filling it are this workload's own.
     clusters = [cluster("a", used=85)]
-    spec = spec_of(clusters, [deployment("w", 5)], Placement(replicas=DYNAMIC))
+    spec = spec_of(clusters, [deployment("w", 5)], Placement(replicas=DYNAMIC, overflow="Never"))
     (first,) = schedule.place(spec)
     assert first.unschedulable is not None
     previous = Decision(
@@ -63,6 +66,7 @@ def test_own_previous_replicas_are_added_back() -> None:
     (scaled,) = schedule.place(spec, {first.key: previous})
     assert scaled.unschedulable is not None
     assert counts(scaled) == {"a": 4}, "a capacity shortage keeps the running copies"
+    assert scaled.pending == 1
 
 
 def test_steady_state_keeps_the_previous_division() -> None:

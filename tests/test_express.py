@@ -53,6 +53,7 @@ def placements(draw: st.DrawFn) -> tuple[Placement, bool]:
     division = draw(st.sampled_from(DIVISIONS))
     limit = draw(st.sampled_from([None, 0.5, 0.85, 1.0]))
     spread = draw(st.sampled_from([(), (SpreadConstraint(by="region", min_groups=1),)]))
+    ceiling = draw(st.sampled_from([None, 0.9, 1.0]))  # overflow past the limit up to it
     placement = Placement(
         targets=region_targets(draw(st.sampled_from([(), ("eu",), ("eu", "us"), ("us", "ap")]))),
         replicas=ReplicaScheduling(
@@ -61,6 +62,8 @@ def placements(draw: st.DrawFn) -> tuple[Placement, bool]:
             static_weights=((ClusterAffinity(names=("c0", "c1")), 2),),
         ),
         water_level_limit=MappingProxyType({} if limit is None else {"cpu": limit}),
+        water_level_ceiling=MappingProxyType({} if ceiling is None else {"cpu": ceiling}),
+        overflow=draw(st.sampled_from(["Always", "Never"])),
         spread=spread,
     )
     return placement, draw(st.booleans())
@@ -119,6 +122,11 @@ def test_the_express_lane_decides_as_the_filters_do(
     # The next pass, on changed load, cordons and taints: steady divisions and re-placements.
     previous = {d.key: d for d in fast}
     changed = replace(spec, clusters=tuple(shifted(c, i) for i, c in enumerate(spec.clusters)))
+    fast = schedule.place(changed, previous, diagnose=False)
+    full = schedule.place(changed, previous, diagnose=True)
+    assert without_verdicts(fast) == without_verdicts(full)
+    # Once more on the same input: pending replicas are tried again, over-limit ones carried.
+    previous = {d.key: d for d in fast}
     fast = schedule.place(changed, previous, diagnose=False)
     full = schedule.place(changed, previous, diagnose=True)
     assert without_verdicts(fast) == without_verdicts(full)
@@ -188,7 +196,9 @@ def test_a_workload_scaled_to_zero_still_keeps_off_clusters_above_the_limit() ->
 
 
 def test_a_refusal_is_worded_anew_once_the_usage_it_read_has_changed() -> None:
-    dynamic = Placement(replicas=ReplicaScheduling(type="Divided", division="DynamicWeight"))
+    dynamic = Placement(
+        replicas=ReplicaScheduling(type="Divided", division="DynamicWeight"), overflow="Never"
+    )
     spec = Spec(
         source=Source(files=()),
         config=SchedulerConfig(),

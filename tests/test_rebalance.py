@@ -282,7 +282,7 @@ def test_requested_at_redivides_fresh_under_the_budget() -> None:
     )
 
 
-def test_an_unschedulable_scale_up_keeps_the_copies_and_the_cooldown() -> None:
+def test_a_partial_scale_up_keeps_the_copies_and_the_cooldown() -> None:
     hot, first = two_clusters(used_a=90)
     spec = with_rebalance(hot, max_moves=MoveBudget(count=100))
     (moved,) = schedule.place(spec, {first.key: first}, now=HOUR)
@@ -290,7 +290,8 @@ def test_an_unschedulable_scale_up_keeps_the_copies_and_the_cooldown() -> None:
     huge = replace(spec, workloads=(deployment("w", 500),))
     (stuck,) = schedule.place(huge, {moved.key: moved}, now=HOUR + 60)
     assert stuck.unschedulable
-    assert counts(stuck) == counts(moved), "capacity is short: the running copies stay"
+    assert counts(stuck)["b"] >= counts(moved)["b"], "capacity is short: the running copies stay"
+    assert stuck.pending == 500 - sum(n or 0 for n in counts(stuck).values()) > 0
     assert stuck.retiring == (), "the move completes: its old copies go"
     assert stuck.moves == moved.moves, "the cooldown still knows the move"
 

@@ -255,8 +255,11 @@ def test_unschedulable_message_names_every_filter() -> None:
         cluster("hot2", used=95),
         replace(cluster("small"), largest_node_free=big),
     ]
-    placement = Placement(replicas=ReplicaScheduling(type="Divided", division="DynamicWeight"))
+    placement = Placement(
+        replicas=ReplicaScheduling(type="Divided", division="DynamicWeight"), overflow="Never"
+    )
     (decision,) = schedule.place(spec_of(clusters, [deployment("w", 2, cpu="8")], placement))
+    assert decision.pending == 2, "a hard limit: nothing fits, both replicas are pending"
     assert decision.unschedulable == (
         "0/6 clusters are available: 3 untolerated taint, "
         "2 water level above 0.85 (cpu), 1 no node fits 8 cpu"
@@ -332,7 +335,9 @@ def test_place_never_uses_rejected_clusters_and_ignores_order(
     for verdict in decision.diagnosis.verdicts:
         assert all(0.0 <= s <= framework.SCORE_MAX for s in verdict.scores.values())
     if decision.clusters and division != "Duplicated":
-        assert sum(p.replicas or 0 for p in decision.clusters) == replicas
+        placed = sum(p.replicas or 0 for p in decision.clusters)
+        assert placed == replicas - decision.pending, "what does not fit is pending"
+        assert (decision.pending > 0) == (decision.unschedulable is not None)
     if not allowed:
         assert decision.unschedulable is not None
 

@@ -41,6 +41,12 @@ class WorkloadChange:
     """Replicas that leave one cluster for another (the smaller of removed and added)."""
     unschedulable_before: str | None = None
     unschedulable_after: str | None = None
+    pending_before: int = 0
+    """Replicas that fit nowhere on the base side (a partial placement)."""
+    pending_after: int = 0
+    over_limit_before: Mapping[str, int] = field(default_factory=dict)
+    """Cluster → replicas past the water-level limit (within the ceiling), base side."""
+    over_limit_after: Mapping[str, int] = field(default_factory=dict)
     policy_before: str | None = None
     policy_after: str | None = None
     triggers: tuple[str, ...] = ()
@@ -134,8 +140,12 @@ def _workload(
     unschedulable = (_unschedulable(before), _unschedulable(after))
     policies = (_policy(before), _policy(after))
     moves = (_move(before), _move(after))
+    pending = (before.pending if before else 0, after.pending if after else 0)
+    over = (_over_limit(before), _over_limit(after))
     if (
-        placed_before == placed_after
+        pending[0] == pending[1]
+        and over[0] == over[1]
+        and placed_before == placed_after
         and divided[0] == divided[1]
         and retiring_before == retiring_after
         and moves[0] == moves[1]
@@ -156,6 +166,10 @@ def _workload(
         moved=_moved(placed_before, placed_after),
         unschedulable_before=unschedulable[0],
         unschedulable_after=unschedulable[1],
+        pending_before=pending[0],
+        pending_after=pending[1],
+        over_limit_before=over[0],
+        over_limit_after=over[1],
         policy_before=policies[0],
         policy_after=policies[1],
         triggers=_triggers(before, after, policies, gone),
@@ -163,6 +177,11 @@ def _workload(
         moves=_new_moves(before, after),
         status="added" if before is None else "removed" if after is None else "changed",
     )
+
+
+def _over_limit(decision: Decision | None) -> dict[str, int]:
+    """Cluster → the replicas past the water-level limit there."""
+    return {p.cluster: p.replicas or 0 for p in decision.over_limit} if decision else {}
 
 
 def _targets(decision: Decision | None) -> dict[str, int | None]:

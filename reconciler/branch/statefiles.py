@@ -157,6 +157,13 @@ def checked_decision(document: Any) -> Decision:
             _text(item, field, where)
         _count(item, "replicas", where)
         _time(item, "at", where)
+    for index, entry in enumerate(_list(status, "overLimit")):
+        where = f"/status/overLimit/{index}"
+        item = _mapping(entry, where)
+        _text(item, "cluster", where)
+        _count(item, "replicas", where, minimum=0)
+    if status.get("pending") is not None:
+        _count(status, "pending", "/status", minimum=0)
     for field in ("unschedulable", "placementDigest", "affinityTerm"):
         _optional_text(status, field, "/status")
     if status.get("rebalanceServed") is not None:

@@ -30,7 +30,8 @@ from reconciler.kube import quantity
 
 
 def decision_entry(decision: Decision) -> dict[str, Any]:
-    """One decision as pinned: resource, policy (null for the default), clusters, unschedulable.
+    """One decision as pinned: resource, policy (null for the default), clusters, unschedulable
+    (and `overLimit`, `pending` when a partial placement has them).
 
     A cluster's `replicas` is the division's count (what the next pass divides from, summing
     to the workload's replicas); where an override of `spec.replicas` makes the cluster run
@@ -52,7 +53,21 @@ def decision_entry(decision: Decision) -> dict[str, Any]:
             for p in sorted(decision.clusters, key=lambda p: p.cluster)
         ],
         "unschedulable": decision.unschedulable,
+        **_shortfall(decision),
     }
+
+
+def _shortfall(decision: Decision) -> dict[str, Any]:
+    """`overLimit` (replicas past a water-level limit, per cluster) and `pending` (replicas
+    that fit nowhere), each only when there are any."""
+    found: dict[str, Any] = {}
+    if decision.over_limit:
+        found["overLimit"] = [
+            {"cluster": p.cluster, "replicas": p.replicas} for p in decision.over_limit
+        ]
+    if decision.pending:
+        found["pending"] = decision.pending
+    return found
 
 
 def _with_effective(entry: dict[str, Any], decision: Decision) -> dict[str, Any]:
@@ -189,6 +204,10 @@ def decision_from_document(document: Mapping[str, Any]) -> Decision:
             for m in status.get("moves") or ()
         ),
         rebalance_served=status.get("rebalanceServed"),
+        over_limit=tuple(
+            Placed(str(o["cluster"]), int(o["replicas"])) for o in status.get("overLimit") or ()
+        ),
+        pending=int(status.get("pending") or 0),
         effective={
             str(entry["name"]): int(entry["effectiveReplicas"])
             for entry in (*(status.get("clusters") or ()), *(status.get("retiring") or ()))
@@ -273,6 +292,11 @@ def _retiring_label(placed: Placed) -> str:
     return f"{shown}, {placed.phase}"
 
 
+def _pending(decision: Decision) -> str:
+    """` (3 pending)` for a partial placement, else nothing."""
+    return f" ({decision.pending} pending)" if decision.pending else ""
+
+
 def readme(spec: Spec, decisions: Sequence[Decision]) -> str:
     """The generated README of the output branch: placements, unschedulable, water levels."""
     names = [c.name for c in spec.clusters]
@@ -292,7 +316,14 @@ def readme(spec: Spec, decisions: Sequence[Decision]) -> str:
     blocked = [d for d in ordered if d.unschedulable]
     if blocked:
         lines += ["", "## Unschedulable", ""]
-        lines += [f"- `{d.key}`: {d.unschedulable}" for d in blocked]
+        lines += [f"- `{d.key}`: {d.unschedulable}{_pending(d)}" for d in blocked]
+    overflowed = [d for d in ordered if d.over_limit]
+    if overflowed:
+        lines += ["", "## Over the water-level limit (within the ceiling)", ""]
+        lines += [
+            f"- `{d.key}`: " + ", ".join(f"{p.cluster} {p.replicas}" for p in d.over_limit)
+            for d in overflowed
+        ]
     lines += [
         "",
         "## Water levels (declared)",

@@ -327,6 +327,17 @@ def explanation(decision: Decision) -> list[object]:
     ]
     if decision.unschedulable:
         lines.append(f"[red]unschedulable:[/red] {decision.unschedulable}")
+    if decision.pending:
+        lines.append(
+            f"[red]pending:[/red] {decision.pending} replica(s) fit nowhere; "
+            "placed when room appears"
+        )
+    if decision.over_limit:
+        over = ", ".join(f"{p.cluster} {p.replicas}" for p in decision.over_limit)
+        lines.append(
+            f"[yellow]over limit:[/yellow] {over} (past the water-level limit, within the "
+            "ceiling; moved back under a limit when room appears)"
+        )
     for move in decision.moves:
         lines.append(
             f"moved {move.replicas} replica(s) {move.source} → {move.target} at {move.at}: "

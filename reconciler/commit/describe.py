@@ -112,6 +112,9 @@ def _phrase(change: comparison.WorkloadChange, *, compact: bool = False) -> str:
     name = label(change.workload)
     if change.status == "removed":
         return f"remove {name}"
+    if change.pending_after and change.after and change.pending_after != change.pending_before:
+        pending = change.pending_after  # a partial placement: what fits runs
+        return f"place {name} on {_clusters(change.after, compact)}, {pending} pending"
     if change.schedulability == "unschedulable":
         return f"{name} became unschedulable"
     if change.status == "added" and change.unschedulable_after:

@@ -118,6 +118,12 @@ class Decision:
     `spec.replicas` makes that differ from the count rendered there (`rendered`): the
     replicas that run, and that the water level is charged for (`reconciler.render.overridden`).
     The counts in `clusters` stay the division's."""
+    over_limit: tuple[Placed, ...] = ()
+    """Replicas of `clusters` that overflowed past a water-level limit (up to the ceiling),
+    per cluster, sorted by name: re-balancing moves them back under a limit first."""
+    pending: int = 0
+    """Desired replicas that fit nowhere (a partial placement of dro's policies); the
+    `unschedulable` message says why, and a later pass places them when room appears."""
 
     def rendered(self) -> tuple[Placed, ...]:
         """The replicas to render per cluster: the target plus what is still retiring."""

@@ -200,6 +200,11 @@ class Placement:
     replicas: ReplicaScheduling = ReplicaScheduling()
     spread: tuple[SpreadConstraint, ...] = ()
     water_level_limit: Mapping[str, float] = field(default_factory=empty)
+    water_level_ceiling: Mapping[str, float] = field(default_factory=empty)
+    """`waterLevelCeiling`: per resource, the water level up to which replicas that fit under
+    no limit overflow (dro.yaml's, else 1.0)."""
+    overflow: Literal["Always", "Never"] = "Always"
+    """`overflow`: Never keeps the water-level limit hard (no overflow to the ceiling)."""
     preferred: tuple[tuple[ClusterAffinity, int], ...] = ()
     """Soft preference terms (weight 1..100); matching clusters score higher."""
     digest: str = ""

@@ -34,6 +34,7 @@ class TriggerCode(enum.StrEnum):
     FAILOVER = "failover"
     NOT_CANDIDATE = "not-candidate"
     PENDING = "pending"
+    PARTIAL = "partial"
     AFFINITY_FAILED = "affinity-failed"
     UNSCHEDULABLE = "unschedulable"
     SET_ASIDE = "set-aside"
@@ -55,6 +56,7 @@ _TRIGGER_PROSE: Mapping[TriggerCode, str] = {
     TriggerCode.FAILOVER: "failover after {}",
     TriggerCode.NOT_CANDIDATE: "cluster {} is no longer a candidate",
     TriggerCode.PENDING: "pods pending over {}",
+    TriggerCode.PARTIAL: "{} replicas pending: placed again when room appears",
     TriggerCode.AFFINITY_FAILED: "an affinity term failed",
     TriggerCode.UNSCHEDULABLE: "unschedulable",
     TriggerCode.SET_ASIDE: "previous decision set aside ({}): divided again by its policy",
@@ -99,6 +101,7 @@ class MoveCode(enum.StrEnum):
     FILLING = "filling"
     FAILOVER = "failover"
     PENDING = "pending"
+    OVER_LIMIT = "over-limit"
     REQUESTED = "requested"
     OTHER = "other"
     """A reason read back that no code renders (its detail is the whole text)."""
@@ -110,6 +113,7 @@ _MOVE_PROSE: Mapping[MoveCode, str] = {
     MoveCode.FILLING: "filling {}",
     MoveCode.FAILOVER: "failover after {}",
     MoveCode.PENDING: "pods pending over {}",
+    MoveCode.OVER_LIMIT: "over limit: {}",
     MoveCode.REQUESTED: "rebalance requested",
     MoveCode.OTHER: "{}",
 }

@@ -92,6 +92,8 @@ class SchedulerConfig:
     water_level_limit: Mapping[str, float] = field(
         default_factory=lambda: MappingProxyType({"cpu": 0.85, "memory": 0.85})
     )
+    water_level_ceiling: Mapping[str, float] = field(default_factory=empty)
+    """`waterLevelCeiling` per resource (1.0 where unset): how far overflow may fill."""
     default_placement: Placement = field(default_factory=Placement)
     plugin_weights: Mapping[str, float] = field(default_factory=empty)
     scoring: Scoring = Scoring()

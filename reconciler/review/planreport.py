@@ -186,11 +186,27 @@ def _workload_block(change: comparison.WorkloadChange) -> str:
             f"Stateful move: {change.move_after} (make-before-break: the old copy serves until "
             "the new one is Healthy and its data in sync)  "
         )
+    lines += _shortfall(change)
     if len(change.triggers) == 1:
         lines.append(f"Why: {_escape(change.triggers[0])}")
     elif change.triggers:
         lines += ["Why:", "", *(f"- {_escape(t)}" for t in change.triggers)]
     return "\n".join([*lines, "", "</details>", ""]) + "\n"
+
+
+def _shortfall(change: comparison.WorkloadChange) -> list[str]:
+    """The lines on replicas pending and past the water-level limit, where either side has
+    any."""
+    lines = []
+    if change.pending_before or change.pending_after:
+        lines.append(f"Pending: {change.pending_before} → {change.pending_after}  ")
+    if change.over_limit_before or change.over_limit_after:
+        sides = [
+            ", ".join(f"{c} {n}" for c, n in sorted(side.items())) or "none"
+            for side in (change.over_limit_before, change.over_limit_after)
+        ]
+        lines.append(f"Over the water-level limit: {sides[0]} → {sides[1]}  ")
+    return lines
 
 
 def _headline(change: comparison.WorkloadChange) -> str:
@@ -356,6 +372,10 @@ def _workload(change: comparison.WorkloadChange) -> dict[str, Any]:
         "moved": change.moved,
         "unschedulableBefore": change.unschedulable_before,
         "unschedulableAfter": change.unschedulable_after,
+        "pendingBefore": change.pending_before,
+        "pendingAfter": change.pending_after,
+        "overLimitBefore": dict(change.over_limit_before),
+        "overLimitAfter": dict(change.over_limit_after),
         "policyBefore": change.policy_before,
         "policyAfter": change.policy_after,
         "why": change.why,

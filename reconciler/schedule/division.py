@@ -18,7 +18,8 @@ by name, in reverse name order when the FNV-1a-32 hash of the template's UID is 
 `divide` is the same algorithm on arrays indexed by cluster row (rows in name order); the
 scheduler calls it so that a pass never builds a per-cluster dict. `assign` is a thin wrapper.
 
-Called by `schedule`, `schedule.facts`, `schedule.selecting` and `schedule.steering`.
+Called by `schedule`, `schedule.facts`, `schedule.overflow`, `schedule.selecting` and
+`schedule.steering`.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from reconciler.schedule import (
     facts,
     framework,
     moving,
+    overflow,
     record,
     runs,
     selecting,
@@ -100,6 +101,11 @@ class Pass:
         self.fresh_targets: dict[ResourceKey, tuple[IntArray, str]] = {}
         """Workload key → (its Fresh division, the requestedAt it serves), for requests that
         re-balancing carries out under the churn budget."""
+        self.full: dict[express.RefusalKey, int] = {}
+        """A newcomer of these alike ones fit nowhere, even past its limits, at this `clock`."""
+        self.nowhere: dict[tuple[int, bytes, str | None, int], int] = {}
+        """Re-balancing: (placement, demand, term, data row) → the `clock` at which a replica
+        of such a workload found no destination (none appears until the ledger changes)."""
         self.lane = express.Lane(fleet, self.facts, previous, self.changed, diagnose=diagnose)
 
     def _adapted(self, key: ResourceKey) -> dict[str, float]:
@@ -199,6 +205,7 @@ class Pass:
                 failure = tried
                 continue
             result, outcome = tried
+            result = self._carried(subject, before, result)
             self._charge(demand, running, result.counts)
             term_name = names[term] if term is not None else None
             return self.record.decision(
@@ -207,6 +214,14 @@ class Pass:
         assert failure is not None
         assert outcome is not None
         assert subject is not None
+        term_name = names[terms[-1]] if terms[-1] is not None else None
+        spilled = self._spilled(
+            claimed, subject, outcome, before, lost, running, demand, stuck, term_name
+        )
+        if spilled is not None:
+            return spilled
+        if not some(subject.holders):  # alike newcomers find no room either, until it changes
+            self.full[express.RefusalKey.of(claimed, demand)] = self.clock
         return self._unschedulable(
             claimed, subject.strategy, outcome, failure, before, running, demand
         )
@@ -218,6 +233,9 @@ class Pass:
         when the lane leaves it to the full path."""
         answer = self.lane.look(claimed, demand, scale, node_fit, clock=self.clock)
         if isinstance(answer, express.Refusal):
+            key = express.RefusalKey.of(claimed, demand)
+            if overflow.applies(claimed) and self.full.get(key) != self.clock:
+                return None  # the full path places what fits (`overflow`)
             return self.refuse(claimed, answer.strategy, None, answer.message, demand)
         if answer is None:
             return None
@@ -241,6 +259,8 @@ class Pass:
         """
         if self.diagnose or stuck or before is None or not before.clusters:
             return False
+        if before.over_limit or before.pending:
+            return False  # re-checked every pass: room may have appeared
         placement = subject.placement
         if not subject.strategy.divides or placement.affinity_terms:
             return False
@@ -370,6 +390,9 @@ class Pass:
         outcome = self._scored(subject, outcome)
         result = self._select(subject, outcome, tiers, trigger)
         if isinstance(result, Refused):
+            spilled = self._spilled(claimed, subject, outcome, before, [], subject.previous, demand)
+            if spilled is not None:
+                return spilled
             return self._unschedulable(
                 claimed, subject.strategy, outcome, result, None, subject.previous, demand
             )
@@ -389,6 +412,48 @@ class Pass:
         zeros = np.zeros(self.fleet.size, dtype=np.int64)
         failure = Refused(message, keep=False)
         return self._unschedulable(claimed, strategy, outcome, failure, None, zeros, demand)
+
+    def _carried(
+        self, subject: framework.Subject, before: Decision | None, result: Result
+    ) -> Result:
+        """`result` with the over-limit replicas an earlier pass listed that it still holds
+        (`overflow.over_limit`); read before the ledger is charged."""
+        if before is None or not before.over_limit or result.counts is None:
+            return result
+        over = overflow.over_limit(self.fleet, subject, result.counts, before, None)
+        return replace(result, over=over)
+
+    def _spilled(
+        self,
+        claimed: facts.Claimed,
+        subject: framework.Subject,
+        within: framework.Outcome,
+        before: Decision | None,
+        lost: list[str],
+        running: IntArray,
+        demand: FloatArray,
+        stuck: Mapping[int, int] | None = None,
+        term: str | None = None,
+    ) -> Decision | None:
+        """A shortfall under the limits placed in part (`overflow.spill`): every candidate
+        filled to its limit, the rest overflowed up to the ceiling, what fits nowhere
+        pending; None when that does not apply or nothing fits."""
+        spilled = overflow.spill(self.fleet, self.facts, claimed, subject, within, self._scored)
+        if spilled is None:
+            return None
+        fleet = self.fleet
+        trigger = (
+            (triggers.pending(fleet) if stuck else None)
+            or triggers.trigger(
+                fleet, subject, spilled.outcome.feasible, before, lost, subject.movable
+            )
+            or triggers.AGAIN
+        )
+        result = overflow.result(fleet, subject, spilled, before, trigger)
+        self._charge(demand, running, spilled.counts)
+        outcome = spilled.outcome
+        outcome = outcome if outcome.total is not None else self._scored(spilled.subject, outcome)
+        return self.record.decision(claimed, subject.strategy, outcome, result, term, stuck or {})
 
     def _charge(self, demand: FloatArray, previous: IntArray, counts: IntArray | None) -> None:
         if counts is None:
@@ -426,4 +491,9 @@ class Pass:
             for placed in kept:
                 counts[self.fleet.index[placed.cluster]] = placed.replicas or 0
         self._charge(demand, running, counts)
-        return self.record.unschedulable(claimed, strategy, outcome, failure.message, before, kept)
+        pending = 0
+        if overflow.applies(claimed):
+            pending = (claimed.workload.replicas or 0) - sum(p.replicas or 0 for p in kept)
+        return self.record.unschedulable(
+            claimed, strategy, outcome, failure.message, before, kept, pending
+        )

@@ -7,7 +7,7 @@ filter, a scorer, the framework's static phase); `Memos` holds the tables of one
 the `Ref` of an object the pass holds for its whole length. Built by `facts.Facts`, read
 through `framework.Subject.memos` by the framework and the plugins.
 
-Called by 7 modules, among them `schedule.express`.
+Called by 8 modules, among them `schedule.express`.
 """
 
 from __future__ import annotations

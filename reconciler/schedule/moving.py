@@ -36,7 +36,7 @@ When the target changes mid-move, before the cut-over the move starts again from
 move starts from it. An old cluster whose file is gone has no copy to keep: the workload just
 goes.
 
-Called by `schedule`, `schedule.engine` and `schedule.selecting`.
+Called by `schedule`, `schedule.engine`, `schedule.overflow` and `schedule.selecting`.
 """
 
 from __future__ import annotations

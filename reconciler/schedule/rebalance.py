@@ -6,32 +6,29 @@ Karmada-exact primitive, and this step only moves replicas that a decision alrea
 
 - Only movable workloads are touched (`facts.Claimed.movable`): stateless DynamicWeight and
   Aggregated workloads under dro's policies, or Karmada policies that opt in.
-- Sources: draining clusters first (reason `cluster drained`), then clusters above a limit,
-  the furthest above first. A cluster is above the limit for a workload when its usage exceeds
-  limit × capacity on a resource the workload requests and its policy limits.
-- On a source, workloads whose replica count changed this pass go first (their pods roll out
-  anyway), then in order of relief per replica (their request of the hot resource as a share
-  of the source's capacity), largest first, so the fewest replicas move. Each moves just
-  enough replicas to bring the source back under its limit.
-- Destinations are the clusters where a new replica passes every filter now: for a workload
-  that uses data, the nearest to its data first (fewest cross-domain bytes, STCI), then the
-  lowest water level after the move. A move happens only when the source's water level exceeds the
-  destination's after the move by `rebalance.threshold`; drains ignore the threshold. Since a
-  destination stays within its limit, a moved replica never makes its new cluster a source, and
-  passes over an unchanged input converge.
-- Filling: a cluster that was added (or recovers) is `Filling` (`Pass.filling`). After the
-  hot clusters, replicas move into it from the most loaded clusters, one at a time, while the
-  source's water level exceeds the filling cluster's after the move by the threshold. A
-  workload is not moved into it when that takes it farther from its data: filling is optional. It
-  stays Filling while a pass moves replicas into it (`still_filling`); then it is an ordinary
-  cluster, and nothing moves only to even out the others.
-- Budget: `rebalance.maxMovesPerPass` of all movable replicas; a policy's own
-  `rebalance.maxMovesPerPass` of its workloads' replicas lowers it for them.
-- Cooldown: a workload does not move off a cluster it moved onto within `rebalance.cooldown`.
-- A move keeps the old copies running: the decision lists them in `retiring`, rendered beside
-  the target, until a pass observes the new copies Healthy (`engine.Pass.decide`); a workload
-  with a move in flight does not move again. Only copies that ran before this pass retire:
-  replicas this pass placed (a first placement, a scale-up) have not started, and just move.
+- Sources: draining clusters first (reason `cluster drained`), then clusters above a limit
+  (usage over limit × capacity on a resource a workload requests and its policy limits), the
+  furthest above first. On a source, workloads with replicas that overflowed there (its
+  `over_limit`, reason `over limit`, moved whatever the threshold) go first, then those whose
+  replica count changed this pass (their pods roll out anyway), then by relief per replica
+  (their request of the hot resource as a share of the source's capacity), largest first.
+  Each moves just enough replicas to bring the source back under its limit.
+- Destinations: clusters where a new replica passes every filter now; for a workload that
+  uses data, the nearest to its data first (fewest cross-domain bytes, STCI), then the lowest
+  water level after the move. A move happens only when the source's level exceeds the
+  destination's after it by `rebalance.threshold` (drains ignore it). A destination stays
+  within its limit, so it never becomes a source, and passes over an unchanged input converge.
+- Filling: an added (or recovered) cluster is `Filling` (`Pass.filling`). After the hot
+  clusters, replicas move into it from the most loaded ones, one at a time, while the source's
+  level exceeds the filling cluster's after the move by the threshold, never farther from a
+  workload's data (filling is optional). It stays Filling while a pass moves replicas into it
+  (`still_filling`); then it is ordinary: nothing moves only to even out the others.
+- Budget: `rebalance.maxMovesPerPass` of all movable replicas (a policy's own lowers it for
+  its workloads). Cooldown: nothing moves off a cluster it moved onto within the cooldown.
+- A move keeps the old copies running (`retiring`, rendered beside the target) until a pass
+  observes the new copies Healthy (`engine.Pass.decide`); a workload with a move in flight does
+  not move again. Only copies that ran before this pass retire: replicas this pass placed (a
+  first placement, a scale-up) have not started, and just move.
 
 Called by `schedule`.
 """
@@ -49,8 +46,7 @@ from reconciler.domain.reasons import MoveCode, MoveReason, Trigger, TriggerCode
 from reconciler.schedule import engine, express, facts
 from reconciler.schedule.fleet import BoolArray, FloatArray, IntArray, rows_of
 
-DRAINED = MoveReason(MoveCode.DRAINED)
-REQUESTED = MoveReason(MoveCode.REQUESTED)
+DRAINED, REQUESTED = MoveReason(MoveCode.DRAINED), MoveReason(MoveCode.REQUESTED)
 
 
 @dataclass(slots=True)
@@ -64,7 +60,8 @@ class _Holding:
     recent: tuple[Move, ...]
     """Moves of earlier passes still within the cooldown."""
     scaling: bool = False
-    """Its replica count changed this pass: its pods roll out anyway, so it moves first."""
+    """Its replica count changed this pass: its pods roll out anyway, so it moves early."""
+    over: dict[int, int] = field(default_factory=dict)  # `Decision.over_limit`, by row
     settled: dict[int, int] = field(default_factory=dict)
     """Replicas per cluster that ran before this pass and that this pass's division keeps."""
     retiring: dict[int, int] = field(default_factory=dict)
@@ -161,6 +158,7 @@ def _holdings(
                 term=decision.affinity_term,
                 recent=decision.moves,
                 scaling=decision.diagnosis.trigger.code is TriggerCode.SCALED,
+                over={index[p.cluster]: p.replicas or 0 for p in decision.over_limit},
             )
         )
     return result
@@ -183,8 +181,7 @@ def _budget(ledger: engine.Pass, holdings: Sequence[_Holding]) -> _Budget:
 
 
 def _level(ledger: engine.Pass) -> FloatArray:
-    """(resources × clusters) water level of the ledger: 0 where capacity is unbounded, 1 where
-    the cluster has none of the resource."""
+    """(resources × clusters) ledger levels: 0 for unbounded capacity, 1 for none at all."""
     capacity = ledger.fleet.capacity_by_resource
     with np.errstate(divide="ignore", invalid="ignore"):
         level: FloatArray = np.where(capacity > 0, ledger.usage / capacity, 1.0)
@@ -227,7 +224,8 @@ def _by_relief(
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(capacity > 0, demand[rows] / capacity, 0.0).max(axis=1).tolist()
     ranked = sorted(
-        zip(share, rows, holders, strict=True), key=lambda t: (not t[2].scaling, -t[0], t[1])
+        zip(share, rows, holders, strict=True),
+        key=lambda t: (not t[2].over.get(source), not t[2].scaling, -t[0], t[1]),
     )
     return [holding for _, _, holding in ranked]
 
@@ -245,7 +243,9 @@ def _move_off(
 ) -> int:
     """Move what this workload should move off `source`; returns the replicas moved."""
     claimed = holding.claimed
-    if _cooling(ledger, holding, source):
+    data = ledger.facts.data_row(claimed.workload.key)
+    nowhere = (id(claimed.placement), demand.tobytes(), holding.term, id(data))  # alike
+    if _cooling(ledger, holding, source) or ledger.nowhere.get(nowhere) == ledger.clock:
         return 0
     need, resource, reason = _need(ledger, holding, source, draining, demand)
     wanted = min(holding.counts.get(source, 0), need, budget.allowed(claimed))
@@ -258,16 +258,17 @@ def _move_off(
     capacity = ledger.fleet.capacity_by_resource[resource]
     rows = rows_of(feasible & (allocatable > 0) & (capacity > 0))
     if not len(rows):
+        ledger.nowhere[nowhere] = ledger.clock
         return 0
     level_before = float(ledger.usage[resource, source] / capacity[source])
     after_one = (ledger.usage[resource, rows] + demand[resource]) / capacity[rows]
-    data = ledger.facts.data_row(claimed.workload.key)
     distance = data.bytes_per_day[rows] if data is not None else np.zeros(len(rows))
     moved = 0
     for row in rows[np.lexsort((rows, after_one, distance))].tolist():
         take = min(wanted - moved, int(allocatable[row]))
         after = float((ledger.usage[resource, row] + take * demand[resource]) / capacity[row])
-        if not draining and level_before - after < ledger.config.rebalance.threshold:
+        soft = draining or reason.code is MoveCode.OVER_LIMIT
+        if not soft and level_before - after < ledger.config.rebalance.threshold:
             if data is not None:
                 continue  # ordered by distance first: a farther cluster may still relieve it
             break
@@ -355,8 +356,7 @@ def _fill_one(
 
 
 def _first_false(holds: Callable[[int], bool], limit: int) -> int:
-    """The first n in [0, limit) where `holds` fails, else `limit`, for a `holds` that stays
-    false once false: a bisection, as counting replica by replica took minutes for 2**31."""
+    """The first n in [0, limit) where `holds` (false once false) fails, else `limit`."""
     low, high = 0, limit
     while low < high:
         middle = (low + high) // 2
@@ -455,7 +455,8 @@ def _need(
     resource = fleet.resources[worst]
     shown = _above(float(ledger.usage[worst, source] / capacity[worst]), float(limit[worst]))
     above = f"{shown} > {float(limit[worst]):g} ({resource})"
-    return need, worst, MoveReason(MoveCode.WATER_LEVEL, above)
+    code = MoveCode.OVER_LIMIT if holding.over.get(source) else MoveCode.WATER_LEVEL
+    return need, worst, MoveReason(code, above)
 
 
 def _above(level: float, limit: float) -> str:
@@ -472,6 +473,7 @@ def _apply(
 ) -> None:
     ledger.add(np.array([source, target]), demand, np.array([-take, take]))
     holding.counts[source] -= take
+    holding.over[source] = max(0, holding.over.get(source, 0) - take)
     holding.counts[target] = holding.counts.get(target, 0) + take
     # Only copies that already ran keep running until the new ones are up: replicas this
     # pass placed (a first placement, a scale-up) have not started, so they simply move.
@@ -494,4 +496,5 @@ def _rebuilt(ledger: engine.Pass, decision: Decision, holding: _Holding) -> Deci
         diagnosis=diagnosis if holding.moves else decision.diagnosis,
         recorded=None if holding.moves else decision.recorded,
         rebalance_served=holding.served or decision.rebalance_served,
+        over_limit=tuple(Placed(names[row], n) for row, n in sorted(holding.over.items()) if n),
     )

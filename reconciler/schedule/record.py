@@ -6,7 +6,7 @@ the moves still within the cooldown and those a failover or pods pending too lon
 the `requestedAt` the placement serves. A decision equal to the previous one keeps its
 `recorded` time, so an unchanged workload's file does not change.
 
-Called by `schedule.engine` and `schedule.selecting`.
+Called by `schedule.engine`, `schedule.overflow` and `schedule.selecting`.
 """
 
 from __future__ import annotations
@@ -40,6 +40,11 @@ class Result:
     trigger: Trigger
     served: str | None = None
     """The `rebalance.requestedAt` this placement fully serves."""
+    over: tuple[Placed, ...] = ()
+    """Replicas past a water-level limit, per cluster (`overflow.over_limit`)."""
+    pending: int = 0
+    """Replicas that fit nowhere (a partial placement); `short` says why."""
+    short: str | None = None
 
 
 class Recorder:
@@ -126,7 +131,7 @@ class Recorder:
         before = self.previous.get(claimed.workload.key)
         unchanged = (
             before is not None
-            and before.unschedulable is None
+            and before.unschedulable == result.short
             and before.clusters == placed
             and before.policy == claimed.ref
             and before.affinity_term == term
@@ -136,6 +141,9 @@ class Recorder:
             api_version=claimed.workload.api_version,
             policy=claimed.ref,
             clusters=placed,
+            unschedulable=result.short,
+            over_limit=result.over,
+            pending=result.pending,
             diagnosis=self._diagnosis(claimed, strategy, outcome, result.trigger),
             placement_digest=claimed.placement.digest,
             affinity_term=term,
@@ -186,15 +194,18 @@ class Recorder:
         message: str,
         before: Decision | None,
         kept: tuple[Placed, ...],
+        pending: int = 0,
     ) -> Decision:
         """The decision of a workload that could not be placed, keeping `kept` (a capacity
-        shortage keeps the previous copies, and the cooldown of their moves)."""
+        shortage keeps the previous copies, and the cooldown of their moves); `pending` are
+        the replicas a partial placement of dro's policies still misses."""
         return Decision(
             key=claimed.workload.key,
             api_version=claimed.workload.api_version,
             policy=claimed.ref,
             clusters=kept,
             unschedulable=message,
+            pending=pending,
             diagnosis=self._diagnosis(claimed, strategy, outcome, triggers.UNSCHEDULABLE),
             placement_digest=before.placement_digest if kept and before else "",
             affinity_term=before.affinity_term if kept and before else None,

@@ -19,7 +19,7 @@ is unschedulable with Karmada's error, as is a selection of no cluster. Such a r
 region, zone or provider, one of them. Karmada has no default for maxGroups (unset selects
 nothing); in dro's policies an unset maxGroups means no limit.
 
-Called by `schedule` and `schedule.selecting`.
+Called by `schedule`, `schedule.overflow` and `schedule.selecting`.
 """
 
 from __future__ import annotations

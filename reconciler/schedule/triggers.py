@@ -1,8 +1,9 @@
 """Why a divided workload is divided again, and which workloads re-balancing may move.
 
 A divided workload is re-divided only on a trigger: the first placement, a changed placement,
-changed replicas, or a cluster it is on that is gone or no longer a candidate (a draining
-cluster aside for movable workloads: re-balancing empties it under the churn budget).
+changed replicas, replicas a partial placement left pending (tried again every pass), or a
+cluster it is on that is gone or no longer a candidate (a draining cluster aside for movable
+workloads: re-balancing empties it under the churn budget).
 Otherwise its previous division stands. A policy's `rebalance.requestedAt` newer than the one
 a decision served asks for a Fresh division; nothing else does.
 
@@ -84,6 +85,8 @@ def trigger(
     if before.placement_digest != subject.placement.digest:
         return Trigger(TriggerCode.PLACEMENT_CHANGED)
     total = sum(p.replicas or 0 for p in before.clusters)
+    if before.pending and total + before.pending == subject.replicas:
+        return Trigger(TriggerCode.PARTIAL, str(before.pending))
     if total != subject.replicas:
         return Trigger(TriggerCode.SCALED, f"{total} to {subject.replicas}")
     if lost:

@@ -292,6 +292,7 @@ def _config(into: _Collector) -> SchedulerConfig:
     return SchedulerConfig(
         origin=doc.origin,
         water_level_limit=MappingProxyType(limit),
+        water_level_ceiling=MappingProxyType(dict(spec.get("waterLevelCeiling") or {})),
         default_placement=policies.default_placement(spec.get("defaultPlacement") or {}),
         plugin_weights=MappingProxyType(dict(spec.get("pluginWeights") or {})),
         scoring=_scoring(spec.get("scoring") or {}),
@@ -330,6 +331,7 @@ def check(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Result:
     into.problems += datamodel.unknown_data_sets(into.data_refs, data_sets)
     refs.check_karmada_rules(into.placement, into.problems)
     refs.check_requested_times(into.placement, config, into.problems)
+    refs.check_ceilings(into.placement, config, into.problems)
     claimed_by = refs.check_claims(into.placement, objects, into.problems)
     into.problems += defaulted.warnings(
         objects, into.placement, claimed_by, bundled.by_dependency, config, cluster_list

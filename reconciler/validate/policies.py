@@ -98,6 +98,8 @@ def dro_placement(spec: Mapping[str, Any]) -> Placement:
             for s in placement.get("spread") or ()
         ),
         water_level_limit=MappingProxyType(dict(placement.get("waterLevelLimit") or {})),
+        water_level_ceiling=MappingProxyType(dict(placement.get("waterLevelCeiling") or {})),
+        overflow=placement.get("overflow", "Always"),
         # a rate that does not parse counts as 0 here; validate reports it with its line
         data=datamodel.accesses(placement.get("data") or (), None, "", []),
         max_data_latency_ms=placement.get("maxDataLatencyMs"),

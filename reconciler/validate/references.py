@@ -244,6 +244,72 @@ def check_requested_times(
             problems.append(_problem(origin, pointer, f"{value!r} is not a valid time: {error}"))
 
 
+def check_ceilings(
+    placement: Sequence[PlacementPolicy], config: SchedulerConfig, problems: list[Problem]
+) -> None:
+    """Every `waterLevelCeiling` is at least the water-level limit that applies beside it,
+    resource by resource (overflow fills from the limit up to the ceiling): dro.yaml's own
+    pair, then each placement that writes either (a policy's, or dro.yaml's default one)
+    against the values it falls back to."""
+    if config.origin is not None:
+        _ceilings(config.origin, "/spec", {}, {}, config, problems)
+        default = config.default_placement
+        at = "/spec/defaultPlacement"
+        _ceilings(
+            config.origin,
+            at,
+            default.water_level_limit,
+            default.water_level_ceiling,
+            config,
+            problems,
+        )
+    for policy in placement:
+        place = policy.placement
+        _ceilings(
+            policy.origin,
+            "/spec/placement",
+            place.water_level_limit,
+            place.water_level_ceiling,
+            config,
+            problems,
+        )
+
+
+def _ceilings(
+    origin: Origin,
+    at: str,
+    limits: Mapping[str, float],
+    ceilings: Mapping[str, float],
+    config: SchedulerConfig,
+    problems: list[Problem],
+) -> None:
+    """A problem for each resource whose ceiling is below its limit, at the value written
+    here (the ceiling when both are); `at` "/spec" checks dro.yaml's own pair."""
+    own = at == "/spec"
+    if own:
+        limits, ceilings = config.water_level_limit, config.water_level_ceiling
+    for resource in sorted(set(limits) | set(ceilings)):
+        limit = limits.get(resource, config.water_level_limit.get(resource, 1.0))
+        ceiling = ceilings.get(resource, config.water_level_ceiling.get(resource, 1.0))
+        if ceiling >= limit:
+            continue
+        if (
+            own
+            and resource not in config.raw.get("waterLevelLimit", {})
+            and (resource not in ceilings)
+        ):
+            continue  # the built-in default limit alone: nothing written here
+        field = "waterLevelCeiling" if resource in ceilings else "waterLevelLimit"
+        problems.append(
+            _problem(
+                origin,
+                f"{at}/{field}/{resource}",
+                f"waterLevelCeiling {ceiling:g} is below the water-level limit {limit:g} "
+                f"({resource}): overflow fills from the limit up to the ceiling",
+            )
+        )
+
+
 def check_karmada_rules(placement: Sequence[PlacementPolicy], problems: list[Problem]) -> None:
     """Karmada's own validation: namespaces of PP selectors, and spread constraint rules."""
     for policy in placement:
