@@ -14,9 +14,10 @@ Karmada-exact primitive, and this step only moves replicas that a decision alrea
   of the source's capacity), largest first, so the fewest replicas move. Each moves just
   enough replicas to bring the source back under its limit.
 - Destinations are the clusters where a new replica passes every filter now: for a workload
-  that uses data, the nearest to its data first (fewest cross-domain bytes, STCI), then the
-  lowest water level after the move. A move happens only when the source's water level exceeds the
-  destination's after the move by `rebalance.threshold`; drains ignore the threshold. Since a
+  that uses data, the nearest to its data first (fewest cross-domain bytes, STCI), then, while
+  cost steers (`economy.pull`), the cheapest, then the lowest water level after. A move happens
+  only when the source's level exceeds the destination's after the move by
+  `rebalance.threshold`; drains ignore the threshold. Since a
   destination stays within its limit, a moved replica never makes its new cluster a source, and
   passes over an unchanged input converge.
 - Filling: a cluster that was added (or recovers) is `Filling` (`Pass.filling`). After the
@@ -46,7 +47,7 @@ import numpy as np
 
 from reconciler.domain import Decision, Move, Placed, durations
 from reconciler.domain.reasons import MoveCode, MoveReason, Trigger, TriggerCode
-from reconciler.schedule import engine, express, facts
+from reconciler.schedule import economy, engine, express, facts
 from reconciler.schedule.fleet import BoolArray, FloatArray, IntArray, rows_of
 
 DRAINED = MoveReason(MoveCode.DRAINED)
@@ -263,13 +264,14 @@ def _move_off(
     after_one = (ledger.usage[resource, rows] + demand[resource]) / capacity[rows]
     data = ledger.facts.data_row(claimed.workload.key)
     distance = data.bytes_per_day[rows] if data is not None else np.zeros(len(rows))
+    cost = economy.costs(ledger.fleet, subject)[rows] if ledger.pull else np.zeros(len(rows))
     moved = 0
-    for row in rows[np.lexsort((rows, after_one, distance))].tolist():
+    for row in rows[np.lexsort((rows, after_one, cost, distance))].tolist():
         take = min(wanted - moved, int(allocatable[row]))
         after = float((ledger.usage[resource, row] + take * demand[resource]) / capacity[row])
         if not draining and level_before - after < ledger.config.rebalance.threshold:
-            if data is not None:
-                continue  # ordered by distance first: a farther cluster may still relieve it
+            if data is not None or ledger.pull:
+                continue  # ordered by distance or cost first: a later one may still relieve it
             break
         _apply(ledger, holding, source, row, take, demand)
         names = ledger.fleet.name_list
