@@ -338,3 +338,49 @@ def test_the_output_readme_totals_the_cost() -> None:
     assert "Cost of the placement: 0.4500 per hour" in text  # (6 + 3) × (0.02 + 0.03)
     assert "9 replicas run on clusters without a price, not counted" in text
     assert "| 0.3000 (+6 unpriced) |" in text
+
+
+def test_passes_over_an_unchanged_input_converge_with_cost_on() -> None:
+    clusters, workloads = fleet_and_workloads(used=15)
+    spec = spec_of(clusters, workloads, dynamic())
+    first = schedule.place(spec)
+    second = schedule.place(spec, {d.key: d for d in first})
+    assert [counts(d) for d in second] == [counts(d) for d in first]
+    assert all(d.diagnosis.trigger.text.startswith("steady") for d in second)
+    assert [d.cost_per_hour for d in second] == [d.cost_per_hour for d in first]
+
+
+def test_karmadas_kinds_divide_as_without_prices() -> None:
+    clusters, workloads = fleet_and_workloads(used=15)
+    unpriced = [dataclasses.replace(c, cost=MappingProxyType({})) for c in clusters]
+    spec = spec_of(clusters, workloads, dynamic())
+    (policy,) = spec.placement_policies
+    karmada = dataclasses.replace(policy, dro_extensions=False)
+    priced_spec = dataclasses.replace(spec, placement_policies=(karmada,))
+    plain_spec = dataclasses.replace(priced_spec, clusters=tuple(unpriced))
+    with_prices, without = schedule.place(priced_spec), schedule.place(plain_spec)
+    assert [counts(d) for d in with_prices] == [counts(d) for d in without]
+    assert all("Cost" not in d.diagnosis.weights for d in with_prices)
+    assert all(d.cost_per_hour for d in with_prices), "what they cost is still recorded"
+
+
+def test_a_scale_down_leaves_the_dearest_cluster_first() -> None:
+    clusters = [priced("a", 0.02), priced("b", 0.04)]
+    spec = spec_of(clusters, [deployment("w", 6)], dynamic())
+    (first,) = schedule.place(spec, {})
+    held = dataclasses.replace(
+        first,
+        clusters=(
+            first.clusters[0]._replace(cluster="a", replicas=3),
+            first.clusters[0]._replace(cluster="b", replicas=3),
+        ),
+    )
+    down = spec_of(clusters, [deployment("w", 4)], dynamic())
+    (scaled,) = schedule.place(down, {held.key: held})
+    assert counts(scaled) == {"a": 3, "b": 1}
+    assert "dearest" in scaled.diagnosis.trigger.text
+    off = dataclasses.replace(
+        down, config=dataclasses.replace(down.config, plugin_weights=MappingProxyType({"Cost": 0}))
+    )
+    (karmada_like,) = schedule.place(off, {held.key: held})
+    assert counts(karmada_like) == {"a": 2, "b": 2}, "without cost: by the previous counts"

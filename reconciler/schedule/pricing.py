@@ -128,10 +128,13 @@ def priced(
     verdict's cost per replica-hour when the decision explains itself. `keys[i]` has the
     per-replica demand `demands[i]`; `egress` gives, for the workloads that use data, STCI's
     egress price per day on each cluster. What runs is counted: the target plus retiring copies,
-    an override's `spec.replicas` where one applies. Objects without replicas, and workloads not
-    in `keys`, are left as they are. Numpy over each decision's clusters only."""
-    row_of = {key: i for i, key in enumerate(keys)}
+    an override's `spec.replicas` where one applies. Objects without replicas, workloads not
+    in `keys`, and every decision when no cluster declares a price, are left as they are.
+    Numpy over each decision's clusters only."""
     table = prices(fleet)
+    if not table.size or np.isnan(table[0]).all():
+        return list(decisions)  # no cluster declares a price: no cost to record
+    row_of = {key: i for i, key in enumerate(keys)}
     index = fleet.index
     result = []
     for decided in decisions:

@@ -264,7 +264,7 @@ def _move_off(
     after_one = (ledger.usage[resource, rows] + demand[resource]) / capacity[rows]
     data = ledger.facts.data_row(claimed.workload.key)
     distance = data.bytes_per_day[rows] if data is not None else np.zeros(len(rows))
-    cost = economy.costs(ledger.fleet, subject)[rows] if ledger.pull else np.zeros(len(rows))
+    cost = economy.destinations(ledger.fleet, subject, rows, after_one, ledger.load, ledger.pull)
     moved = 0
     for row in rows[np.lexsort((rows, after_one, cost, distance))].tolist():
         take = min(wanted - moved, int(allocatable[row]))

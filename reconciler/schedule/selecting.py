@@ -98,7 +98,7 @@ def select(
             allocatable = subject.allocatable.copy()
             allocatable[steered.closed] = 0
             subject = dataclasses.replace(subject, allocatable=allocatable)
-        trimmed = None if fresh else _trim(fleet, subject, selected)
+        trimmed = None if fresh else _trim(fleet, subject, selected, load, pull)
         if trimmed is not None:
             note = trigger.noting("scaled down on the dearest clusters first")
             return Result(trimmed, rows_of(trimmed), note)
@@ -111,7 +111,9 @@ def select(
 _BY_ROOM = (Strategy.DYNAMIC_WEIGHT, Strategy.AGGREGATED)
 
 
-def _trim(fleet: Fleet, subject: framework.Subject, selected: IntArray) -> IntArray | None:
+def _trim(
+    fleet: Fleet, subject: framework.Subject, selected: IntArray, load: float, pull: float
+) -> IntArray | None:
     """A scale-down by cost (`economy.trim`) when every holder is still a candidate; None
     otherwise, and the division scales down as Karmada does."""
     replicas = subject.replicas or 0
@@ -119,7 +121,7 @@ def _trim(fleet: Fleet, subject: framework.Subject, selected: IntArray) -> IntAr
     held = int(previous[selected].sum())
     if held <= replicas or held != int(previous.sum()):
         return None
-    return economy.trim(fleet, subject, selected, replicas)
+    return economy.trim(fleet, subject, selected, replicas, load=load, strength=pull)
 
 
 def _divide(
