@@ -18,7 +18,10 @@ from reconciler.branch import summary
 from reconciler.domain import (
     Cluster,
     Decision,
+    MoveBudget,
+    Placed,
     Placement,
+    Rebalance,
     SchedulerConfig,
     Scoring,
     SpreadConstraint,
@@ -384,3 +387,22 @@ def test_a_scale_down_leaves_the_dearest_cluster_first() -> None:
     )
     (karmada_like,) = schedule.place(off, {held.key: held})
     assert counts(karmada_like) == {"a": 2, "b": 2}, "without cost: by the previous counts"
+
+
+def test_rebalancing_moves_to_the_cheapest_destination_within_the_fleet_level() -> None:
+    # a is over its 0.85 limit; b is the coolest but dear, c a little warmer and cheap
+    clusters = [priced("a", 0.03, used=90), priced("b", 0.04, used=20), priced("c", 0.02, used=30)]
+    spec = dataclasses.replace(
+        spec_of(clusters, [deployment("w", 8)], dynamic()),
+        config=SchedulerConfig(rebalance=Rebalance(max_moves=MoveBudget(count=100))),
+    )
+    (placed_once,) = schedule.place(spec)
+    on_a = dataclasses.replace(placed_once, clusters=(Placed("a", 8),))
+    (after,) = schedule.place(spec, {on_a.key: on_a}, now=3600.0)
+    assert {(m.source, m.target) for m in after.moves} == {("a", "c")}
+    off = dataclasses.replace(
+        spec,
+        config=dataclasses.replace(spec.config, plugin_weights=MappingProxyType({"Cost": 0})),
+    )
+    (coolest,) = schedule.place(off, {on_a.key: on_a}, now=3600.0)
+    assert {(m.source, m.target) for m in coolest.moves} == {("a", "b")}
