@@ -96,7 +96,7 @@ def test_later_passes_are_announced(
 ) -> None:
     _, out = plan(reviewed, capsys, "--head", "cluster-added", "-o", output)
     said = " ".join(json.loads(out)["followUps"]) if output == "json" else " ".join(out.split())
-    assert "Moves in flight: 2 old replicas of payments/Deployment.apps/checkout" in said
+    assert "Moves in flight: 2 old replicas of payments/Deployment.apps/fraud-scoring" in said
     assert "a later pass retires them once the new copies are observed Healthy" in said
     assert "Filling eu-west-3: this pass moves 2 replicas in; later passes move more" in said
     assert "at most 10% of the movable replicas per pass" in said

@@ -154,6 +154,8 @@ def full_decision() -> dict[str, Any]:
         {"from": "ap-south-1", "to": "eu-west-1", "replicas": 1, "reason": "r", "at": WHEN}
     ]
     status_["rebalanceServed"] = WHEN
+    status_["unpricedReplicas"] = 1
+    assert "costPerHour" in status_, "cart runs on priced clusters"
     status_["affinityTerm"] = "primary"
     status_["policy"]["namespace"] = "shop"
     return dict(document)

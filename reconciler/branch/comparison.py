@@ -57,6 +57,9 @@ class WorkloadChange:
     """The moves the head's pass makes (re-balancing, filling, drain, failover)."""
     status: str = "changed"
     """`changed`, `added` (only in head) or `removed` (only in base)."""
+    cost_before: float | None = None
+    """What the base side's replicas cost per hour (`Decision.cost_per_hour`)."""
+    cost_after: float | None = None
 
     @property
     def why(self) -> str:
@@ -176,6 +179,8 @@ def _workload(
         scaled=_is_scaled(before, after),
         moves=_new_moves(before, after),
         status="added" if before is None else "removed" if after is None else "changed",
+        cost_before=None if before is None else before.cost_per_hour,
+        cost_after=None if after is None else after.cost_per_hour,
     )
 
 

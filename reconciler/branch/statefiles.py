@@ -168,6 +168,10 @@ def checked_decision(document: Any) -> Decision:
         _optional_text(status, field, "/status")
     if status.get("rebalanceServed") is not None:
         _time(status, "rebalanceServed", "/status")
+    if status.get("costPerHour") is not None:
+        _price(status, "costPerHour", "/status")
+    if status.get("unpricedReplicas") is not None:
+        _count(status, "unpricedReplicas", "/status", minimum=0)
     diagnosis = status.get("diagnosis")
     if diagnosis is not None and not isinstance(diagnosis, Mapping | str):
         raise StateError("/status/diagnosis: not a mapping")
@@ -272,6 +276,16 @@ def _count(parent: Mapping[str, Any], field: str, where: str, *, minimum: int = 
         shown = value if abs(value) < 10**30 else "a huge number"
         raise StateError(f"{where}/{field}: {shown} is out of range")
     return value
+
+
+def _price(parent: Mapping[str, Any], field: str, where: str) -> float:
+    """A finite, non-negative number (a cost per hour)."""
+    value = parent.get(field)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise StateError(f"{where}/{field}: not a number")
+    if not _finite(float(value)) or value < 0:
+        raise StateError(f"{where}/{field}: {value} is not a cost")
+    return float(value)
 
 
 def _time(parent: Mapping[str, Any], field: str, where: str) -> float:

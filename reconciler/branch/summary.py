@@ -4,7 +4,7 @@
 `status` of every `decisions/` file. The generated README carries no sha and no time, so an
 unchanged placement renders the same bytes.
 
-Called by `branch.statefiles`, `cli`, `cli.report` and `render`.
+Called by `branch.statefiles`, `cli`, `cli.report`, `render` and `review.plandiff`.
 """
 
 from __future__ import annotations
@@ -88,6 +88,8 @@ def diagnosis_document(decision: Decision) -> dict[str, Any]:
         else:
             entry["scores"] = dict(verdict.scores)
             entry["score"] = verdict.total_score
+            if verdict.cost_per_replica_hour is not None:
+                entry["costPerReplicaHour"] = verdict.cost_per_replica_hour
         verdicts.append(entry)
     diagnosis = decision.diagnosis
     return {
@@ -129,6 +131,10 @@ def decision_document(decision: Decision) -> dict[str, Any]:
         ]
     if decision.rebalance_served is not None:
         status["rebalanceServed"] = decision.rebalance_served
+    if decision.cost_per_hour is not None:
+        status["costPerHour"] = decision.cost_per_hour
+    if decision.unpriced:
+        status["unpricedReplicas"] = decision.unpriced
     recorded = decision.recorded
     if recorded is None:
         status["diagnosis"] = diagnosis_document(decision)
@@ -208,6 +214,8 @@ def decision_from_document(document: Mapping[str, Any]) -> Decision:
             Placed(str(o["cluster"]), int(o["replicas"])) for o in status.get("overLimit") or ()
         ),
         pending=int(status.get("pending") or 0),
+        cost_per_hour=None if status.get("costPerHour") is None else float(status["costPerHour"]),
+        unpriced=int(status.get("unpricedReplicas") or 0),
         effective={
             str(entry["name"]): int(entry["effectiveReplicas"])
             for entry in (*(status.get("clusters") or ()), *(status.get("retiring") or ()))
@@ -262,6 +270,33 @@ def observation(
     }
 
 
+def cost_text(decision: Decision) -> str:
+    """A decision's cost per hour as tables show it: `0.0953`, `—` when it has none (a kind
+    without replicas, or only unpriced clusters), with `+N unpriced` for replicas left out."""
+    shown = "—" if decision.cost_per_hour is None else f"{decision.cost_per_hour:.4f}"
+    return shown + (f" (+{decision.unpriced} unpriced)" if decision.unpriced else "")
+
+
+def total_cost(decisions: Sequence[Decision]) -> tuple[float, int]:
+    """The placement's cost per hour over the priced clusters, and the replicas left out
+    because they run where no price is declared."""
+    total = round(sum(d.cost_per_hour or 0.0 for d in decisions), 4)
+    return total, sum(d.unpriced for d in decisions)
+
+
+def total_cost_line(decisions: Sequence[Decision]) -> str:
+    """The generated README's sentence on what the whole placement costs per hour."""
+    total, unpriced = total_cost(decisions)
+    line = (
+        f"Cost of the placement: {total:.4f} per hour, at each Cluster's `spec.cost` "
+        "(per core-hour, per GiB-hour of memory; retiring copies included)."
+    )
+    if unpriced:
+        line += f" {unpriced} {'replica runs' if unpriced == 1 else 'replicas run'} on clusters"
+        line += " without a price, not counted."
+    return line
+
+
 def replicas_label(decision: Decision, cluster: str, replicas: int | None) -> str:
     """A cluster's count as users should read it: the count that runs there. `2`; `✓` for
     a kind without replicas; `5 (override; divided 2)` where an override of `spec.replicas`
@@ -309,10 +344,14 @@ def readme(spec: Spec, decisions: Sequence[Decision]) -> str:
         "",
         "## Placements",
         "",
-        "| workload | " + " | ".join(names) + " |",
-        "|---|" + "---:|" * len(names),
+        "| workload | " + " | ".join(names) + " | cost/h |",
+        "|---|" + "---:|" * (len(names) + 1),
     ]
-    lines += [f"| `{d.key}` | " + " | ".join(_cell(d, n) for n in names) + " |" for d in ordered]
+    lines += [
+        f"| `{d.key}` | " + " | ".join(_cell(d, n) for n in names) + f" | {cost_text(d)} |"
+        for d in ordered
+    ]
+    lines += ["", total_cost_line(ordered)]
     blocked = [d for d in ordered if d.unschedulable]
     if blocked:
         lines += ["", "## Unschedulable", ""]

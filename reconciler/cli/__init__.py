@@ -244,6 +244,8 @@ def _cmd_explain(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
         return 0
     document = {
         **summary.decision_entry(decision),
+        "costPerHour": decision.cost_per_hour,
+        "unpricedReplicas": decision.unpriced,
         "diagnosis": summary.diagnosis_document(decision),
     }
     report.write_document(document, args.output)

@@ -338,6 +338,8 @@ def explanation(decision: Decision) -> list[object]:
             f"[yellow]over limit:[/yellow] {over} (past the water-level limit, within the "
             "ceiling; moved back under a limit when room appears)"
         )
+    if decision.cost_per_hour is not None or decision.unpriced:
+        lines.append(f"cost per hour: {summary.cost_text(decision)}")
     for move in decision.moves:
         lines.append(
             f"moved {move.replicas} replica(s) {move.source} → {move.target} at {move.at}: "
@@ -360,12 +362,15 @@ def explanation(decision: Decision) -> list[object]:
         if verdict.rejected_by is not None:
             cells = ["" for _ in scorers]
             rows.append(
-                (verdict.cluster, f"{verdict.rejected_by}: {verdict.reason}", *cells, "", shown)
+                (verdict.cluster, f"{verdict.rejected_by}: {verdict.reason}", *cells, "", "", shown)
             )
             continue
         scores = [f"{verdict.scores.get(name, 0.0):.1f}" for name in scorers]
-        rows.append((verdict.cluster, "feasible", *scores, f"{verdict.total_score:.1f}", shown))
-    headers = ("CLUSTER", "VERDICT", *scorers, "TOTAL", "REPLICAS")
+        each = verdict.cost_per_replica_hour
+        price = "—" if each is None else f"{each:.4f}"
+        total = f"{verdict.total_score:.1f}"
+        rows.append((verdict.cluster, "feasible", *scores, total, price, shown))
+    headers = ("CLUSTER", "VERDICT", *scorers, "TOTAL", "COST/REPLICA-H", "REPLICAS")
     lines.append(
         tables.Grid(headers=headers, rows=tuple(rows), right=frozenset(range(2, len(headers))))
     )

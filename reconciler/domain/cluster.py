@@ -65,6 +65,8 @@ class Cluster:
     largest_node_free: Mapping[str, float] = field(default_factory=empty)
     taints: tuple[Taint, ...] = ()
     cost: Mapping[str, float] = field(default_factory=empty)
+    """`spec.cost`: price per hour per resource, per unit-hour (cpu per core-hour) or, for
+    memory and other byte resources, per GiB-hour (`schedule.pricing`); empty: unpriced."""
     kubeconfig_context: str | None = None
     in_cluster: bool = False
     """The cluster dro runs in: reached with the pod's service account, not a kubeconfig."""

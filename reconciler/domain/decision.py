@@ -25,6 +25,9 @@ class ClusterVerdict:
     scores: Mapping[str, float] = field(default_factory=empty)
     """Plugin name → score in [0, 100]."""
     total_score: float = 0.0
+    cost_per_replica_hour: float | None = None
+    """What one replica would cost per hour there (`schedule.pricing`); None where the
+    cluster was rejected or declares no price."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,6 +127,12 @@ class Decision:
     pending: int = 0
     """Desired replicas that fit nowhere (a partial placement of dro's policies); the
     `unschedulable` message says why, and a later pass places them when room appears."""
+    cost_per_hour: float | None = None
+    """What the replicas that run (retiring copies included) cost per hour on the clusters
+    that declare a price (`schedule.pricing`); None for kinds without replicas, and when
+    every replica runs where no price is declared."""
+    unpriced: int = 0
+    """Replicas that run on clusters without a price, left out of `cost_per_hour`."""
 
     def rendered(self) -> tuple[Placed, ...]:
         """The replicas to render per cluster: the target plus what is still retiring."""

@@ -60,8 +60,9 @@ class Scoring:
     """How scorer weights follow fleet load (`spec.scoring` in dro.yaml).
 
     With L the fleet's water level, s = clip((L - low) / (high - low), 0, 1). Balance counts
-    (0.5 + s) times its base weight and Availability (1.5 - s) times its own: a loaded fleet
-    spreads replicas, an idle one aggregates them on fewer clusters.
+    (0.5 + s) times its base weight, Availability (1.5 - s) times and Cost 2 × (1 - s) times
+    its own: a loaded fleet spreads replicas, an idle one aggregates them on fewer, cheaper
+    clusters (`schedule.facts.effective_weights`).
     """
 
     adaptive: bool = True

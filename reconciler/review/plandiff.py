@@ -17,7 +17,7 @@ import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from reconciler.branch import paths
+from reconciler.branch import paths, summary
 from reconciler.branch.comparison import WorkloadChange, workload_changes
 from reconciler.domain import Decision
 from reconciler.errors import Problem, Severity
@@ -108,6 +108,13 @@ class PlanDiff:
         return bool(self.workloads or self.clusters_added or self.clusters_removed) or bool(
             self.manifests
         )
+
+    @property
+    def cost(self) -> tuple[float, float]:
+        """The whole placement's cost per hour on each side (priced clusters only)."""
+        return summary.total_cost(self.base.decisions)[0], summary.total_cost(self.head.decisions)[
+            0
+        ]
 
     def counts(self) -> dict[str, int]:
         """The summary figures, in the order the report shows them."""

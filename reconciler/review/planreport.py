@@ -103,12 +103,28 @@ def _invalid(side: plandiff.Side) -> str:
 
 def _summary(diff: plandiff.PlanDiff) -> str:
     rows = [f"| {name} | {value} |" for name, value in diff.counts().items()]
-    lines = ["| summary | count |", "|---|---:|", *rows, ""]
+    lines = ["| summary | count |", "|---|---:|", *rows, "", cost_line(diff), ""]
     if diff.clusters_added:
         lines.append("Clusters added: " + ", ".join(f"`{c}`" for c in diff.clusters_added))
     if diff.clusters_removed:
         lines.append("Clusters removed: " + ", ".join(f"`{c}`" for c in diff.clusters_removed))
     return "\n".join(lines) + ("\n\n" if diff.clusters_added or diff.clusters_removed else "\n")
+
+
+def cost_line(diff: plandiff.PlanDiff) -> str:
+    """`Cost per hour: 12.6575 → 12.1000 (−0.5575)`, over the clusters with a price."""
+    before, after = diff.cost
+    return f"Cost per hour: {cost_change(before, after)}"
+
+
+def cost_change(before: float | None, after: float | None) -> str:
+    """`0.0974 → 0.0953 (−0.0021)`; `—` for a side without a cost."""
+    old = "—" if before is None else f"{before:.4f}"
+    new = "—" if after is None else f"{after:.4f}"
+    if before is None or after is None or round(after - before, 4) == 0:
+        return f"{old} → {new}"
+    delta = after - before
+    return f"{old} → {new} ({'+' if delta > 0 else '−'}{abs(delta):.4f})"
 
 
 def _levels_table(levels: Sequence[plandiff.LevelChange]) -> str:
@@ -179,6 +195,8 @@ def _workload_block(change: comparison.WorkloadChange) -> str:
         *rows,
         "",
     ]
+    if change.cost_before != change.cost_after:
+        lines.append(f"Cost per hour: {cost_change(change.cost_before, change.cost_after)}  ")
     if change.policy_before != change.policy_after:
         lines.append(f"Policy: {change.policy_before or '—'} → {change.policy_after or '—'}  ")
     if change.move_after is not None and change.move_after != change.move_before:
@@ -320,6 +338,7 @@ def document(diff: plandiff.PlanDiff) -> dict[str, Any]:
         "head": _side(diff.head),
         "differs": diff.differs,
         "counts": {COUNT_KEYS[k]: v for k, v in diff.counts().items()},
+        "costPerHour": {"before": diff.cost[0], "after": diff.cost[1]},
         "notes": list(diff.notes),
         "followUps": list(diff.head.follow_ups),
         "clustersAdded": list(diff.clusters_added),
@@ -378,6 +397,8 @@ def _workload(change: comparison.WorkloadChange) -> dict[str, Any]:
         "overLimitAfter": dict(change.over_limit_after),
         "policyBefore": change.policy_before,
         "policyAfter": change.policy_after,
+        "costBefore": change.cost_before,
+        "costAfter": change.cost_after,
         "why": change.why,
         "triggers": list(change.triggers),
         "moves": [
@@ -409,7 +430,7 @@ def terminal(diff: plandiff.PlanDiff, console: Console) -> list[RenderableType]:
     counts = Table(show_header=False, box=None)
     for name, value in diff.counts().items():
         counts.add_row(name, str(value), style="bold" if value else "dim")
-    shown += [counts, *later]
+    shown += [counts, Text(cost_line(diff)), *later]
     if diff.workloads:
         shown.append(_placements(diff.workloads, console))
     levels = [c for c in diff.levels if c.before != c.after]
@@ -435,13 +456,14 @@ def _placements(changes: Sequence[comparison.WorkloadChange], console: Console) 
     even wrapped, one block per workload (`tables.blocks`), as no name may be cut."""
     grid = tables.Grid(
         title="Placements",
-        headers=("workload", "before", "after", "moved", "why"),
+        headers=("workload", "before", "after", "moved", "cost/h", "why"),
         rows=tuple(
             (
                 change.workload,
                 _spread(change.before, change.divided_before),
                 _spread(change.after, change.divided_after),
                 str(change.moved),
+                cost_change(change.cost_before, change.cost_after),
                 "\n".join(change.triggers),
             )
             for change in changes

@@ -32,6 +32,7 @@ from reconciler.schedule import (
     framework,
     moving,
     plugins,
+    pricing,
     rebalance,
     spread,
     standing,
@@ -47,6 +48,7 @@ __all__ = [
     "place",
     "place_and_project",
     "plugins",
+    "pricing",
     "spread",
     "still_filling",
 ]
@@ -192,10 +194,23 @@ def _place(
     decisions = bundle.follow(spec.dependents, order, decisions)
     decisions = standing.explain(decisions, set_aside)
     decisions = overridden.annotate(replicas, decisions)
+    decisions = pricing.priced(
+        fleet, [c.workload.key for c in order], matrix, decisions, egress=_egress(order, data)
+    )
     return Placement(
         decisions=tuple(sorted(decisions, key=lambda d: d.key.sort_key)),
         water_levels=_levels(fleet, run.usage),
     )
+
+
+def _egress(
+    order: list[facts.Claimed], data: stci.DataCosts | None
+) -> dict[ResourceKey, np.ndarray]:
+    """The STCI egress price per day on each cluster of the workloads that use data."""
+    if data is None:
+        return {}
+    rows = np.flatnonzero(data.uses_data).tolist()
+    return {order[i].workload.key: data.egress_per_day[i] for i in rows}
 
 
 def _levels(fleet: Fleet, usage: np.ndarray) -> dict[str, dict[str, float]]:

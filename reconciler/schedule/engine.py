@@ -33,6 +33,7 @@ from reconciler.domain import (
 from reconciler.kube import movehooks
 from reconciler.render import overridden
 from reconciler.schedule import (
+    economy,
     express,
     facts,
     framework,
@@ -83,6 +84,8 @@ class Pass:
         """(resources × clusters) usage as the pass goes: the ledger."""
         self.load = round(fleet.load(), 4)
         self.weights = facts.effective_weights(config, self.load)
+        self.pull = economy.pull(self.weights)
+        """How strongly cost narrows divisions this pass (`economy`)."""
         self.facts = facts.Facts(fleet, config, self.usage, data, rows)
         self.record = record.Recorder(
             fleet,
@@ -372,7 +375,15 @@ class Pass:
         fresh: bool = False,
     ) -> Result | Refused:
         return selecting.select(
-            self.fleet, self.facts, subject, outcome, tiers, trigger, load=self.load, fresh=fresh
+            self.fleet,
+            self.facts,
+            subject,
+            outcome,
+            tiers,
+            trigger,
+            load=self.load,
+            fresh=fresh,
+            pull=self.pull,
         )
 
     def place_newcomer(

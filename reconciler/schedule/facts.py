@@ -61,23 +61,33 @@ class Claimed:
         object.__setattr__(self, "movable", movable)
 
 
+def heat(config: SchedulerConfig, load: float) -> float:
+    """How hot the fleet is for the automatic weights: s = clip((load − low) / (high − low),
+    0, 1) with `scoring.lowWaterLevel` and `highWaterLevel`; 0 when `scoring.adaptive` is off
+    (the base weights then stand, and cost counts as on a cool fleet)."""
+    scoring = config.scoring
+    if not scoring.adaptive:
+        return 0.0
+    low, high = scoring.low_water_level, scoring.high_water_level
+    if high > low:
+        return min(1.0, max(0.0, (load - low) / (high - low)))
+    return 1.0 if load >= high else 0.0
+
+
 def effective_weights(config: SchedulerConfig, load: float) -> dict[str, float]:
     """Scorer weights for this pass: the base weights, adjusted for the fleet's load.
 
-    With s = clip((load − low) / (high − low), 0, 1), Balance is multiplied by (0.5 + s) and
-    Availability by (1.5 − s): a loaded fleet spreads, an idle fleet aggregates.
+    With s = `heat(config, load)`, Balance is multiplied by (0.5 + s), Availability by
+    (1.5 − s) and Cost by 2 × (1 − s): a loaded fleet spreads, an idle fleet aggregates on the
+    cheapest clusters. Each counts its base weight at s = 0.5; Cost counts nothing at s = 1.
     """
     weights = framework.default_weights()
     weights.update(config.plugin_weights)
-    scoring = config.scoring
-    if scoring.adaptive:
-        low, high = scoring.low_water_level, scoring.high_water_level
-        if high > low:
-            s = min(1.0, max(0.0, (load - low) / (high - low)))
-        else:
-            s = 1.0 if load >= high else 0.0
+    if config.scoring.adaptive:
+        s = heat(config, load)
         weights["Balance"] = weights.get("Balance", 1.0) * (0.5 + s)
         weights["Availability"] = weights.get("Availability", 1.0) * (1.5 - s)
+        weights["Cost"] = weights.get("Cost", 1.0) * 2.0 * (1.0 - s)
     return {name: round(float(value), 4) for name, value in sorted(weights.items())}
 
 

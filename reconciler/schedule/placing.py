@@ -4,11 +4,13 @@
   that can take all its replicas, filling each only to the fleet's level plus `SPILL`.
 - `one_home`: a stateful workload of a dro policy runs whole on one cluster: where it runs,
   else beside the primary of its data.
+- `balanced_room`: the replicas each cluster takes before its level passes a given level
+  (here and in `economy`).
 
 The engine calls them on the candidates its filters and spread selection left, before the
 division. Pure numpy over clusters.
 
-Called by `schedule.selecting`.
+Called by `schedule.economy` and `schedule.selecting`.
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ def near_data(
     if data is None or selected.size < 2:
         return selected
     moved, price = data.bytes_per_day[selected], data.egress_per_day[selected]
-    room = _balanced_room(fleet, subject, load)[selected]
+    room = balanced_room(fleet, subject, load + SPILL)[selected]
     order = np.lexsort((selected, -room, price, moved))
     covered = np.cumsum(room[order]) >= (subject.replicas or 0)
     if not covered.any():
@@ -92,13 +94,13 @@ def near_data(
     return nearest
 
 
-def _balanced_room(fleet: Fleet, subject: framework.Subject, load: float) -> IntArray:
-    """Replicas each cluster can take before its level passes min(limit, load + SPILL), its
-    own replicas included, and never more than `available`."""
+def balanced_room(fleet: Fleet, subject: framework.Subject, up_to: float) -> IntArray:
+    """Replicas each cluster can take before its level passes min(limit, `up_to`), its own
+    replicas included, and never more than `available`."""
     requested = subject.requested
     if requested.size == 0:
         return subject.available
-    level = np.minimum(subject.limit[requested], load + SPILL)
+    level = np.minimum(subject.limit[requested], up_to)
     capacity = fleet.capacity_by_resource[requested]
     room = capacity * level[:, None] - subject.usage[requested]
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -13,11 +13,11 @@ Karmada-exact primitive, and this step only moves replicas that a decision alrea
   replica count changed this pass (their pods roll out anyway), then by relief per replica
   (their request of the hot resource as a share of the source's capacity), largest first.
   Each moves just enough replicas to bring the source back under its limit.
-- Destinations: clusters where a new replica passes every filter now; for a workload that
-  uses data, the nearest to its data first (fewest cross-domain bytes, STCI), then the lowest
-  water level after the move. A move happens only when the source's level exceeds the
-  destination's after it by `rebalance.threshold` (drains ignore it). A destination stays
-  within its limit, so it never becomes a source, and passes over an unchanged input converge.
+- Destinations: clusters where a new replica passes every filter now: nearest to the
+  workload's data first (STCI), then, while cost steers (`economy.pull`), the cheapest, then
+  the lowest water level after the move, when the source's level exceeds it by
+  `rebalance.threshold` (drains ignore it). A destination stays within its limit, so it never
+  becomes a source, and passes over an unchanged input converge.
 - Filling: an added (or recovered) cluster is `Filling` (`Pass.filling`). After the hot
   clusters, replicas move into it from the most loaded ones, one at a time, while the source's
   level exceeds the filling cluster's after the move by the threshold, never farther from a
@@ -25,10 +25,9 @@ Karmada-exact primitive, and this step only moves replicas that a decision alrea
   (`still_filling`); then it is ordinary: nothing moves only to even out the others.
 - Budget: `rebalance.maxMovesPerPass` of all movable replicas (a policy's own lowers it for
   its workloads). Cooldown: nothing moves off a cluster it moved onto within the cooldown.
-- A move keeps the old copies running (`retiring`, rendered beside the target) until a pass
-  observes the new copies Healthy (`engine.Pass.decide`); a workload with a move in flight does
-  not move again. Only copies that ran before this pass retire: replicas this pass placed (a
-  first placement, a scale-up) have not started, and just move.
+- A move keeps the old copies running (`retiring`) until a pass observes the new copies
+  Healthy (`engine.Pass.decide`); a workload with a move in flight does not move again. Only
+  copies that ran before this pass retire: replicas this pass placed just move.
 
 Called by `schedule`.
 """
@@ -43,7 +42,7 @@ import numpy as np
 
 from reconciler.domain import Decision, Move, Placed, durations
 from reconciler.domain.reasons import MoveCode, MoveReason, Trigger, TriggerCode
-from reconciler.schedule import engine, express, facts
+from reconciler.schedule import economy, engine, express, facts
 from reconciler.schedule.fleet import BoolArray, FloatArray, IntArray, rows_of
 
 DRAINED, REQUESTED = MoveReason(MoveCode.DRAINED), MoveReason(MoveCode.REQUESTED)
@@ -263,14 +262,15 @@ def _move_off(
     level_before = float(ledger.usage[resource, source] / capacity[source])
     after_one = (ledger.usage[resource, rows] + demand[resource]) / capacity[rows]
     distance = data.bytes_per_day[rows] if data is not None else np.zeros(len(rows))
+    cost = economy.destinations(ledger.fleet, subject, rows, after_one, ledger.load, ledger.pull)
     moved = 0
-    for row in rows[np.lexsort((rows, after_one, distance))].tolist():
+    for row in rows[np.lexsort((rows, after_one, cost, distance))].tolist():
         take = min(wanted - moved, int(allocatable[row]))
         after = float((ledger.usage[resource, row] + take * demand[resource]) / capacity[row])
         soft = draining or reason.code is MoveCode.OVER_LIMIT
         if not soft and level_before - after < ledger.config.rebalance.threshold:
-            if data is not None:
-                continue  # ordered by distance first: a farther cluster may still relieve it
+            if data is not None or ledger.pull:
+                continue  # ordered by distance or cost first: a later one may still relieve it
             break
         _apply(ledger, holding, source, row, take, demand)
         names = ledger.fleet.name_list

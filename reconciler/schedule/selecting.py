@@ -14,13 +14,23 @@ Called by `schedule.engine`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from reconciler.domain import Strategy, Trigger
-from reconciler.schedule import division, facts, framework, moving, placing, spread, steering
+from reconciler.schedule import (
+    division,
+    economy,
+    facts,
+    framework,
+    moving,
+    placing,
+    spread,
+    steering,
+)
 from reconciler.schedule.fleet import Fleet, IntArray, rows_of, some
 from reconciler.schedule.record import Result
 
@@ -46,9 +56,11 @@ def select(
     *,
     load: float,
     fresh: bool = False,
+    pull: float = 0.0,
 ) -> Result | Refused:
     """The placement of `subject` on the clusters `outcome` finds feasible (scored when the
-    candidate order matters), with `trigger` saying why it was made; or why not."""
+    candidate order matters), with `trigger` saying why it was made; or why not. `pull` is how
+    strongly cost narrows a dro policy's division (`economy`)."""
     rows = rows_of(outcome.feasible)
     selected = rows  # unscored: no spread, and a division that reads no order
     if outcome.total is not None:
@@ -86,6 +98,21 @@ def select(
         if selected.size < candidates:
             near = ", ".join(fleet.name_list[int(row)] for row in selected)
             trigger = trigger.noting(f"kept near its data: {near}")
+    elif subject.extensions and subject.strategy in _BY_ROOM and pull > 0.0:
+        priced = economy.cheapest(fleet, subject, selected, load, pull)
+        if priced.selected.size < selected.size or priced.closed.size:
+            cheap = np.setdiff1d(priced.selected, priced.closed)
+            names = ", ".join(fleet.name_list[int(row)] for row in np.sort(cheap))
+            trigger = trigger.noting(f"kept to the cheapest: {names}")
+        selected = priced.selected
+        if priced.closed.size:  # dearer holders keep what they run and take no more
+            allocatable = subject.allocatable.copy()
+            allocatable[priced.closed] = 0
+            subject = dataclasses.replace(subject, allocatable=allocatable)
+        trimmed = None if fresh else _trim(fleet, subject, selected, load, pull)
+        if trimmed is not None:
+            note = trigger.noting("scaled down on the dearest clusters first")
+            return Result(trimmed, rows_of(trimmed), note)
     steered = steering.steer(fleet, subject, selected, tiers, trigger, fresh=fresh)
     if steered is not None:
         return Result(steered.counts, rows_of(steered.counts), trigger.noting(steered.note))
@@ -93,6 +120,22 @@ def select(
     if isinstance(counts_or_short, division.Unschedulable):
         return Refused(counts_or_short.message, keep=True)
     return Result(counts_or_short, rows_of(counts_or_short), trigger)
+
+
+_BY_ROOM = (Strategy.DYNAMIC_WEIGHT, Strategy.AGGREGATED)
+
+
+def _trim(
+    fleet: Fleet, subject: framework.Subject, selected: IntArray, load: float, pull: float
+) -> IntArray | None:
+    """A scale-down by cost (`economy.trim`) when every holder is still a candidate; None
+    otherwise, and the division scales down as Karmada does."""
+    replicas = subject.replicas or 0
+    previous = subject.previous
+    held = int(previous[selected].sum())
+    if held <= replicas or held != int(previous.sum()):
+        return None
+    return economy.trim(fleet, subject, selected, replicas, load=load, strength=pull)
 
 
 def _divide(

@@ -28,8 +28,13 @@ def _edit(path: str, old: str, new: str) -> Callable[[Path], None]:
 
 
 def _add_cluster(work: Path) -> None:
+    """A new, nearly empty cluster in eu-west, priced like eu-west-2: re-balancing fills it."""
     text = (work / "clusters/eu-west-2.yaml").read_text()
     text = text.replace("name: eu-west-2", "name: eu-west-3").replace("eu-west-2b", "eu-west-3a")
+    text = text.replace(
+        'allocated: {cpu: "40", memory: 120Gi, pods: "310"}',
+        'allocated: {cpu: "4", memory: 12Gi, pods: "30"}',
+    )
     (work / "clusters/eu-west-3.yaml").write_text(
         text.replace("context: eu-west-2", "context: eu-west-3")
     )
