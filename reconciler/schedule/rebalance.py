@@ -7,8 +7,9 @@ Karmada-exact primitive, and this step only moves replicas that a decision alrea
 - Only movable workloads are touched (`facts.Claimed.movable`): stateless DynamicWeight and
   Aggregated workloads under dro's policies, or Karmada policies that opt in.
 - Sources: draining clusters first (reason `cluster drained`), then clusters above a limit,
-  the furthest above first. A cluster is above the limit for a workload when its usage exceeds
-  limit × capacity on a resource the workload requests and its policy limits.
+  the furthest above first. A cluster is above the limit for a workload when its usage (with
+  forecasts, its usage within the horizon: `foresight`) exceeds limit × capacity on a resource
+  the workload requests and its policy limits; a passing burst is not.
 - On a source, workloads whose replica count changed this pass go first (their pods roll out
   anyway), then in order of relief per replica (their request of the hot resource as a share
   of the source's capacity), largest first, so the fewest replicas move. Each moves just
@@ -46,7 +47,7 @@ import numpy as np
 
 from reconciler.domain import Decision, Move, Placed, durations
 from reconciler.domain.reasons import MoveCode, MoveReason, Trigger, TriggerCode
-from reconciler.schedule import engine, express, facts
+from reconciler.schedule import engine, express, facts, foresight
 from reconciler.schedule.fleet import BoolArray, FloatArray, IntArray, rows_of
 
 DRAINED = MoveReason(MoveCode.DRAINED)
@@ -207,6 +208,7 @@ def _sources(
         limited = rows_of(limit < 1.0)
         if len(limited):
             above = (level[limited] - limit[limited][:, np.newaxis]).max(axis=0)
+            above[foresight.calm(ledger.foresight, limit, fleet.capacity_by_resource)] = -np.inf
             excess = np.maximum(excess, above)
     held = np.zeros(fleet.size, dtype=bool)
     held[list(by_cluster)] = True
@@ -455,7 +457,7 @@ def _need(
     resource = fleet.resources[worst]
     shown = _above(float(ledger.usage[worst, source] / capacity[worst]), float(limit[worst]))
     above = f"{shown} > {float(limit[worst]):g} ({resource})"
-    return need, worst, MoveReason(MoveCode.WATER_LEVEL, above)
+    return need, worst, foresight.reason(ledger.foresight, worst, source, above)
 
 
 def _above(level: float, limit: float) -> str:
