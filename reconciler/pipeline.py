@@ -18,7 +18,7 @@ from enum import StrEnum
 
 import structlog
 
-from reconciler import audit, commit, laststate, live, load, render, schedule, validate
+from reconciler import audit, commit, foresee, laststate, live, load, render, schedule, validate
 from reconciler.branch import lastpass, status, summary
 from reconciler.commit import describe as commitmessage
 from reconciler.domain import Decision, Observation, ResourceKey, Source, Spec, fence
@@ -90,7 +90,8 @@ def last_pass(settings: Settings) -> LastPass:
     """The last pass's state, from the output branch of the fetched cache of `settings.repo`."""
     assert settings.repo is not None
     where = (settings.repo, settings.output_branch, settings.state_dir)
-    return laststate.of(load.previous_state(*where), kept=load.previous_rendered(*where))
+    kept, history = load.previous_rendered(*where), load.history.reader(*where)
+    return laststate.of(load.previous_state(*where), kept=kept, history=history)
 
 
 def _last_decisions(settings: Settings) -> tuple[Decision, ...]:
@@ -171,6 +172,7 @@ def _schedule(
         diagnose=diagnose,
         now=pass_time(source, now),
         filling=filling(spec, before.phases),
+        forecasts=foresee.forecasts(spec, before, observations, pass_time(source, now)),
     )
 
 
@@ -223,6 +225,7 @@ def plan(
         suspended=observed.suspended,
         filling=still,
         kept=before.kept,
+        forecasts=placement.forecasts,
     )
     planned = Planned(
         spec=spec,

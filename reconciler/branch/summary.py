@@ -9,6 +9,7 @@ Called by `branch.statefiles`, `cli`, `cli.report`, `pipeline` and `render`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,8 +24,10 @@ from reconciler.domain import (
     PolicyRef,
     ResourceKey,
     Spec,
+    durations,
     group_of,
 )
+from reconciler.domain.forecast import ClusterForecast
 from reconciler.kube import quantity
 
 
@@ -218,10 +221,17 @@ that reaches it again fills it."""
 
 
 def observation(
-    cluster: Cluster, observed: Mapping[str, Any] | None, *, filling: bool = False
+    cluster: Cluster,
+    observed: Mapping[str, Any] | None,
+    *,
+    filling: bool = False,
+    placed: Mapping[str, float] | None = None,
+    forecast: ClusterForecast | None = None,
 ) -> dict[str, Any]:
-    """`status/clusters/<name>.yaml`: the observation the decisions were made from, and the
-    cluster's phase while re-balancing fills it."""
+    """`status/clusters/<name>.yaml`: the observation the decisions were made from, the
+    cluster's phase while re-balancing fills it, `placed` (the requests of dro's replicas
+    there, the part of `used` that is dro's own: prediction forecasts the rest) and, with
+    prediction on, the cluster's `forecast`."""
     if observed is not None:
         status = dict(observed)
     else:
@@ -231,6 +241,10 @@ def observation(
             "allocated": quantity.texts(cluster.allocated),
             "waterLevel": water_levels(cluster),
         }
+    if placed:
+        status = {**status, "placed": quantity.texts(placed)}
+    if forecast is not None:
+        status = {**status, "forecast": forecast_status(forecast)}
     if filling:
         status = {**status, "phase": FILLING}
     elif observed is not None and observed.get("unreachableSince"):
@@ -241,6 +255,35 @@ def observation(
         "metadata": {"name": cluster.name},
         "status": status,
     }
+
+
+def forecast_status(forecast: ClusterForecast) -> dict[str, Any]:
+    """A status file's `forecast`: the level (background peak over the horizon plus the error
+    band) and next step as quantities, the model, the recent error and when it peaks."""
+    result: dict[str, Any] = {
+        "model": forecast.model,
+        "level": _coarse(forecast.level),
+        "nextStep": _coarse(forecast.next_step),
+        "error": {r: round(e, 4) for r, e in sorted(forecast.error.items())},
+        "samples": forecast.samples,
+    }
+    if forecast.peak_at is not None:
+        result["peakAt"] = durations.rfc3339(forecast.peak_at)
+    return result
+
+
+def _coarse(values: Mapping[str, float]) -> dict[str, str]:
+    """Forecast amounts as quantities a reader takes in: bytes rounded up to Mi, the rest up
+    to thousandths (`37254m`)."""
+    return quantity.texts(
+        {
+            r: math.ceil(v / MI) * MI if quantity.in_bytes(r) else math.ceil(v * 1000) / 1000
+            for r, v in values.items()
+        }
+    )
+
+
+MI = 2**20
 
 
 def replicas_label(decision: Decision, cluster: str, replicas: int | None) -> str:

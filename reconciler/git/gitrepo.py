@@ -6,7 +6,7 @@ from trees and trees are written from memory. A `TreeWriter` remembers the blobs
 it wrote, so a commit that changes one file rehashes only that file, and refuses any path that
 `git fsck` would reject (`domain.paths`).
 
-Called by `audit`, `commit`, `load`, `load.sourcecheck` and `review`.
+Called by `audit`, `commit`, `load`, `load.history`, `load.sourcecheck` and `review`.
 """
 
 from __future__ import annotations
@@ -335,6 +335,35 @@ def push(repo: pygit2.Repository, branch: str, credentials: Credentials | None =
         # The remote refused the update: not a fast-forward, or another pusher holds the
         # ref's lock. Either way the branch moved under us: fetch and rebuild.
         raise NonFastForward(f"push to {where} rejected: {'; '.join(callbacks.rejected)}")
+
+
+def first_parents(tip: pygit2.Commit, since: float) -> Iterator[pygit2.Commit]:
+    """`tip` and its first parents, newest first, while their committer time is at or after
+    `since` (seconds since the epoch): the passes of an output branch within a window."""
+    commit_: pygit2.Commit | None = tip
+    while commit_ is not None and commit_.commit_time >= since:
+        yield commit_
+        commit_ = commit_.parents[0] if commit_.parent_ids else None
+
+
+def blobs_under(repo: pygit2.Repository, commit_: pygit2.Commit, folder: str) -> dict[str, str]:
+    """Path → blob id (hex) of the files directly in `folder` (`status/clusters/`) of a
+    commit; empty when it has no such folder. Ids let a reader parse each version once."""
+    try:
+        entry = commit_.tree[folder.rstrip("/")]
+    except KeyError:
+        return {}
+    tree = repo[entry.id]
+    if not isinstance(tree, pygit2.Tree):
+        return {}
+    return {f"{folder}{e.name}": str(e.id) for e in tree if e.type_str == "blob"}
+
+
+def blob_data(repo: pygit2.Repository, blob_id: str) -> bytes:
+    """The content of a blob by its hex id."""
+    blob = repo[blob_id]
+    assert isinstance(blob, pygit2.Blob)
+    return blob.data
 
 
 def tree_of(commit_: pygit2.Commit) -> pygit2.Oid:

@@ -22,6 +22,7 @@ from reconciler.domain import Source, SourceFile
 from reconciler.domain.credentials import Credentials
 from reconciler.errors import GitError, UsageError
 from reconciler.git import gitrepo
+from reconciler.load import history as history
 from reconciler.load import sourcecheck
 
 log = structlog.get_logger("dro")

@@ -16,7 +16,7 @@ Clusters are grouped by history length, so each group is one rectangular array; 
 over series × parameter candidates and Python only loops over time. A pure stage: values in,
 values out, the same bytes for the same history.
 
-Called by no module of the package: an entry point.
+Called by `foresee`.
 """
 
 from __future__ import annotations

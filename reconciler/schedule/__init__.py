@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Collection, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -90,6 +90,8 @@ class Placement:
     """Cluster → resource → projected RWL: the pass's usage ledger (observed or declared
     usage plus the net change of its placements) over capacity, rounded to 4 places.
     Resources without a finite, positive capacity are left out; levels stop at 0."""
+    forecasts: Forecasts = field(default_factory=dict)
+    """The forecasts the pass scheduled with (empty with prediction off)."""
 
 
 def data_access(spec: Spec, claimed: facts.Claimed) -> tuple[DataAccess, ...]:
@@ -218,6 +220,7 @@ def _place(
     decisions = overridden.annotate(replicas, decisions)
     return Placement(
         decisions=tuple(sorted(decisions, key=lambda d: d.key.sort_key)),
+        forecasts=forecasts,
         water_levels=_levels(
             fleet, run.usage if seen is None else run.usage - seen.base + seen.now
         ),

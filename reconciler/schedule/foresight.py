@@ -64,7 +64,7 @@ class Foresight:
         some limited resource, and both the next step and the horizon's level under it on
         every limited resource."""
         limited = limit < 1.0
-        bound = (limit * np.where(limited, 1.0, np.inf))[:, np.newaxis] * capacity
+        bound = np.where(limited[:, np.newaxis], limit[:, np.newaxis] * capacity, np.inf)
         known: BoolArray = np.isnan(self.next_step).sum(axis=0) < self.next_step.shape[0]
         above_now: BoolArray = np.count_nonzero(self.now > bound, axis=0) > 0
         next_under: BoolArray = (

@@ -1,0 +1,111 @@
+"""Prediction end to end: `placed` and `forecast` in the status files, and the status history
+read back from a real output branch that a few passes of `dro reconcile` built."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from reconciler import pipeline
+from reconciler.branch import paths
+from reconciler.load import history
+from reconciler.settings import Settings
+from tests.conftest import GIT_ENV, SourceRepo
+
+START = 1_767_600_000.0  # 2026-01-05T08:00:00Z
+STEP = 600.0
+PREDICTION = """  prediction:
+    enabled: true
+    horizon: 1h
+    window: 1d
+    step: 10m
+"""
+EAST = 'allocated: {cpu: "300", memory: 1.2Ti, pods: "2100"}'
+
+
+def passes(
+    repo: SourceRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cpus: list[int]
+) -> tuple[Settings, list[pipeline.PassResult]]:
+    """One pass every 10 minutes, us-east-1's declared cpu usage `cpus[i]` at pass i."""
+    settings = Settings(repo=str(repo.bare), state_dir=tmp_path / "state")
+    config = (repo.work / "dro.yaml").read_text()
+    repo.write({"dro.yaml": config + PREDICTION})
+    east = (repo.work / "clusters/us-east-1.yaml").read_text()
+    assert EAST in east
+    results = []
+    for i, cpu in enumerate(cpus):
+        repo.write({"clusters/us-east-1.yaml": east.replace('cpu: "300"', f'cpu: "{cpu}"', 1)})
+        when = START + i * STEP
+        # The output branch's commits carry their source commit's time.
+        dated = {**os.environ, **GIT_ENV, "GIT_COMMITTER_DATE": f"@{int(when)} +0000"}
+        for args in (
+            ["add", "--all"],
+            ["commit", "-qm", f"at {cpu}"],
+            ["push", "-q", "origin", "main"],
+        ):
+            subprocess.run(["git", *args], cwd=repo.work, env=dated, check=True)
+        monkeypatch.setattr(pipeline, "time", SimpleNamespace(time=lambda when=when: when))
+        results.append(pipeline.reconcile_once(settings))
+    return settings, results
+
+
+def status_of(result: pipeline.PassResult, cluster: str) -> dict[str, object]:
+    document = yaml.safe_load(result.planned.tree[paths.cluster_status_path(cluster)])
+    status: dict[str, object] = document["status"]
+    return status
+
+
+def test_history_is_read_back_from_the_output_branch(
+    source_repo: SourceRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cpus = [300, 320, 340, 360, 380]
+    settings, results = passes(source_repo, tmp_path, monkeypatch, cpus)
+    now = START + (len(cpus) - 1) * STEP
+    read = history.reader(str(source_repo.bare), settings.output_branch, settings.state_dir)
+    found = read(now, 86_400.0)
+    east = found["us-east-1"]
+    assert [s.at for s in east] == [START + i * STEP for i in range(len(cpus))]
+    assert [s.used["cpu"] for s in east] == [float(c) for c in cpus]
+    placed = status_of(results[-1], "us-east-1")["placed"]
+    assert isinstance(placed, dict)
+    assert east[-1].placed["cpu"] == pytest.approx(float(placed["cpu"].rstrip("m")) / 1000)
+    assert east[-1].background["cpu"] == pytest.approx(380 - east[-1].placed["cpu"])
+    # A window shorter than the history keeps only the newest passes.
+    assert len(read(now, 2 * STEP)["us-east-1"]) == 3
+    # Clusters whose figures never changed have one sample per pass too.
+    assert len(found["eu-west-1"]) == len(cpus)
+
+
+def test_status_files_show_the_forecast_and_placed(
+    source_repo: SourceRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, results = passes(source_repo, tmp_path, monkeypatch, [300, 320, 340, 360])
+    first = status_of(results[0], "us-east-1")["forecast"]
+    assert isinstance(first, dict)
+    assert first["model"] == "last-value", "the first pass has only its own sample"
+    last = status_of(results[-1], "us-east-1")
+    forecast = last["forecast"]
+    assert isinstance(forecast, dict)
+    assert forecast["model"] == "holt", "four samples: Holt's linear trend"
+    assert forecast["samples"] == 4
+    assert forecast["peakAt"] == "2026-01-05T09:30:00Z", "a rising trend peaks at the horizon"
+    placed = last["placed"]
+    assert isinstance(placed, dict)
+    level = float(str(forecast["level"]["cpu"]).rstrip("m")) / 1000
+    background_now = 360 - float(str(placed["cpu"]).rstrip("m")) / 1000
+    assert level > background_now + 20, "20 more cores every 10 minutes, for an hour ahead"
+
+
+def test_without_prediction_status_files_have_no_forecast(
+    source_repo: SourceRepo, tmp_path: Path
+) -> None:
+    settings = Settings(repo=str(source_repo.bare), state_dir=tmp_path / "state")
+    result = pipeline.reconcile_once(settings)
+    status = status_of(result, "us-east-1")
+    assert "forecast" not in status
+    assert "placed" in status
