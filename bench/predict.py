@@ -66,16 +66,26 @@ def python_fit(y: list[float], m: int) -> tuple[float, float, float]:
     trend0 = sum((b - a) / m for a, b in zip(first, second, strict=True)) / m
     season0 = [v - level0 for v in first]
 
-    def sse(a: float, b: float, g: float) -> float:
-        level, trend, season, total = level0, trend0, list(season0), 0.0
-        for t, v in enumerate(y):
+    def filtered(
+        a: float, b: float, g: float, span: list[float], state: tuple[float, float, list[float]]
+    ) -> tuple[float, tuple[float, float, list[float]]]:
+        level, trend, season = state[0], state[1], list(state[2])
+        total = 0.0
+        for t, v in enumerate(span):
             base = level + trend
             e = v - base - season[t % m]
             season[t % m] += g * e
             total += e * e
             level = base + a * e
             trend += a * b * e
-        return total
+        return total, (level, trend, season)
+
+    warm = max(0, (len(y) - model.FIT_DAYS * m) // m * m)
+    state = filtered(*model.START, y[:warm], (level0, trend0, season0))[1]
+    recent = y[warm:]
+
+    def sse(a: float, b: float, g: float) -> float:
+        return filtered(a, b, g, recent, state)[0]
 
     best = list(model.START)
     for index, values in ((0, model.ALPHAS), (1, model.BETAS), (2, model.GAMMAS)):

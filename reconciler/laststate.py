@@ -13,10 +13,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler import render
+from reconciler import load, render
 from reconciler.branch import lastpass, paths, status
 from reconciler.domain import Decision
 from reconciler.domain.forecast import History
+from reconciler.settings import Settings
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,3 +71,14 @@ def of(
         kept=kept,
         history=history,
     )
+
+
+def offline(settings: Settings) -> LastPass:
+    """The last pass's decisions and status history for the offline commands (`dro
+    validate`, `dro explain`): read from the output branch of the fetched cache of
+    `settings.repo`; nothing for a plain directory."""
+    if settings.repo is None:
+        return FIRST_PASS
+    where = (settings.repo, settings.output_branch, settings.state_dir)
+    decisions = tuple(lastpass.decisions(load.previous_state(*where)).values())
+    return LastPass(decisions=decisions, history=load.history.reader(*where))

@@ -19,9 +19,10 @@ from enum import StrEnum
 import structlog
 
 from reconciler import audit, commit, foresee, laststate, live, load, render, schedule, validate
-from reconciler.branch import lastpass, status, summary
+from reconciler.branch import status, summary
 from reconciler.commit import describe as commitmessage
 from reconciler.domain import Decision, Observation, ResourceKey, Source, Spec, fence
+from reconciler.domain.forecast import Forecasts
 from reconciler.errors import Problem
 from reconciler.laststate import FIRST_PASS, LastPass
 from reconciler.live import takeover
@@ -92,14 +93,6 @@ def last_pass(settings: Settings) -> LastPass:
     where = (settings.repo, settings.output_branch, settings.state_dir)
     kept, history = load.previous_rendered(*where), load.history.reader(*where)
     return laststate.of(load.previous_state(*where), kept=kept, history=history)
-
-
-def _last_decisions(settings: Settings) -> tuple[Decision, ...]:
-    """The last pass's decisions alone (none from a directory), for validate and explain."""
-    if settings.repo is None:
-        return ()
-    state = load.previous_state(settings.repo, settings.output_branch, settings.state_dir)
-    return tuple(lastpass.decisions(state).values())
 
 
 NOT_ON_REMOTE = (
@@ -256,7 +249,7 @@ def validated(settings: Settings, on_stage: StageHook = _noop) -> Validated:
     checked = validate.check(source, ceiling=settings.guard)
     removed: list[str] = []
     if checked.spec is not None:
-        removed = validate.removed_clusters(checked.spec, _last_decisions(settings))
+        removed = validate.removed_clusters(checked.spec, laststate.offline(settings).decisions)
     return Validated(
         source=source, problems=checked.problems, spec=checked.spec, removed=tuple(removed)
     )
@@ -269,6 +262,8 @@ class Decided:
     source: Source
     spec: Spec
     decisions: tuple[Decision, ...]
+    forecasts: Forecasts = field(default_factory=dict)
+    """The forecasts scheduled with (prediction on, from the last pass's history)."""
 
 
 def decided(
@@ -282,11 +277,13 @@ def decided(
     starts from the last pass's decisions, as the next pass does; without it every workload
     is placed as if for the first time."""
     source = _loaded(settings, on_stage)
-    before = LastPass(decisions=_last_decisions(settings)) if from_last_pass else FIRST_PASS
-    spec, decisions = decide(
-        source, on_stage=on_stage, before=before, diagnose=diagnose, ceiling=settings.guard
+    before = laststate.offline(settings) if from_last_pass else FIRST_PASS
+    on_stage(Stage.VALIDATE)
+    spec = validate.spec(source, ceiling=settings.guard)
+    placement = _schedule(spec, on_stage, before, diagnose, None, source, None)
+    return Decided(
+        source=source, spec=spec, decisions=placement.decisions, forecasts=placement.forecasts
     )
-    return Decided(source=source, spec=spec, decisions=decisions)
 
 
 def rendered(

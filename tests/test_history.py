@@ -3,16 +3,20 @@ read back from a real output branch that a few passes of `dro reconcile` built."
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
+import pygit2
 import pytest
 import yaml
 
-from reconciler import pipeline
-from reconciler.branch import paths
+from reconciler import cli, pipeline
+from reconciler.branch import paths, statefiles
+from reconciler.domain import durations
+from reconciler.git import gitrepo
 from reconciler.load import history
 from reconciler.settings import Settings
 from tests.conftest import GIT_ENV, SourceRepo
@@ -109,3 +113,58 @@ def test_without_prediction_status_files_have_no_forecast(
     status = status_of(result, "us-east-1")
     assert "forecast" not in status
     assert "placed" in status
+
+
+def test_observed_figures_are_read_by_their_time_not_the_commits(tmp_path: Path) -> None:
+    """Passes over an unchanged source commit carry its (old) time; the observations they
+    record are recent, and the history follows `observedAt`."""
+    repo = pygit2.init_repository(str(tmp_path / "out.git"), bare=True)
+    old = int(START - 30 * 86_400)  # the source commit, a month before
+    tip = None
+    for i in range(6):
+        body = {
+            "apiVersion": "multicluster.io/v1alpha1",
+            "kind": "ClusterObservation",
+            "metadata": {"name": "a"},
+            "status": {
+                "source": "observed",
+                "observedAt": durations.rfc3339(START + i * STEP),
+                "capacity": {"cpu": "100"},
+                "used": {"cpu": str(40 + i)},
+                "placed": {"cpu": "4"},
+                **({"stale": True} if i == 2 else {}),
+            },
+        }
+        data = statefiles.seal(yaml.safe_dump(body).encode())
+        tree = gitrepo.TreeWriter(repo).write({"status/clusters/a.yaml": data})
+        oid = gitrepo.commit(
+            repo, branch="out", tree=tree, parent=tip, message=f"{i}", author=("t", "t@t"), time=old
+        )
+        tip = repo[oid]
+    found = history.read(repo, tip, now=START + 5 * STEP, window=3 * STEP)
+    # i = 2 is stale (the last figures copied forward): left out; i < 2 is before the window.
+    assert [s.used["cpu"] for s in found["a"]] == [43.0, 44.0, 45.0]
+    assert [s.at for s in found["a"]] == [START + i * STEP for i in (3, 4, 5)]
+    assert found["a"][-1].background == {"cpu": 41.0}
+
+
+def test_explain_shows_each_clusters_forecast(
+    source_repo: SourceRepo,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    settings, _ = passes(source_repo, tmp_path, monkeypatch, [300, 320, 340, 360])
+    capsys.readouterr()
+    where = ["--repo", str(source_repo.bare), "--state-dir", str(settings.state_dir)]
+    assert cli.main(["explain", "shop/Deployment/frontend", *where]) == 0
+    out = capsys.readouterr().out
+    assert "forecast background load" in out
+    east = next(
+        line for line in out.splitlines() if line.startswith("us-east-1") and "holt" in line
+    )
+    assert "cpu " in east
+    assert cli.main(["explain", "shop/Deployment/frontend", *where, "-o", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["forecasts"]["us-east-1"]["model"] == "holt"
+    assert document["forecasts"]["us-east-1"]["samples"] == 4

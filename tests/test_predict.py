@@ -83,9 +83,10 @@ def test_holt_winters_recursion_is_statsmodels_with_the_same_parameters(seed: in
     np.testing.assert_allclose(ours.forecast(12)[0], theirs.forecast(12), atol=1e-9)
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_fitted_holt_winters_agrees_with_statsmodels(seed: int) -> None:
-    y = seasonal(seed)
+@pytest.mark.parametrize(("seed", "days"), [(s, 3) for s in range(6)] + [(6, 5), (7, 7)])
+def test_fitted_holt_winters_agrees_with_statsmodels(seed: int, days: int) -> None:
+    """Three days: both fit on all of it; five and seven: dro on the last three (model.FIT_DAYS)."""
+    y = seasonal(seed, days)
     ours = model.fit(y[None, :], M, seasonal=True).forecast(12)[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

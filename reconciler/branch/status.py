@@ -138,6 +138,27 @@ def sample(path: str, data: bytes, committed_at: float) -> tuple[str, ClusterSam
     return cluster, found
 
 
+def forecast_levels(files: Mapping[str, bytes]) -> dict[str, dict[str, float]]:
+    """Cluster → resource → the forecast water level its status file records: (forecast
+    level of the background + `placed`) / capacity, rounded to 4 places; clusters without a
+    forecast are left out."""
+    found: dict[str, dict[str, float]] = {}
+    for path, status in _statuses(files, paths.STATUS_CLUSTERS):
+        cluster = paths.status_cluster(path)
+        forecast = status.get("forecast")
+        if cluster is None or not isinstance(forecast, Mapping):
+            continue
+        level = quantity.amounts(forecast.get("level"))
+        placed = quantity.amounts(status.get("placed"))
+        capacity = quantity.amounts(status.get("capacity"))
+        found[cluster] = {
+            r: round((v + placed.get(r, 0.0)) / capacity[r], 4)
+            for r, v in sorted(level.items())
+            if capacity.get(r, 0.0) > 0
+        }
+    return found
+
+
 def previous_statuses(files: Mapping[str, bytes]) -> dict[str, dict[str, Any]]:
     """Cluster name → the `status` of its file on the output branch (unreadable ones skipped)."""
     found: dict[str, dict[str, Any]] = {}

@@ -233,19 +233,30 @@ def _cmd_schedule(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
-    decisions = pipeline.decided(_settings(args), hook, from_last_pass=True).decisions
+    decided = pipeline.decided(_settings(args), hook, from_last_pass=True)
+    decisions = decided.decisions
     decision = report.find_decision(decisions, args.workload)
     if decision is None:
         close = report.suggestions(decisions, args.workload)
         hint = f"; did you mean {' or '.join(close)}?" if close else " (NAMESPACE/KIND/NAME)"
         raise UsageError(f"no workload {args.workload} in the source{hint}")
+    clusters = [v.cluster for v in decision.diagnosis.verdicts] or [
+        p.cluster for p in decision.clusters
+    ]
     if args.output == "table":
-        report.show(report.explanation(decision), sys.stdout)
+        shown = report.forecast_lines(decided.forecasts, clusters)
+        report.show([*report.explanation(decision), *shown], sys.stdout)
         return 0
     document = {
         **summary.decision_entry(decision),
         "diagnosis": summary.diagnosis_document(decision),
     }
+    if decided.forecasts:
+        document["forecasts"] = {
+            name: summary.forecast_status(decided.forecasts[name])
+            for name in clusters
+            if name in decided.forecasts
+        }
     report.write_document(document, args.output)
     return 0
 

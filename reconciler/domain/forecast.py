@@ -7,7 +7,7 @@ one `ClusterForecast` per cluster; the scheduler adds its own placement on top.
 
 Amounts are floats in base units (cores, bytes, counts); times are seconds since the epoch.
 
-Called by 11 modules, among them `branch.status`, `domain`, `foresee`, `laststate`.
+Called by 14 modules, among them `branch.status`, `cli.report`, `domain`, `foresee`.
 """
 
 from __future__ import annotations

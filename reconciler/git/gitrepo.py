@@ -337,11 +337,11 @@ def push(repo: pygit2.Repository, branch: str, credentials: Credentials | None =
         raise NonFastForward(f"push to {where} rejected: {'; '.join(callbacks.rejected)}")
 
 
-def first_parents(tip: pygit2.Commit, since: float) -> Iterator[pygit2.Commit]:
-    """`tip` and its first parents, newest first, while their committer time is at or after
-    `since` (seconds since the epoch): the passes of an output branch within a window."""
+def first_parents(tip: pygit2.Commit) -> Iterator[pygit2.Commit]:
+    """`tip` and its first parents, newest first (the passes of an output branch); the
+    caller stops when it has read far enough back."""
     commit_: pygit2.Commit | None = tip
-    while commit_ is not None and commit_.commit_time >= since:
+    while commit_ is not None:
         yield commit_
         commit_ = commit_.parents[0] if commit_.parent_ids else None
 

@@ -1,8 +1,10 @@
 """The status history: what the output branch's `status/clusters/` files recorded, pass by pass.
 
 Prediction (`predict`) fits each cluster's background load to it. `read` walks the output
-branch's first-parent history back from its tip, over the commits within `window` of `now`,
-and reads each cluster's status file at each commit (`status.sample`). A status file changes
+branch's first-parent history back from its tip and reads each cluster's status file at each
+commit (`status.sample`), until a commit holds nothing newer than `now − window`. (An output
+commit carries its source commit's time, which stays old while only observations change, so
+the walk goes by the times of the samples, not of the commits.) A status file changes
 far less often than the branch does, so each version (blob) is parsed once. Samples of one
 cluster are returned oldest first, one per distinct time (an observed cluster's `observedAt`,
 a declared one's commit time); stale and unreachable figures are left out.
@@ -32,10 +34,10 @@ def read(
         return {}
     parsed: dict[str, tuple[str, ClusterSample] | None] = {}
     found: dict[str, dict[float, ClusterSample]] = {}
-    for commit in gitrepo.first_parents(tip, now - window):
+    since = now - window
+    for commit in gitrepo.first_parents(tip):
         committed_at = float(gitrepo.commit_info(commit)[1])
-        if committed_at > now:
-            continue
+        newest = committed_at
         for path, blob in gitrepo.blobs_under(repo, commit, paths.STATUS_CLUSTERS).items():
             if blob not in parsed:
                 # Parsed at time 0: an observed file carries its own time, a declared one
@@ -47,9 +49,12 @@ def read(
             cluster, recorded = entry
             if recorded.at == 0.0:
                 recorded = replace(recorded, at=committed_at)
-            if now - window <= recorded.at <= now:
+            newest = max(newest, recorded.at)
+            if since <= recorded.at <= now:
                 # Newest commit first: the first one seen for a time wins.
                 found.setdefault(cluster, {}).setdefault(recorded.at, recorded)
+        if newest < since:
+            break  # this commit and every older one hold only figures before the window
     return {
         cluster: tuple(samples[at] for at in sorted(samples))
         for cluster, samples in sorted(found.items())

@@ -17,7 +17,8 @@ from the least-squares line through its first points.
 The smoothing parameters are fitted per series by one-step-ahead squared error: a coordinate
 search over fixed candidate values (α, then β, then γ), each stage one run over the series ×
 its candidates; Holt, whose series are short, searches α × β jointly. Fixed candidates and a
-fixed order make the fit deterministic.
+fixed order make the fit deterministic. Holt-Winters searches on the last `FIT_DAYS` days: the
+days before only carry the states forward, with the starting parameters.
 
 Called by `predict`.
 """
@@ -39,6 +40,8 @@ GAMMAS = (0.02, 0.1, 0.3, 0.6)
 """Season smoothing candidates."""
 HOLT_START = 12
 """How many first points Holt's initial level and trend are drawn through."""
+FIT_DAYS = 3
+"""Holt-Winters fits its parameters (and reports its errors) on the last this many days."""
 START = (0.3, 0.01, 0.1)
 """α, β, γ held while another parameter is searched."""
 
@@ -54,7 +57,9 @@ class Fit:
     season: FloatArray
     """(m, series) the season, indexed by time mod m (shape (0, series) without a season)."""
     errors: FloatArray
-    """(series, time) one-step-ahead errors y_t − ŷ_t with the fitted parameters."""
+    """(series, time) one-step-ahead errors y_t − ŷ_t with the fitted parameters, over the
+    span they were fitted on (the last `FIT_DAYS` days for Holt-Winters), ending at the last
+    observation."""
     params: FloatArray
     """(series, 3) α, β, γ."""
 
@@ -147,6 +152,15 @@ def fit(y: FloatArray, m: int, *, seasonal: bool) -> Fit:
         states = (states[0], states[1], np.zeros((0, s_count)))
     best = np.tile(np.asarray(START, dtype=np.float64), (s_count, 1))
     rows = np.arange(s_count)
+    warm = max(0, (y.shape[1] - FIT_DAYS * m) // m * m) if seasonal else 0
+    if warm:
+        # Days before the last FIT_DAYS only carry the states forward (with START); whole
+        # days, so the season slots stay where they were.
+        _, level, trend, season, _ = run(
+            y[:, :warm], best[:, :1], best[:, 1:2], best[:, 2:3], states
+        )
+        states = (level[:, 0], trend[:, 0], season[:, :, 0])
+        y = np.ascontiguousarray(y[:, warm:])
     # Holt (short series): α and β jointly; Holt-Winters: α, β, then γ, one at a time.
     stages: list[tuple[list[int], list[tuple[float, ...]]]]
     if seasonal:
