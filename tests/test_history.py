@@ -16,6 +16,7 @@ import yaml
 from reconciler import cli, pipeline
 from reconciler.branch import paths, statefiles
 from reconciler.domain import durations
+from reconciler.domain.reasons import MoveCode
 from reconciler.git import gitrepo
 from reconciler.load import history
 from reconciler.settings import Settings
@@ -96,7 +97,6 @@ def test_status_files_show_the_forecast_and_placed(
     forecast = last["forecast"]
     assert isinstance(forecast, dict)
     assert forecast["model"] == "holt", "four samples: Holt's linear trend"
-    assert forecast["samples"] == 4
     assert forecast["peakAt"] == "2026-01-05T09:30:00Z", "a rising trend peaks at the horizon"
     placed = last["placed"]
     assert isinstance(placed, dict)
@@ -168,3 +168,19 @@ def test_explain_shows_each_clusters_forecast(
     document = json.loads(capsys.readouterr().out)
     assert document["forecasts"]["us-east-1"]["model"] == "holt"
     assert document["forecasts"]["us-east-1"]["samples"] == 4
+
+
+def test_passes_over_an_unchanged_source_converge_with_prediction_on(
+    source_repo: SourceRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rising trend moves replicas off us-east-1 ahead of its peak; the passes after it
+    retire the old copies, record the new `placed`, and then commit nothing more."""
+    settings, results = passes(source_repo, tmp_path, monkeypatch, [300, 340, 380, 420])
+    moves = [m for r in results for d in r.planned.decisions for m in d.moves]
+    assert any(m.reason.code is MoveCode.FORECAST and m.source == "us-east-1" for m in moves)
+    commits = [pipeline.reconcile_once(settings).commit for _ in range(4)]
+    assert commits[-2:] == [None, None], commits
+    steady = pipeline.reconcile_once(settings)
+    assert steady.commit is None
+    now = durations.rfc3339(START + 3 * STEP)
+    assert not [m for d in steady.planned.decisions for m in d.moves if m.at == now]

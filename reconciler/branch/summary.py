@@ -259,13 +259,13 @@ def observation(
 
 def forecast_status(forecast: ClusterForecast) -> dict[str, Any]:
     """A status file's `forecast`: the level (background peak over the horizon plus the error
-    band) and next step as quantities, the model, the recent error and when it peaks."""
+    band) and next step as quantities, the model, the recent error and when it peaks (left out
+    when the forecast is flat, so a steady fleet's status files stay the same)."""
     result: dict[str, Any] = {
         "model": forecast.model,
         "level": _coarse(forecast.level),
         "nextStep": _coarse(forecast.next_step),
         "error": {r: round(e, 4) for r, e in sorted(forecast.error.items())},
-        "samples": forecast.samples,
     }
     if forecast.peak_at is not None:
         result["peakAt"] = durations.rfc3339(forecast.peak_at)

@@ -253,7 +253,10 @@ def _cmd_explain(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     }
     if decided.forecasts:
         document["forecasts"] = {
-            name: summary.forecast_status(decided.forecasts[name])
+            name: {
+                **summary.forecast_status(decided.forecasts[name]),
+                "samples": decided.forecasts[name].samples,
+            }
             for name in clusters
             if name in decided.forecasts
         }

@@ -9,7 +9,8 @@ how much history it has, fits it to every series at once (`model`) and returns o
 - `next_step`: the forecast one step ahead;
 - `level`: the peak of the forecast over the horizon plus an error band, 1.65 × the root mean
   square of the one-step errors over the last day (a one-sided 95 % band for normal errors),
-  never below 0; `peak_at` is when the resource nearest its capacity peaks;
+  never below 0; `peak_at` is when the resource nearest its capacity peaks (None when its
+  forecast does not rise after the next step);
 - `error`: the mean absolute percentage error of those one-step forecasts.
 
 Clusters are grouped by history length, so each group is one rectangular array; numpy works
@@ -85,6 +86,8 @@ def forecast_grid(grid: Grid, *, now: float, horizon: float, step: float) -> For
         nxt = np.maximum(0.0, path[:, :, 0])
         mape = _mape(errors, actual) if points >= 2 else np.zeros_like(band)
         peaks = path.argmax(axis=2)
+        top = path.max(axis=2)
+        rising = top > path[:, :, 0] + 1e-9 * np.maximum(1.0, np.abs(top))
         pressure = _pressure(path.max(axis=2), grid.capacity[members], y, len(members))
         for i, ci in enumerate(members):
             names = [r for ri, r in enumerate(grid.resources) if reported[i, ri]]
@@ -95,7 +98,9 @@ def forecast_grid(grid: Grid, *, now: float, horizon: float, step: float) -> For
                 model=chosen,
                 level={r: float(level[i, ri]) for r, ri in zip(names, index, strict=True)},
                 next_step={r: float(nxt[i, ri]) for r, ri in zip(names, index, strict=True)},
-                peak_at=now + step * (int(peaks[i, hottest]) + 1) if index else None,
+                peak_at=now + step * (int(peaks[i, hottest]) + 1)
+                if index and rising[i, hottest]
+                else None,
                 error={r: float(mape[i, ri]) for r, ri in zip(names, index, strict=True)},
                 samples=points,
             )
