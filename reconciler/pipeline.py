@@ -289,13 +289,14 @@ def decided(
 def rendered(
     settings: Settings,
     on_stage: StageHook,
-    write: Callable[[Spec, tuple[Decision, ...]], None],
+    write: Callable[[Decided], None],
 ) -> None:
     """Load → validate → schedule → render (`dro render`): `write` renders the decisions
-    where the command wants them (on every core, into a folder)."""
+    (and the forecasts, for the status files) where the command wants them (on every core,
+    into a folder)."""
     placed = decided(settings, on_stage)
     on_stage(Stage.RENDER)
-    write(placed.spec, placed.decisions)
+    write(placed)
 
 
 def reconcile_once(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -20,7 +21,7 @@ from reconciler.domain.reasons import MoveCode
 from reconciler.git import gitrepo
 from reconciler.load import history
 from reconciler.settings import Settings
-from tests.conftest import GIT_ENV, SourceRepo
+from tests.conftest import EXAMPLE, GIT_ENV, SourceRepo
 
 START = 1_767_600_000.0  # 2026-01-05T08:00:00Z
 STEP = 600.0
@@ -184,3 +185,22 @@ def test_passes_over_an_unchanged_source_converge_with_prediction_on(
     assert steady.commit is None
     now = durations.rfc3339(START + 3 * STEP)
     assert not [m for d in steady.planned.decisions for m in d.moves if m.at == now]
+
+
+def test_render_writes_the_forecast_the_same_bytes_twice(tmp_path: Path) -> None:
+    source = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, source)
+    (source / "dro.yaml").write_text((source / "dro.yaml").read_text() + PREDICTION)
+    trees = []
+    for name in ("one", "two"):
+        assert cli.main(["render", str(source), "--out", str(tmp_path / name)]) == 0
+        trees.append(
+            {
+                p.relative_to(tmp_path / name): p.read_bytes()
+                for p in (tmp_path / name).rglob("*.yaml")
+            }
+        )
+    assert trees[0] == trees[1]
+    status = yaml.safe_load(trees[0][Path(paths.cluster_status_path("us-east-1"))])["status"]
+    assert status["forecast"]["model"] == "last-value", "a directory has no history"
+    assert status["forecast"]["level"]["cpu"] == status["allocated"]["cpu"]

@@ -25,7 +25,7 @@ from reconciler.cli import habits as clihabits
 from reconciler.cli import plan as cli_plan
 from reconciler.cli import render as cli_render
 from reconciler.cli import run as cli_run
-from reconciler.domain import Decision, Source, Spec
+from reconciler.domain import Decision, Source
 from reconciler.errors import DroError, UsageError, ValidationFailed
 from reconciler.review import tables
 from reconciler.validate import guard
@@ -268,9 +268,10 @@ def _cmd_render(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     out: Path = args.out
     outdir.check(out, clean=args.clean, protected=cli_render.kept(args))
 
-    def write(spec: Spec, decisions: tuple[Decision, ...]) -> None:
+    def write(placed: pipeline.Decided) -> None:
+        seen = cli_render.Seen(forecasts=placed.forecasts)
         with outdir.staged(out) as stage:
-            cli_render.render_to(stage, spec, decisions)
+            cli_render.render_to(stage, placed.spec, placed.decisions, seen)
 
     pipeline.rendered(_settings(args), hook, write)
     sys.stderr.write(f"wrote the rendered tree to {out}\n")
