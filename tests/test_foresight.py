@@ -9,10 +9,20 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconciler import schedule
-from reconciler.domain import Decision, MoveBudget, Placement, Spec, durations
+from reconciler import schedule, yamlio
+from reconciler.branch import statefiles, status
+from reconciler.domain import (
+    Decision,
+    MoveBudget,
+    Placed,
+    Placement,
+    ResourceKey,
+    Spec,
+    durations,
+)
 from reconciler.domain.forecast import ClusterForecast
 from reconciler.domain.reasons import MoveCode
+from reconciler.review import plandiff, planreport
 from tests.builders.schedule import DYNAMIC, cluster, counts, deployment, spec_of, with_rebalance
 
 HOUR = 3600.0
@@ -161,3 +171,48 @@ def test_passes_over_an_unchanged_input_converge_with_prediction_on(
         decisions = {decision.key: decision}
     assert sum(counts(decision).values()) == 12
     assert moved[-4:] == [0, 0, 0, 0], moved
+
+
+def test_plan_shows_the_forecast_column_from_the_head_status_files() -> None:
+    document = {
+        "apiVersion": "multicluster.io/v1alpha1",
+        "kind": "ClusterObservation",
+        "metadata": {"name": "a"},
+        "status": {
+            "source": "declared",
+            "capacity": {"cpu": "100"},
+            "allocated": {"cpu": "40"},
+            "placed": {"cpu": "4"},
+            "forecast": {"model": "holt", "level": {"cpu": "85"}, "nextStep": {"cpu": "50"}},
+        },
+    }
+    tree = {"status/clusters/a.yaml": statefiles.seal(yamlio.dump(document).encode())}
+    assert status.forecast_levels(tree) == {"a": {"cpu": 0.89}}
+    web = ResourceKey("apps", "Deployment", "shop", "web")
+
+    def on_a(replicas: int) -> tuple[Decision]:
+        return (
+            Decision(
+                key=web, api_version="apps/v1", policy=None, clusters=(Placed("a", replicas),)
+            ),
+        )
+
+    base = plandiff.Side(
+        ref="main", clusters=("a",), decisions=on_a(3), water_levels={"a": {"cpu": 0.3}}
+    )
+    head = plandiff.Side(
+        ref="head",
+        clusters=("a",),
+        decisions=on_a(4),
+        water_levels={"a": {"cpu": 0.4}},
+        forecasts=status.forecast_levels(tree),
+    )
+    diff = plandiff.compare(base, head)
+    (change,) = diff.levels
+    assert change.forecast == {"cpu": 0.89}
+    markdown = planreport.markdown(diff)
+    assert "| cluster | cpu | forecast |" in markdown
+    assert "| cpu 89.0% |" in markdown
+    assert planreport.document(diff)["waterLevels"][0]["forecast"] == {"cpu": 0.89}
+    without = plandiff.compare(base, replace(head, forecasts={}))
+    assert "forecast" not in planreport.markdown(without)
