@@ -346,14 +346,22 @@ def first_parents(tip: pygit2.Commit) -> Iterator[pygit2.Commit]:
         commit_ = commit_.parents[0] if commit_.parent_ids else None
 
 
+def folder_id(commit_: pygit2.Commit, folder: str) -> str | None:
+    """The tree id (hex) of `folder` in a commit, or None when it has none: two commits with
+    the same id hold the same files there."""
+    try:
+        return str(commit_.tree[folder.rstrip("/")].id)
+    except KeyError:
+        return None
+
+
 def blobs_under(repo: pygit2.Repository, commit_: pygit2.Commit, folder: str) -> dict[str, str]:
     """Path → blob id (hex) of the files directly in `folder` (`status/clusters/`) of a
     commit; empty when it has no such folder. Ids let a reader parse each version once."""
-    try:
-        entry = commit_.tree[folder.rstrip("/")]
-    except KeyError:
+    found = folder_id(commit_, folder)
+    if found is None:
         return {}
-    tree = repo[entry.id]
+    tree = repo[found]
     if not isinstance(tree, pygit2.Tree):
         return {}
     return {f"{folder}{e.name}": str(e.id) for e in tree if e.type_str == "blob"}

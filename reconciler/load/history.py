@@ -2,7 +2,8 @@
 
 Prediction (`predict`) fits each cluster's background load to it. `read` walks the output
 branch's first-parent history back from its tip and reads each cluster's status file at each
-commit (`status.sample`), until a commit holds nothing newer than `now − window`. (An output
+commit (`status.sample`), until a commit holds nothing newer than `now − window`; a commit
+with the same status files at the same time as the one after it is skipped unread. (An output
 commit carries its source commit's time, which stays old while only observations change, so
 the walk goes by the times of the samples, not of the commits.) A status file changes
 far less often than the branch does, so each version (blob) is parsed once. Samples of one
@@ -35,8 +36,13 @@ def read(
     parsed: dict[str, tuple[str, ClusterSample] | None] = {}
     found: dict[str, dict[float, ClusterSample]] = {}
     since = now - window
+    seen: tuple[str | None, float] | None = None
     for commit in gitrepo.first_parents(tip):
         committed_at = float(gitrepo.commit_info(commit)[1])
+        folder = (gitrepo.folder_id(commit, paths.STATUS_CLUSTERS), committed_at)
+        if folder == seen:
+            continue  # the same status files at the same time: nothing new
+        seen = folder
         newest = committed_at
         for path, blob in gitrepo.blobs_under(repo, commit, paths.STATUS_CLUSTERS).items():
             if blob not in parsed:
