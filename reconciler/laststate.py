@@ -4,18 +4,20 @@
 stage that needs it; `review` (dro plan) builds it once for both sides of a change. Nothing
 else parses the output branch's `decisions/` and `status/` files during a pass.
 
-Called by `pipeline` and `review`.
+Called by `foresee`, `pipeline` and `review`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler import render
+from reconciler import load, render
 from reconciler.branch import lastpass, paths, status
 from reconciler.domain import Decision
+from reconciler.domain.forecast import History
+from reconciler.settings import Settings
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,6 +34,9 @@ class LastPass:
     """Cluster → the `status` of its file (`status.previous_statuses`)."""
     kept: render.Kept | None = None
     """Reads single rendered files back, for what a suspended dispatch keeps."""
+    history: Callable[[float, float], History] | None = None
+    """Reads the status history on the output branch, (now, window) → History, for
+    prediction (`load.history`); called only when prediction is on."""
 
     def held_status(
         self, tree: Mapping[str, bytes], now: float, interval: float
@@ -50,7 +55,12 @@ FIRST_PASS = LastPass()
 """No last pass: nothing decided before, no phases, no status."""
 
 
-def of(files: Mapping[str, bytes], *, kept: render.Kept | None = None) -> LastPass:
+def of(
+    files: Mapping[str, bytes],
+    *,
+    kept: render.Kept | None = None,
+    history: Callable[[float, float], History] | None = None,
+) -> LastPass:
     """What the output branch's state `files` say, each file read once (an unreadable one is
     warned about once, by `lastpass`)."""
     return LastPass(
@@ -59,4 +69,16 @@ def of(files: Mapping[str, bytes], *, kept: render.Kept | None = None) -> LastPa
         phases=lastpass.phases(files),
         statuses=status.previous_statuses(files),
         kept=kept,
+        history=history,
     )
+
+
+def offline(settings: Settings) -> LastPass:
+    """The last pass's decisions and status history for the offline commands (`dro
+    validate`, `dro explain`): read from the output branch of the fetched cache of
+    `settings.repo`; nothing for a plain directory."""
+    if settings.repo is None:
+        return FIRST_PASS
+    where = (settings.repo, settings.output_branch, settings.state_dir)
+    decisions = tuple(lastpass.decisions(load.previous_state(*where)).values())
+    return LastPass(decisions=decisions, history=load.history.reader(*where))

@@ -18,11 +18,12 @@ from enum import StrEnum
 
 import structlog
 
-from reconciler import audit, commit, laststate, live, load, render, schedule, validate
-from reconciler.branch import lastpass, status
+from reconciler import audit, commit, foresee, laststate, live, load, render, schedule, validate
 from reconciler.branch import phases as cluster_phases
+from reconciler.branch import status
 from reconciler.commit import describe as commitmessage
 from reconciler.domain import Decision, Observation, ResourceKey, Source, Spec, fence
+from reconciler.domain.forecast import Forecasts
 from reconciler.errors import Problem
 from reconciler.laststate import FIRST_PASS, LastPass
 from reconciler.live import takeover
@@ -91,15 +92,8 @@ def last_pass(settings: Settings) -> LastPass:
     """The last pass's state, from the output branch of the fetched cache of `settings.repo`."""
     assert settings.repo is not None
     where = (settings.repo, settings.output_branch, settings.state_dir)
-    return laststate.of(load.previous_state(*where), kept=load.previous_rendered(*where))
-
-
-def _last_decisions(settings: Settings) -> tuple[Decision, ...]:
-    """The last pass's decisions alone (none from a directory), for validate and explain."""
-    if settings.repo is None:
-        return ()
-    state = load.previous_state(settings.repo, settings.output_branch, settings.state_dir)
-    return tuple(lastpass.decisions(state).values())
+    kept, history = load.previous_rendered(*where), load.history.reader(*where)
+    return laststate.of(load.previous_state(*where), kept=kept, history=history)
 
 
 NOT_ON_REMOTE = (
@@ -172,6 +166,7 @@ def _schedule(
         diagnose=diagnose,
         now=pass_time(source, now),
         filling=filling(spec, before.phases),
+        forecasts=foresee.forecasts(spec, before, observations, pass_time(source, now)),
     )
 
 
@@ -218,6 +213,7 @@ def plan(
         suspended=observed.suspended,
         filling=still,
         kept=before.kept,
+        forecasts=placement.forecasts,
     )
     planned = Planned(
         spec=spec,
@@ -248,7 +244,7 @@ def validated(settings: Settings, on_stage: StageHook = _noop) -> Validated:
     checked = validate.check(source, ceiling=settings.guard)
     removed: list[str] = []
     if checked.spec is not None:
-        removed = validate.removed_clusters(checked.spec, _last_decisions(settings))
+        removed = validate.removed_clusters(checked.spec, laststate.offline(settings).decisions)
     return Validated(
         source=source, problems=checked.problems, spec=checked.spec, removed=tuple(removed)
     )
@@ -261,6 +257,8 @@ class Decided:
     source: Source
     spec: Spec
     decisions: tuple[Decision, ...]
+    forecasts: Forecasts = field(default_factory=dict)
+    """The forecasts scheduled with (prediction on, from the last pass's history)."""
 
 
 def decided(
@@ -274,23 +272,26 @@ def decided(
     starts from the last pass's decisions, as the next pass does; without it every workload
     is placed as if for the first time."""
     source = _loaded(settings, on_stage)
-    before = LastPass(decisions=_last_decisions(settings)) if from_last_pass else FIRST_PASS
-    spec, decisions = decide(
-        source, on_stage=on_stage, before=before, diagnose=diagnose, ceiling=settings.guard
+    before = laststate.offline(settings) if from_last_pass else FIRST_PASS
+    on_stage(Stage.VALIDATE)
+    spec = validate.spec(source, ceiling=settings.guard)
+    placement = _schedule(spec, on_stage, before, diagnose, None, source, None)
+    return Decided(
+        source=source, spec=spec, decisions=placement.decisions, forecasts=placement.forecasts
     )
-    return Decided(source=source, spec=spec, decisions=decisions)
 
 
 def rendered(
     settings: Settings,
     on_stage: StageHook,
-    write: Callable[[Spec, tuple[Decision, ...]], None],
+    write: Callable[[Decided], None],
 ) -> None:
     """Load → validate → schedule → render (`dro render`): `write` renders the decisions
-    where the command wants them (on every core, into a folder)."""
+    (and the forecasts, for the status files) where the command wants them (on every core,
+    into a folder)."""
     placed = decided(settings, on_stage)
     on_stage(Stage.RENDER)
-    write(placed.spec, placed.decisions)
+    write(placed)
 
 
 def reconcile_once(

@@ -152,7 +152,14 @@ def test_reconcile_commits_once_then_nothing(
     new_tip = source_repo.branch_sha("dro/rendered")
     changed = git(source_repo.bare, "diff", "--name-only", tip, str(new_tip)).splitlines()
     assert changed
-    assert all("frontend" in path or path == "README.md" for path in changed)
+    # ... and the status files of the clusters whose `placed` (dro's own requests) changed.
+    assert all(
+        "frontend" in path or path == "README.md" or path.startswith("status/clusters/")
+        for path in changed
+    )
+    for path in (p for p in changed if p.startswith("status/clusters/")):
+        cluster = path.removeprefix("status/clusters/").removesuffix(".yaml")
+        assert f"clusters/{cluster}/shop/deployment-frontend.yaml" in changed
     assert "decisions/shop/deployment-frontend.yaml" in changed
 
 

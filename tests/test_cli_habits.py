@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reconciler import cli, pipeline
+from reconciler import cli, schedule
 from reconciler.cli import completion
 from tests.conftest import EXAMPLE
 from tests.terminal import DRO
@@ -67,7 +67,7 @@ def test_an_unexpected_exception_is_one_line_and_the_traceback_needs_v(
     def broken(*_args: object, **_kwargs: object) -> None:
         raise RuntimeError("the scheduler fell over\nsecond line")
 
-    monkeypatch.setattr(pipeline, "decide", broken)
+    monkeypatch.setattr(schedule, "place_and_project", broken)
     assert cli.main(["schedule", str(EXAMPLE)]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""

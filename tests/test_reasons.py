@@ -14,6 +14,10 @@ from reconciler.domain import MoveCode, MoveReason, Trigger, TriggerCode
         (MoveReason(MoveCode.DRAINED), "cluster drained"),
         (MoveReason(MoveCode.WATER_LEVEL, "0.90 > 0.85 (cpu)"), "water level 0.90 > 0.85 (cpu)"),
         (
+            MoveReason(MoveCode.FORECAST, "0.89 > 0.85 (cpu) by 2026-11-24T14:00:00Z"),
+            "forecast water level 0.89 > 0.85 (cpu) by 2026-11-24T14:00:00Z",
+        ),
+        (
             MoveReason(MoveCode.FILLING, "c: water level 0.60 vs 0.10 (cpu)"),
             "filling c: water level 0.60 vs 0.10 (cpu)",
         ),

@@ -12,7 +12,7 @@ component). The paths of workloads are lowercase. `decisions/` and `status/` are
 dro reads back (`STATE_FOLDERS`); everything else is output only. What makes one component safe
 (length, names git refuses) is `domain.paths`, below this layer.
 
-Called by 10 modules, among them `branch.lastpass`, `commit`, `laststate`, `live`.
+Called by 11 modules, among them `branch.lastpass`, `commit`, `laststate`, `live`.
 """
 
 from __future__ import annotations

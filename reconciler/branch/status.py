@@ -14,7 +14,7 @@ Amounts are written as Kubernetes quantities (`cpu: "96"`, `memory: 300Gi`) and 
 base units (cores, bytes), as in an `Observation`; files of earlier versions, which held plain
 numbers, read as well (`quantity.amounts`). Water levels are plain ratios. This module is pure.
 
-Called by `branch.summary`, `laststate`, `live`, `pipeline`, `render` and `review`.
+Called by 7 modules, among them `branch.summary`, `laststate`, `live`, `load.history`.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from reconciler.domain import (
     ResourceKey,
     durations,
 )
+from reconciler.domain.forecast import ClusterSample
 from reconciler.domain.paths import YAML
 from reconciler.kube import health, inventory, quantity
 
@@ -108,6 +109,54 @@ def stale_observation(
         stale=True,
         unreachable_since=unreachable_since,
     )
+
+
+def sample(path: str, data: bytes, committed_at: float) -> tuple[str, ClusterSample] | None:
+    """(cluster, what its status file recorded) for prediction's history, or None for a file
+    that is not as dro wrote it, or whose figures are not this pass's (stale or unreachable:
+    the last figures copied forward). The time is `observedAt` when observed, else the commit's
+    time; `used` is the observed usage, or for a declared cluster its declared `allocated`."""
+    cluster = paths.status_cluster(path)
+    if cluster is None:
+        return None
+    try:
+        status = statefiles.status_of(path, data)
+        if status.get("stale") or status.get("unreachableSince"):
+            return None
+        at = committed_at
+        if status.get("source") == OBSERVED and status.get("observedAt"):
+            at = durations.epoch(str(status["observedAt"]))
+        used = status.get("used") if status.get("source") == OBSERVED else status.get("allocated")
+        found = ClusterSample(
+            at=at,
+            capacity=quantity.amounts(status.get("capacity")),
+            used=quantity.amounts(used),
+            placed=quantity.amounts(status.get("placed")),
+        )
+    except (yamlio.YamlError, statefiles.StateError, ValueError):
+        return None
+    return cluster, found
+
+
+def forecast_levels(files: Mapping[str, bytes]) -> dict[str, dict[str, float]]:
+    """Cluster → resource → the forecast water level its status file records: (forecast
+    level of the background + `placed`) / capacity, rounded to 4 places; clusters without a
+    forecast are left out."""
+    found: dict[str, dict[str, float]] = {}
+    for path, status in _statuses(files, paths.STATUS_CLUSTERS):
+        cluster = paths.status_cluster(path)
+        forecast = status.get("forecast")
+        if cluster is None or not isinstance(forecast, Mapping):
+            continue
+        level = quantity.amounts(forecast.get("level"))
+        placed = quantity.amounts(status.get("placed"))
+        capacity = quantity.amounts(status.get("capacity"))
+        found[cluster] = {
+            r: round((v + placed.get(r, 0.0)) / capacity[r], 4)
+            for r, v in sorted(level.items())
+            if capacity.get(r, 0.0) > 0
+        }
+    return found
 
 
 def previous_statuses(files: Mapping[str, bytes]) -> dict[str, dict[str, Any]]:

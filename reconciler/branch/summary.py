@@ -9,6 +9,7 @@ Called by `branch.statefiles`, `cli`, `cli.report`, `render` and `review.plandif
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,8 +25,10 @@ from reconciler.domain import (
     PolicyRef,
     ResourceKey,
     Spec,
+    durations,
     group_of,
 )
+from reconciler.domain.forecast import ClusterForecast
 from reconciler.kube import quantity
 
 
@@ -246,10 +249,17 @@ that reaches it again fills it."""
 
 
 def observation(
-    cluster: Cluster, observed: Mapping[str, Any] | None, *, filling: bool = False
+    cluster: Cluster,
+    observed: Mapping[str, Any] | None,
+    *,
+    filling: bool = False,
+    placed: Mapping[str, float] | None = None,
+    forecast: ClusterForecast | None = None,
 ) -> dict[str, Any]:
-    """`status/clusters/<name>.yaml`: the observation the decisions were made from, and the
-    cluster's phase when it is not simply in service (`phases`)."""
+    """`status/clusters/<name>.yaml`: the observation the decisions were made from, the
+    cluster's phase when it is not simply in service (`phases`), `placed` (the requests of dro's
+    replicas there, the part of `used` that is dro's own: prediction forecasts the rest) and,
+    with prediction on, the cluster's `forecast`."""
     if observed is not None:
         status = dict(observed)
     else:
@@ -259,6 +269,10 @@ def observation(
             "allocated": quantity.texts(cluster.allocated),
             "waterLevel": water_levels(cluster),
         }
+    if placed:
+        status = {**status, "placed": quantity.texts(placed)}
+    if forecast is not None:
+        status = {**status, "forecast": forecast_status(forecast)}
     phase = phases.of(cluster, observed, filling=filling)
     if phase is not None:
         status = {**status, "phase": phase}
@@ -295,6 +309,35 @@ def total_cost_line(decisions: Sequence[Decision]) -> str:
         line += f" {unpriced} {'replica runs' if unpriced == 1 else 'replicas run'} on clusters"
         line += " without a price, not counted."
     return line
+
+
+def forecast_status(forecast: ClusterForecast) -> dict[str, Any]:
+    """A status file's `forecast`: the level (background peak over the horizon plus the error
+    band) and next step as quantities, the model, the recent error and when it peaks (left out
+    when the forecast is flat, so a steady fleet's status files stay the same)."""
+    result: dict[str, Any] = {
+        "model": forecast.model,
+        "level": _coarse(forecast.level),
+        "nextStep": _coarse(forecast.next_step),
+        "error": {r: round(e, 4) for r, e in sorted(forecast.error.items())},
+    }
+    if forecast.peak_at is not None:
+        result["peakAt"] = durations.rfc3339(forecast.peak_at)
+    return result
+
+
+def _coarse(values: Mapping[str, float]) -> dict[str, str]:
+    """Forecast amounts as quantities a reader takes in: bytes rounded up to Mi, the rest up
+    to thousandths (`37254m`)."""
+    return quantity.texts(
+        {
+            r: math.ceil(v / MI) * MI if quantity.in_bytes(r) else math.ceil(v * 1000) / 1000
+            for r, v in values.items()
+        }
+    )
+
+
+MI = 2**20
 
 
 def replicas_label(decision: Decision, cluster: str, replicas: int | None) -> str:

@@ -25,7 +25,7 @@ from reconciler.cli import habits as clihabits
 from reconciler.cli import plan as cli_plan
 from reconciler.cli import render as cli_render
 from reconciler.cli import run as cli_run
-from reconciler.domain import Decision, Source, Spec
+from reconciler.domain import Decision, Source
 from reconciler.errors import DroError, UsageError, ValidationFailed
 from reconciler.review import tables
 from reconciler.validate import guard
@@ -233,14 +233,19 @@ def _cmd_schedule(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
-    decisions = pipeline.decided(_settings(args), hook, from_last_pass=True).decisions
+    decided = pipeline.decided(_settings(args), hook, from_last_pass=True)
+    decisions = decided.decisions
     decision = report.find_decision(decisions, args.workload)
     if decision is None:
         close = report.suggestions(decisions, args.workload)
         hint = f"; did you mean {' or '.join(close)}?" if close else " (NAMESPACE/KIND/NAME)"
         raise UsageError(f"no workload {args.workload} in the source{hint}")
+    clusters = [v.cluster for v in decision.diagnosis.verdicts] or [
+        p.cluster for p in decision.clusters
+    ]
     if args.output == "table":
-        report.show(report.explanation(decision), sys.stdout)
+        shown = report.forecast_lines(decided.forecasts, clusters)
+        report.show([*report.explanation(decision), *shown], sys.stdout)
         return 0
     document = {
         **summary.decision_entry(decision),
@@ -248,6 +253,15 @@ def _cmd_explain(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
         "unpricedReplicas": decision.unpriced,
         "diagnosis": summary.diagnosis_document(decision),
     }
+    if decided.forecasts:
+        document["forecasts"] = {
+            name: {
+                **summary.forecast_status(decided.forecasts[name]),
+                "samples": decided.forecasts[name].samples,
+            }
+            for name in clusters
+            if name in decided.forecasts
+        }
     report.write_document(document, args.output)
     return 0
 
@@ -256,9 +270,10 @@ def _cmd_render(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     out: Path = args.out
     outdir.check(out, clean=args.clean, protected=cli_render.kept(args))
 
-    def write(spec: Spec, decisions: tuple[Decision, ...]) -> None:
+    def write(placed: pipeline.Decided) -> None:
+        seen = cli_render.Seen(forecasts=placed.forecasts)
         with outdir.staged(out) as stage:
-            cli_render.render_to(stage, spec, decisions)
+            cli_render.render_to(stage, placed.spec, placed.decisions, seen)
 
     pipeline.rendered(_settings(args), hook, write)
     sys.stderr.write(f"wrote the rendered tree to {out}\n")

@@ -15,6 +15,7 @@ from pathlib import Path
 from reconciler import render
 from reconciler.cli import outdir
 from reconciler.domain import Decision, Observation, Spec
+from reconciler.domain.forecast import Forecasts
 from reconciler.errors import DroError
 
 
@@ -25,12 +26,15 @@ def _no_observations() -> Mapping[str, Observation]:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Seen:
     """What a pass knows of its clusters beyond the source, as `render.tree` takes it: their
-    observations, the suspended ones, those still filling, and the last rendered files."""
+    observations, the suspended ones, those still filling, the last rendered files and the
+    forecasts."""
 
     observations: Mapping[str, Observation] = field(default_factory=_no_observations)
     suspended: Collection[str] = ()
     filling: Collection[str] = ()
     kept: render.Kept | None = None
+    forecasts: Forecasts = field(default_factory=dict)
+    """The forecasts the decisions were made with (prediction on), for the status files."""
 
 
 def render_to(
@@ -75,6 +79,7 @@ def _render_shard(
         filling=seen.filling,
         kept=seen.kept,
         shard=shard,
+        forecasts=seen.forecasts,
     )
     outdir.write_files(root, sorted(files.items()))
 

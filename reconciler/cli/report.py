@@ -25,6 +25,7 @@ from reconciler.branch import summary
 from reconciler.cli import shortnames
 from reconciler.domain import Decision, Placed
 from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
+from reconciler.domain.forecast import Forecasts
 from reconciler.errors import Problem
 from reconciler.live.outcome import ClusterSync
 from reconciler.review import tables
@@ -375,6 +376,45 @@ def explanation(decision: Decision) -> list[object]:
         tables.Grid(headers=headers, rows=tuple(rows), right=frozenset(range(2, len(headers))))
     )
     return lines
+
+
+def forecast_lines(forecasts: Forecasts, clusters: Sequence[str]) -> list[object]:
+    """`dro explain`'s forecasts (prediction on): per cluster of the workload, the model, the
+    forecast level and next step of its background load, the recent one-step error and when it
+    peaks within the horizon."""
+    rows = []
+    for name in clusters:
+        forecast = forecasts.get(name)
+        if forecast is None:
+            continue
+        shown = summary.forecast_status(forecast)
+        rows.append(
+            (
+                name,
+                forecast.model,
+                _amounts(shown["level"]),
+                _amounts(shown["nextStep"]),
+                ", ".join(
+                    f"{r} {shown['error'][r]:.0%}" for r in ("cpu", "memory") if r in shown["error"]
+                )
+                or "—",
+                str(shown.get("peakAt", "—")),
+            )
+        )
+    if not rows:
+        return []
+    headers = ("CLUSTER", "MODEL", "LEVEL", "NEXT STEP", "ERROR", "PEAK AT")
+    return [
+        "forecast background load (prediction on; the level is the peak over the horizon "
+        "plus the error band):",
+        tables.Grid(headers=headers, rows=tuple(rows), right=frozenset()),
+    ]
+
+
+def _amounts(values: dict[str, str]) -> str:
+    """`cpu 37254m, memory 12Gi`: cpu and memory, which water levels are mostly about (the
+    JSON output has every resource)."""
+    return ", ".join(f"{r} {values[r]}" for r in ("cpu", "memory") if r in values) or "—"
 
 
 def console(out: TextIO) -> Console:

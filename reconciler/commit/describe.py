@@ -147,7 +147,8 @@ def _moved(name: str, moves: Sequence[Move]) -> str:
 
 
 def _move_reason(move: Move) -> str:
-    """A move's reason in a few words: `filling c`, `drain a`, `relieve a`, `failover from a`."""
+    """A move's reason in a few words: `filling c`, `drain a`, `relieve a`, `ahead of a peak
+    on a`, `failover from a`."""
     code = move.reason.code
     if code is MoveCode.FILLING:
         return f"filling {move.target}"
@@ -155,6 +156,8 @@ def _move_reason(move: Move) -> str:
         return f"drain {move.source}"
     if code is MoveCode.WATER_LEVEL:
         return f"relieve {move.source}"
+    if code is MoveCode.FORECAST:
+        return f"ahead of a peak on {move.source}"
     if code is MoveCode.FAILOVER:
         return f"failover from {move.source}"
     if code is MoveCode.PENDING:

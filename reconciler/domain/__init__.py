@@ -11,7 +11,7 @@ decision's trigger and a move's reason, as codes),
 `claims` (which policy claims a workload), `durations`, `fence` (a write only while the Lease is
 held) and `paths`.
 
-Called by 66 modules, among them `audit`, `branch.comparison`, `cli`, `commit.describe`.
+Called by 68 modules, among them `audit`, `branch.comparison`, `cli`, `commit.describe`.
 """
 
 from reconciler.domain.base import (
@@ -73,6 +73,7 @@ from reconciler.domain.reasons import (
     TriggerCode,
 )
 from reconciler.domain.spec import (
+    Prediction,
     Rebalance,
     SchedulerConfig,
     Scoring,
@@ -114,6 +115,7 @@ __all__ = [
     "Placement",
     "PlacementPolicy",
     "PolicyRef",
+    "Prediction",
     "Rebalance",
     "ReplicaScheduling",
     "ReplicaType",

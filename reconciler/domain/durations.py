@@ -1,6 +1,7 @@
-"""Durations (`10m`, `1h30m`, `500ms`) and RFC 3339 times, as dro.yaml and decisions write them.
+"""Durations (`10m`, `1h30m`, `500ms`, `7d`) and RFC 3339 times, as dro.yaml and decisions
+write them.
 
-Called by 14 modules, among them `branch.statefiles`, `live`, `review.followups`,
+Called by 16 modules, among them `branch.statefiles`, `live`, `review.followups`,
 `schedule.engine`.
 """
 
@@ -9,8 +10,8 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)")
-_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 def seconds(text: str) -> float:

@@ -7,7 +7,7 @@ and a move's `reason`. The scheduler makes these values (`schedule.triggers`, `r
 move's reason back once (`MoveReason.read`), so that nothing after it matches prose: the
 commit message (`commit.describe`), `dro plan` (`review`) and re-balancing read codes.
 
-Called by `domain`, `domain.decision` and `schedule.rebalance`.
+Called by `domain`, `domain.decision`, `schedule.foresight` and `schedule.rebalance`.
 """
 
 from __future__ import annotations
@@ -98,6 +98,8 @@ class MoveCode(enum.StrEnum):
 
     DRAINED = "drained"
     WATER_LEVEL = "water-level"
+    FORECAST = "forecast"
+    """Pre-allocation: the cluster's forecast passes its limit within the horizon."""
     FILLING = "filling"
     FAILOVER = "failover"
     PENDING = "pending"
@@ -110,6 +112,7 @@ class MoveCode(enum.StrEnum):
 _MOVE_PROSE: Mapping[MoveCode, str] = {
     MoveCode.DRAINED: "cluster drained",
     MoveCode.WATER_LEVEL: "water level {}",
+    MoveCode.FORECAST: "forecast water level {}",
     MoveCode.FILLING: "filling {}",
     MoveCode.FAILOVER: "failover after {}",
     MoveCode.PENDING: "pods pending over {}",

@@ -86,6 +86,21 @@ class Rebalance:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Prediction:
+    """Prediction settings (`spec.prediction` in dro.yaml); durations in seconds.
+
+    Off by default. When on, each pass forecasts every cluster's background load from the
+    status history on the output branch within `window`, resampled every `step`, over
+    `horizon`, and schedules on the forecast where it is higher than the usage now.
+    """
+
+    enabled: bool = False
+    horizon: float = 7200.0
+    window: float = 7 * 86400.0
+    step: float = 600.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SchedulerConfig:
     """Scheduling settings from `dro.yaml` (kind SchedulerConfiguration)."""
 
@@ -99,6 +114,7 @@ class SchedulerConfig:
     plugin_weights: Mapping[str, float] = field(default_factory=empty)
     scoring: Scoring = Scoring()
     rebalance: Rebalance = Rebalance()
+    prediction: Prediction = Prediction()
     kubernetes_version: str | None = None
     raw: Manifest = field(default_factory=empty)
     """The whole spec, for settings later stages read (rebalance, failover …)."""

@@ -6,7 +6,7 @@ from trees and trees are written from memory. A `TreeWriter` remembers the blobs
 it wrote, so a commit that changes one file rehashes only that file, and refuses any path that
 `git fsck` would reject (`domain.paths`).
 
-Called by `audit`, `commit`, `load`, `load.sourcecheck` and `review`.
+Called by `audit`, `commit`, `load`, `load.history`, `load.sourcecheck` and `review`.
 """
 
 from __future__ import annotations
@@ -335,6 +335,43 @@ def push(repo: pygit2.Repository, branch: str, credentials: Credentials | None =
         # The remote refused the update: not a fast-forward, or another pusher holds the
         # ref's lock. Either way the branch moved under us: fetch and rebuild.
         raise NonFastForward(f"push to {where} rejected: {'; '.join(callbacks.rejected)}")
+
+
+def first_parents(tip: pygit2.Commit) -> Iterator[pygit2.Commit]:
+    """`tip` and its first parents, newest first (the passes of an output branch); the
+    caller stops when it has read far enough back."""
+    commit_: pygit2.Commit | None = tip
+    while commit_ is not None:
+        yield commit_
+        commit_ = commit_.parents[0] if commit_.parent_ids else None
+
+
+def folder_id(commit_: pygit2.Commit, folder: str) -> str | None:
+    """The tree id (hex) of `folder` in a commit, or None when it has none: two commits with
+    the same id hold the same files there."""
+    try:
+        return str(commit_.tree[folder.rstrip("/")].id)
+    except KeyError:
+        return None
+
+
+def blobs_under(repo: pygit2.Repository, commit_: pygit2.Commit, folder: str) -> dict[str, str]:
+    """Path → blob id (hex) of the files directly in `folder` (`status/clusters/`) of a
+    commit; empty when it has no such folder. Ids let a reader parse each version once."""
+    found = folder_id(commit_, folder)
+    if found is None:
+        return {}
+    tree = repo[found]
+    if not isinstance(tree, pygit2.Tree):
+        return {}
+    return {f"{folder}{e.name}": str(e.id) for e in tree if e.type_str == "blob"}
+
+
+def blob_data(repo: pygit2.Repository, blob_id: str) -> bytes:
+    """The content of a blob by its hex id."""
+    blob = repo[blob_id]
+    assert isinstance(blob, pygit2.Blob)
+    return blob.data
 
 
 def tree_of(commit_: pygit2.Commit) -> pygit2.Oid:

@@ -5,7 +5,7 @@ Only the folders dro understands are read: `dro.yaml`, `topology.yaml`, `cluster
 only its state (`decisions/`, `status/`); only `dro plan` reads the rendered manifests, and
 only when the base side of a review is invalid (`Revisions`).
 
-Called by `cli.plan`, `pipeline` and `review`.
+Called by `cli.plan`, `laststate`, `pipeline` and `review`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ from reconciler import redact
 from reconciler.branch import paths, statefiles
 from reconciler.domain import Source, SourceFile
 from reconciler.domain.credentials import Credentials
+from reconciler.domain.forecast import History
 from reconciler.errors import GitError, UsageError
 from reconciler.git import gitrepo
+from reconciler.load import history as history
 from reconciler.load import sourcecheck
 
 log = structlog.get_logger("dro")
@@ -173,6 +175,15 @@ class Revisions:
         """The sha of the output branch's tip, or None when it does not exist."""
         tip = gitrepo.branch_tip(self._repo, branch)
         return None if tip is None else gitrepo.commit_info(tip)[0]
+
+    def history(self, branch: str) -> history.Reader:
+        """A reader of the status history on the output branch (`history.read`)."""
+
+        def read(now: float, window: float) -> History:
+            tip = gitrepo.branch_tip(self._repo, branch)
+            return history.read(self._repo, tip, now=now, window=window)
+
+        return read
 
     def state(self, branch: str, *, manifests: bool = False) -> dict[str, bytes]:
         """The tip of the output branch: its state, or every file with `manifests`; empty

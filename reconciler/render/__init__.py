@@ -10,7 +10,7 @@ Fields a server owns (status, uid, resourceVersion …) are dropped. Nothing tim
 commit-dependent is written: provenance lives in the commit trailers, so a steady pass renders
 the same bytes and makes no commit.
 
-Called by `cli.render`, `laststate`, `pipeline`, `render.overridden` and
+Called by `cli.render`, `foresee`, `laststate`, `pipeline`, `render.overridden` and
 `validate.overridecheck`.
 """
 
@@ -34,7 +34,8 @@ from reconciler.domain import (
     Workload,
     claims,
 )
-from reconciler.kube import inventory, movehooks
+from reconciler.domain.forecast import Forecasts
+from reconciler.kube import demand, inventory, movehooks
 from reconciler.render import overrides, services
 
 MANAGED_BY = inventory.MANAGED_BY
@@ -188,13 +189,16 @@ def tree(
     shard: tuple[int, int] = (0, 1),
     filling: Collection[str] = (),
     kept: Kept | None = None,
+    forecasts: Forecasts | None = None,
 ) -> dict[str, bytes]:
     """The output-branch tree: manifests, kustomizations, decisions, status, README.
 
     A cluster in `observations` gets its observation as its status file (`suspended` ones
     marked unreachable and suspended), the others their declared figures; every workload with a
     rollout placed on an observed cluster gets its health under `status/workloads/`. Clusters
-    in `filling` are marked `phase: Filling` in their status file.
+    in `filling` are marked `phase: Filling` in their status file. Every status file records
+    `placed`, the requests of the replicas the decisions render there, and with `forecasts`
+    (prediction on) the cluster's `forecast`.
 
     With `shard=(i, n)` only the i-th of n interleaved slices of the decisions is rendered
     (their manifests, decisions and workload health), and the shared files (kustomizations,
@@ -228,7 +232,7 @@ def tree(
             name: status.cluster_status(seen[name], suspended=name in suspended)
             for name in sorted(seen)
         }
-        files.update(_shared_files(spec, ordered, documents, filling, held))
+        files.update(_shared_files(spec, ordered, documents, filling, held, forecasts or {}))
     return dict(sorted(files.items()))
 
 
@@ -295,6 +299,7 @@ def _shared_files(
     observations: Mapping[str, Mapping[str, Any]],
     filling: Collection[str],
     held: _Held,
+    forecasts: Forecasts,
 ) -> dict[str, bytes]:
     per_cluster: dict[str, list[str]] = {c.name: [] for c in spec.clusters}
     for decision in decisions:
@@ -313,16 +318,40 @@ def _shared_files(
         files[paths.kustomization_path(name)] = yamlio.dump(
             summary.kustomization(sorted(resources))
         ).encode()
+    requests = placed_requests(spec, decisions)
     for cluster in spec.clusters:
         files[paths.cluster_status_path(cluster.name)] = statefiles.seal(
             yamlio.dump(
                 summary.observation(
-                    cluster, observations.get(cluster.name), filling=cluster.name in filling
+                    cluster,
+                    observations.get(cluster.name),
+                    filling=cluster.name in filling,
+                    placed=requests.get(cluster.name),
+                    forecast=forecasts.get(cluster.name),
                 )
             ).encode()
         )
     files[paths.README] = (summary.readme(spec, decisions) + _crossing_section(crossing)).encode()
     return files
+
+
+def placed_requests(spec: Spec, decisions: Sequence[Decision]) -> dict[str, dict[str, float]]:
+    """Cluster → resource → the requests of dro's replicas the decisions render there (the
+    target plus retiring copies, the count that runs where an override sets it)."""
+    needs = {w.key: demand.per_replica(w) for w in spec.workloads}
+    result: dict[str, dict[str, float]] = {}
+    for decision in decisions:
+        need = needs.get(decision.key)
+        if not need:
+            continue
+        for placed in decision.rendered():
+            runs = decision.effective.get(placed.cluster, placed.replicas)
+            if not runs:
+                continue
+            into = result.setdefault(placed.cluster, {})
+            for resource, amount in need.items():
+                into[resource] = into.get(resource, 0.0) + amount * runs
+    return result
 
 
 def _in_cluster(path: str) -> paths.ClusterFile:

@@ -59,7 +59,7 @@ def plan_review(
     state = revisions.state(output_branch)
     sources = revisions.source(base, may_be_empty=True), revisions.source(head)
     now = float(max(s.commit_time or 0 for s in sources))
-    last = laststate.of(state)
+    last = laststate.of(state, history=revisions.history(output_branch))
     log.info(
         "review_loaded",
         base=sources[0].commit,
@@ -167,6 +167,7 @@ def _side(
         tree=planned.tree,
         clusters=tuple(sorted(c.name for c in spec.clusters)),
         water_levels=planned.water_levels,
+        forecasts=status.forecast_levels(planned.tree),
         water_level_limits=dict(spec.config.water_level_limit),
         follow_ups=followups.sentences(
             planned.decisions,

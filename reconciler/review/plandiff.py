@@ -43,6 +43,9 @@ class Side:
     """Said about this side in the report, e.g. what it was replaced with."""
     water_level_limits: Mapping[str, float] = field(default_factory=dict)
     """Resource → the default water-level limit of `dro.yaml` (a policy may set its own)."""
+    forecasts: Mapping[str, Mapping[str, float]] = field(default_factory=_empty_levels)
+    """Cluster → resource → forecast water level over the horizon (prediction on; empty
+    otherwise): what the pass scheduled with where it is above the level now."""
     follow_ups: tuple[str, ...] = ()
     """What later passes will still do after this side's pass: moves in flight, stateful
     moves' phases, clusters still filling (`followups`)."""
@@ -85,6 +88,8 @@ class LevelChange:
     cluster: str
     before: Mapping[str, float] | None
     after: Mapping[str, float] | None
+    forecast: Mapping[str, float] | None = None
+    """The head's forecast water level (prediction on)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -202,6 +207,7 @@ def _levels(base: Side, head: Side) -> tuple[LevelChange, ...]:
             cluster=name,
             before=base.water_levels.get(name, {}) if name in base.clusters else None,
             after=head.water_levels.get(name, {}) if name in head.clusters else None,
+            forecast=head.forecasts.get(name),
         )
         for name in names
     )

@@ -134,14 +134,17 @@ def _levels_table(levels: Sequence[plandiff.LevelChange]) -> str:
     if not changed:
         return ""
     resources = _shown_resources(changed)
+    foreseen = any(c.forecast for c in changed)
+    extra = ["forecast"] if foreseen else []
     lines = [
         "#### Water levels",
         "",
-        "| cluster | " + " | ".join(resources) + " |",
-        "|---|" + "---|" * len(resources),
+        "| cluster | " + " | ".join([*resources, *extra]) + " |",
+        "|---|" + "---|" * (len(resources) + len(extra)),
     ]
     for change in changed[:LEVEL_ROWS]:
         cells = [_level_cell(change, r) for r in resources]
+        cells += [forecast_cell(change, resources)] if foreseen else []
         lines.append(f"| `{change.cluster}` | " + " | ".join(cells) + " |")
     if len(changed) > LEVEL_ROWS:
         lines += ["", f"… and {len(changed) - LEVEL_ROWS} more clusters whose levels changed."]
@@ -160,6 +163,14 @@ def _shown_resources(levels: Sequence[plandiff.LevelChange]) -> list[str]:
     names = {r for c in levels for side in (c.before, c.after) if side for r in side}
     extended = sorted(r for r in names if "/" in r)
     return [r for r in PRIMARY if r in names] + extended
+
+
+def forecast_cell(change: plandiff.LevelChange, resources: Sequence[str]) -> str:
+    """The head's forecast water level over the horizon, `cpu 91.2%, memory 40.0%` (prediction
+    on), or `—` for a cluster without a forecast."""
+    forecast = change.forecast or {}
+    shown = [f"{r} {forecast[r]:.1%}" for r in resources if r in forecast]
+    return ", ".join(shown) or "—"
 
 
 def _level_cell(change: plandiff.LevelChange, resource: str) -> str:
@@ -345,7 +356,13 @@ def document(diff: plandiff.PlanDiff) -> dict[str, Any]:
         "clustersRemoved": list(diff.clusters_removed),
         "workloads": [_workload(w) for w in diff.workloads],
         "waterLevels": [
-            {"cluster": c.cluster, "before": c.before, "after": c.after} for c in diff.levels
+            {
+                "cluster": c.cluster,
+                "before": c.before,
+                "after": c.after,
+                **({"forecast": c.forecast} if c.forecast else {}),
+            }
+            for c in diff.levels
         ],
         "waterLevelLimits": dict(diff.head.water_level_limits),
         "manifests": [
@@ -440,8 +457,12 @@ def terminal(diff: plandiff.PlanDiff, console: Console) -> list[RenderableType]:
         _name_column(table, "cluster", [level.cluster for level in levels])
         for resource in resources:
             table.add_column(resource)
+        foreseen = any(level.forecast for level in levels)
+        if foreseen:
+            table.add_column("forecast")
         for level in levels:
             cells = [_level_cell(level, r).replace("`", "") for r in resources]
+            cells += [forecast_cell(level, resources)] if foreseen else []
             table.add_row(level.cluster, *cells)
         shown.append(table)
     for cluster in diff.manifests:

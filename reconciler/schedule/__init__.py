@@ -15,12 +15,13 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Collection, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from reconciler.domain import Decision, Observation, ResourceKey, Spec, claims
 from reconciler.domain.data import DataAccess
+from reconciler.domain.forecast import Forecasts
 from reconciler.kube import demand
 from reconciler.render import overridden
 from reconciler.schedule import (
@@ -29,6 +30,7 @@ from reconciler.schedule import (
     division,
     engine,
     facts,
+    foresight,
     framework,
     moving,
     plugins,
@@ -90,6 +92,8 @@ class Placement:
     """Cluster → resource → projected RWL: the pass's usage ledger (observed or declared
     usage plus the net change of its placements) over capacity, rounded to 4 places.
     Resources without a finite, positive capacity are left out; levels stop at 0."""
+    forecasts: Forecasts = field(default_factory=dict)
+    """The forecasts the pass scheduled with (empty with prediction off)."""
 
 
 def data_access(spec: Spec, claimed: facts.Claimed) -> tuple[DataAccess, ...]:
@@ -108,6 +112,7 @@ def place(
     diagnose: bool = True,
     now: float = 0.0,
     filling: Collection[str] = (),
+    forecasts: Forecasts | None = None,
 ) -> tuple[Decision, ...]:
     """One decision per workload of `spec`, in (namespace, kind, name) order.
 
@@ -116,9 +121,17 @@ def place(
     the per-cluster verdicts, which large fleets do not need outside `dro explain`. `now`
     (seconds since the epoch) stamps moves and measures cooldowns. `filling` names the
     clusters that re-balancing fills (added or recovered; see `rebalance.still_filling`).
+    `forecasts` (prediction on) make every stage see each cluster's forecast usage where it
+    is higher than now (`foresight`); None or empty schedules on the usage now.
     """
     return place_and_project(
-        spec, previous, observations, diagnose=diagnose, now=now, filling=filling
+        spec,
+        previous,
+        observations,
+        diagnose=diagnose,
+        now=now,
+        filling=filling,
+        forecasts=forecasts,
     ).decisions
 
 
@@ -130,10 +143,19 @@ def place_and_project(
     diagnose: bool = True,
     now: float = 0.0,
     filling: Collection[str] = (),
+    forecasts: Forecasts | None = None,
 ) -> Placement:
     """`place`, with the water levels its decisions leave each cluster at (`dro plan`)."""
     with _no_cyclic_gc():
-        return _place(spec, previous, observations, diagnose=diagnose, now=now, filling=filling)
+        return _place(
+            spec,
+            previous,
+            observations,
+            diagnose=diagnose,
+            now=now,
+            filling=filling,
+            forecasts=forecasts or {},
+        )
 
 
 @contextlib.contextmanager
@@ -158,6 +180,7 @@ def _place(
     diagnose: bool,
     now: float,
     filling: Collection[str],
+    forecasts: Forecasts,
 ) -> Placement:
     replicas = overridden.Replicas(spec)
     order = claimed_workloads(spec, replicas)
@@ -176,6 +199,8 @@ def _place(
     accesses = [data_access(spec, c) for c in order]
     data = stci.data_costs(fleet, spec.links, spec.data_sets, accesses) if any(accesses) else None
     standing_previous, set_aside = standing.vet(spec.clusters, order, previous or {})
+    rows = {c.workload.key: i for i, c in enumerate(order)}
+    seen = foresight.build(fleet, forecasts, standing_previous, rows, matrix) if forecasts else None
     run = engine.Pass(
         fleet,
         spec.config,
@@ -184,9 +209,10 @@ def _place(
         now=now,
         filling=filling,
         data=data,
-        rows={c.workload.key: i for i, c in enumerate(order)},
+        rows=rows,
         hooks=spec.sync_hooks,
         replicas=replicas,
+        foresight=seen,
     )
     decisions = [run.decide(c, matrix[i], scales[i], fits[i]) for i, c in enumerate(order)]
     decisions = rebalance.run(run, order, decisions, matrix, scales, fits)
@@ -199,7 +225,10 @@ def _place(
     )
     return Placement(
         decisions=tuple(sorted(decisions, key=lambda d: d.key.sort_key)),
-        water_levels=_levels(fleet, run.usage),
+        forecasts=forecasts,
+        water_levels=_levels(
+            fleet, run.usage if seen is None else run.usage - seen.base + seen.now
+        ),
     )
 
 

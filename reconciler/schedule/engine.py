@@ -46,6 +46,7 @@ from reconciler.schedule import (
     triggers,
 )
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, rows_of, some
+from reconciler.schedule.foresight import Foresight
 from reconciler.schedule.plugins import data_locality
 from reconciler.schedule.record import Result
 from reconciler.schedule.selecting import Refused
@@ -68,8 +69,11 @@ class Pass:
         rows: Mapping[ResourceKey, int] | None = None,
         hooks: Mapping[ResourceKey, ResourceKey] | None = None,
         replicas: overridden.Replicas | None = None,
+        foresight: Foresight | None = None,
     ) -> None:
         self.fleet = fleet
+        self.foresight = foresight
+        """The pass's forecasts (`foresight`), None when prediction is off."""
         self.replicas = replicas
         """The overrides of `spec.replicas`: what runs where they apply (None: none)."""
         self.hooks = hooks or {}
@@ -80,8 +84,10 @@ class Pass:
         self.config = config
         self.previous = previous
         self.diagnose = diagnose
-        self.usage: FloatArray = fleet.used.T.copy(order="C")
-        """(resources × clusters) usage as the pass goes: the ledger."""
+        base = fleet.used.T if foresight is None else foresight.base
+        self.usage: FloatArray = base.copy(order="C")
+        """(resources × clusters) usage as the pass goes: the ledger. It starts from the
+        usage now, or with forecasts from the effective usage (`foresight.Foresight.base`)."""
         self.load = round(fleet.load(), 4)
         self.weights = facts.effective_weights(config, self.load)
         self.pull = economy.pull(self.weights)

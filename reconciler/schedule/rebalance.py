@@ -7,22 +7,19 @@ Karmada-exact primitive, and this step only moves replicas that a decision alrea
 - Only movable workloads are touched (`facts.Claimed.movable`): stateless DynamicWeight and
   Aggregated workloads under dro's policies, or Karmada policies that opt in.
 - Sources: draining clusters first (reason `cluster drained`), then clusters above a limit
-  (usage over limit × capacity on a resource a workload requests and its policy limits), the
-  furthest above first. On a source, workloads with replicas that overflowed there (its
-  `over_limit`, reason `over limit`, moved whatever the threshold) go first, then those whose
-  replica count changed this pass (their pods roll out anyway), then by relief per replica
-  (their request of the hot resource as a share of the source's capacity), largest first.
-  Each moves just enough replicas to bring the source back under its limit.
+  (usage — with forecasts, within the horizon, `foresight` — over limit × capacity on a
+  resource a workload requests and limits; a passing burst is not), the furthest above first.
+  There, workloads with replicas overflowed onto it (reason `over limit`, whatever the
+  threshold) go first, then those whose replica count changed, then by relief per replica
+  (request of the hot resource / capacity); each moves just enough to get under the limit.
 - Destinations: clusters where a new replica passes every filter now: nearest to the
   workload's data first (STCI), then, while cost steers (`economy.pull`), the cheapest, then
   the lowest water level after the move, when the source's level exceeds it by
   `rebalance.threshold` (drains ignore it). A destination stays within its limit, so it never
   becomes a source, and passes over an unchanged input converge.
-- Filling: an added (or recovered) cluster is `Filling` (`Pass.filling`). After the hot
-  clusters, replicas move into it from the most loaded ones, one at a time, while the source's
-  level exceeds the filling cluster's after the move by the threshold, never farther from a
-  workload's data (filling is optional). It stays Filling while a pass moves replicas into it
-  (`still_filling`); then it is ordinary: nothing moves only to even out the others.
+- Filling (`Pass.filling`, added or recovered clusters): after the hot clusters, replicas move
+  in one at a time from the most loaded ones while that beats the threshold, never farther from
+  a workload's data; a pass that moves none in ends it (`still_filling`).
 - Budget: `rebalance.maxMovesPerPass` of all movable replicas (a policy's own lowers it for
   its workloads). Cooldown: nothing moves off a cluster it moved onto within the cooldown.
 - A move keeps the old copies running (`retiring`) until a pass observes the new copies
@@ -42,7 +39,7 @@ import numpy as np
 
 from reconciler.domain import Decision, Move, Placed, durations
 from reconciler.domain.reasons import MoveCode, MoveReason, Trigger, TriggerCode
-from reconciler.schedule import economy, engine, express, facts
+from reconciler.schedule import economy, engine, express, facts, foresight
 from reconciler.schedule.fleet import BoolArray, FloatArray, IntArray, rows_of
 
 DRAINED, REQUESTED = MoveReason(MoveCode.DRAINED), MoveReason(MoveCode.REQUESTED)
@@ -203,6 +200,7 @@ def _sources(
         limited = rows_of(limit < 1.0)
         if len(limited):
             above = (level[limited] - limit[limited][:, np.newaxis]).max(axis=0)
+            above[foresight.calm(ledger.foresight, limit, fleet.capacity_by_resource)] = -np.inf
             excess = np.maximum(excess, above)
     held = np.zeros(fleet.size, dtype=bool)
     held[list(by_cluster)] = True
@@ -455,8 +453,9 @@ def _need(
     resource = fleet.resources[worst]
     shown = _above(float(ledger.usage[worst, source] / capacity[worst]), float(limit[worst]))
     above = f"{shown} > {float(limit[worst]):g} ({resource})"
-    code = MoveCode.OVER_LIMIT if holding.over.get(source) else MoveCode.WATER_LEVEL
-    return need, worst, MoveReason(code, above)
+    if holding.over.get(source):
+        return need, worst, MoveReason(MoveCode.OVER_LIMIT, above)
+    return need, worst, foresight.reason(ledger.foresight, worst, source, above)
 
 
 def _above(level: float, limit: float) -> str:

@@ -27,6 +27,7 @@ from reconciler.domain import (
     Origin,
     OverridePolicy,
     PlacementPolicy,
+    Prediction,
     Rebalance,
     ResourceKey,
     SchedulerConfig,
@@ -265,6 +266,30 @@ def _rebalance(spec: Mapping[str, Any]) -> Rebalance:
     )
 
 
+def _prediction(doc: Document, spec: Mapping[str, Any], into: _Collector) -> Prediction:
+    raw = spec.get("prediction") or {}
+    default = Prediction()
+    result = Prediction(
+        enabled=bool(raw.get("enabled", default.enabled)),
+        horizon=_seconds(raw.get("horizon"), default.horizon),
+        window=_seconds(raw.get("window"), default.window),
+        step=_seconds(raw.get("step"), default.step),
+    )
+    for key in ("horizon", "window", "step"):
+        if getattr(result, key) <= 0:
+            into.problem(doc, f"/spec/prediction/{key}", f"prediction {key} must be above 0")
+            return default
+    if result.step > result.horizon or result.horizon > result.window:
+        into.problem(
+            doc,
+            "/spec/prediction",
+            "prediction needs step <= horizon <= window (the history must cover the horizon "
+            "at least once, on a grid finer than the horizon)",
+        )
+        return default
+    return result
+
+
 def _seconds(text: str | None, default: float) -> float:
     return default if text is None else durations.seconds(text)
 
@@ -297,6 +322,7 @@ def _config(into: _Collector) -> SchedulerConfig:
         plugin_weights=MappingProxyType(dict(spec.get("pluginWeights") or {})),
         scoring=_scoring(spec.get("scoring") or {}),
         rebalance=_rebalance(spec),
+        prediction=_prediction(doc, spec, into),
         kubernetes_version=version,
         raw=spec,
     )
