@@ -1,0 +1,552 @@
+"""A seeded diurnal trace for `dro simulate`: a fleet in four time zones through days of load.
+
+Writes a trace folder in the `kind: Trace` format (see the README's "Simulating" section):
+
+    OUT_DIR/trace.yaml          the trace: start, step, steps, series files and events
+    OUT_DIR/repo/               the source repo at step 0: dro.yaml, topology.yaml, clusters/,
+                                policies/ (web: DynamicWeight, batch: Aggregated), workloads/
+    OUT_DIR/usage.csv           background cpu and memory of every cluster at every step
+    OUT_DIR/replicas.csv        desired replicas of each workload, at the steps where they change
+    OUT_DIR/extra/<name>.yaml   the cluster that joins the fleet mid-trace
+
+The default is the 7-day trace: 100 clusters in 4 regions whose local days are UTC−5, UTC,
+UTC+5:30 and UTC+9, on 3 providers whose prices differ (gcp 12 % below aws, azure 12 % above),
+64–256 cores with 4Gi per core. Their background load (what dro does not place) follows the
+local day between 25 % and 75 % of cpu, with day-to-day changes, noise and bursts of +10–25 %
+for an hour or two. 2,000 Deployments: web ones (80 %) follow their home region's day and
+target their home region and the next one (DynamicWeight); bursty web ones (10 %) have flash
+crowds too; batch ones (10 %) run one replica with rare bursts of 10–30 anywhere in the fleet
+(Aggregated). Peak replicas are scaled so that at the fleet's tightest step the replicas ask for
+`--tightness` (default 60 %) of the room left under the 0.85 cpu limit. One cluster is drained
+for 12 hours from 45 % of the trace (then un-drained), one joins at 55 %.
+
+`--small` is the preset for tests and the README: 8 clusters, 40 workloads, 2 days.
+`--no-prediction` leaves `spec.prediction` out of dro.yaml (it is on by default, with the
+trace's step, a 2-hour horizon and a 7-day window).
+
+The same seed and options give the same bytes. Run:
+`.venv/bin/python bench/traces/diurnal.py OUT_DIR [--seed N] [--days 7] [--step 1h] [--small]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+START = 1_736_121_600.0  # 2025-01-06T00:00:00Z, a Monday
+START_TEXT = "2025-01-06T00:00:00Z"
+REGIONS = ("us-east", "eu-west", "ap-south", "ap-northeast")
+OFFSETS = (-5.0, 0.0, 5.5, 9.0)  # hours from UTC of each region's local day
+REGION_PRICE = (1.0, 1.06, 0.92, 1.1)
+PROVIDERS = ("aws", "gcp", "azure")
+PROVIDER_PRICE = (1.0, 0.88, 1.12)
+CPU_PRICE, MEMORY_PRICE = 0.031, 0.0041  # per core-hour and per GiB-hour, on aws in us-east
+CPU_REQUESTS = (0.1, 0.25, 0.5, 1.0, 2.0)  # cores per replica, small ones the most common
+CPU_SHARES = (0.3, 0.3, 0.2, 0.15, 0.05)
+LIMIT = 0.85
+GIB = 2**30
+MIB = 2**20
+
+
+@dataclass(frozen=True)
+class Preset:
+    """The size of a trace."""
+
+    clusters: int
+    workloads: int
+    days: float
+
+
+FULL = Preset(clusters=100, workloads=2000, days=7)
+SMALL = Preset(clusters=8, workloads=40, days=2)
+
+CONFIG = """\
+apiVersion: multicluster.io/v1alpha1
+kind: SchedulerConfiguration
+metadata: {{name: dro}}
+spec:
+  kubernetesVersion: "1.32"
+  waterLevelLimit: {{cpu: 0.85, memory: 0.9}}
+  defaultPlacement:
+    targetClusters: [{{selectorType: label, values: ["env=prod"]}}]
+    replicaScheduling: {{type: Duplicated}}
+  rebalance: {{threshold: 0.1, maxMovesPerPass: "10%", cooldown: 10m}}
+{prediction}"""
+
+PREDICTION = "  prediction: {{enabled: true, horizon: 2h, window: 7d, step: {step}}}\n"
+
+TOPOLOGY = """\
+apiVersion: multicluster.io/v1alpha1
+kind: Topology
+metadata: {name: fleet}
+spec:
+  defaults:
+    sameZone: {latencyMs: 0.5, bandwidth: 25Gi, costPerGiB: 0}
+    sameRegion: {latencyMs: 2, bandwidth: 10Gi, costPerGiB: 0.01}
+    crossRegion: {latencyMs: 80, bandwidth: 1Gi, costPerGiB: 0.02}
+    crossProvider: {latencyMs: 90, bandwidth: 500Mi, costPerGiB: 0.09}
+"""
+
+
+@dataclass(frozen=True)
+class Trace:
+    """The seeded content: the fleet, its background load, the workloads and their replicas."""
+
+    names: list[str]  # clusters; the last one joins mid-trace
+    region: np.ndarray  # cluster → region index
+    provider: np.ndarray  # cluster → provider index
+    cpu: np.ndarray  # cores
+    background: np.ndarray  # steps × clusters, cores
+    background_mem: np.ndarray  # steps × clusters, bytes
+    kind: np.ndarray  # workload → "web" | "burst" | "batch"
+    home: np.ndarray  # workload → region index
+    cpu_req: np.ndarray  # cores per replica
+    mem_req: np.ndarray  # MiB per replica
+    desired: np.ndarray  # steps × workloads
+    drained: tuple[int, int, int]  # (cluster, from step, to step)
+    joined: tuple[int, int]  # (cluster, at step)
+    tightness: float  # the peak of demand / room under the limit, as scaled
+
+
+def daylight(local_hour: np.ndarray) -> np.ndarray:
+    """0 at night (22:00–06:00), 1 in the working day (10:00–18:00), linear in between."""
+    return np.interp(local_hour % 24, [0, 6, 10, 18, 22, 24], [0, 0, 1, 1, 0, 0])
+
+
+def _events(
+    rng: np.random.Generator, steps: int, rate: float, hours: tuple[float, float], step_h: float
+) -> list[tuple[int, int]]:
+    """Random (start step, length in steps) windows: `rate` per hour, `hours` long."""
+    count = rng.poisson(rate * steps * step_h)
+    starts = rng.integers(0, steps, count)
+    lengths = np.maximum(1, np.round(rng.uniform(*hours, count) / step_h)).astype(int)
+    return list(zip(starts.tolist(), lengths.tolist(), strict=True))
+
+
+def background(
+    rng: np.random.Generator, n: int, hours: np.ndarray, day: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Cores per cluster, and the background cpu and memory shares (steps × clusters): the
+    local day with a per-cluster amplitude that changes from day to day, AR(1) noise with an
+    hour's correlation, and bursts of +10–25 % for an hour or two."""
+    steps, step_h = len(hours), float(hours[1] - hours[0])
+    region = np.arange(n) % len(REGIONS)
+    cpu = rng.integers(1, 5, n) * 64.0
+    amplitude = rng.uniform(0.7, 1.0, n)
+    days = int(hours[-1] // 24) + 1
+    daily = np.clip(rng.normal(1.0, 0.05, (days, n)), 0.85, 1.15)[(hours // 24).astype(int)]
+    phi = float(np.exp(-step_h))
+    shocks = rng.normal(0, 0.02 * np.sqrt(1 - phi**2), (steps, n))
+    noise = np.zeros((steps, n))
+    noise[0] = rng.normal(0, 0.02, n)
+    for t in range(1, steps):
+        noise[t] = phi * noise[t - 1] + shocks[t]
+    share = np.clip(0.25 + 0.5 * amplitude * daily * day[:, region] + noise, 0.25, 0.75)
+    for start, length in _events(rng, steps, 0.019 * n, (1.0, 2.0), step_h):
+        c = rng.integers(0, n)
+        share[start : start + length, c] += rng.uniform(0.10, 0.25)
+    share = np.minimum(share, 0.97)  # a burst fills a cluster, never beyond its capacity
+    mem_share = np.clip(0.8 * share + rng.normal(0, 0.01, (steps, n)), 0.05, 0.95)
+    return cpu, share, mem_share
+
+
+@dataclass(frozen=True)
+class Workloads:
+    """The workloads before their peaks are scaled to the fleet."""
+
+    kind: np.ndarray  # "web" | "burst" | "batch"
+    home: np.ndarray  # region index
+    cpu_req: np.ndarray  # cores per replica
+    mem_req: np.ndarray  # MiB per replica
+    web: np.ndarray  # steps × workloads: unscaled replicas of web ones (0 for batch)
+    batch: np.ndarray  # steps × workloads: replicas of batch ones (0 for web)
+
+
+def workloads(rng: np.random.Generator, w: int, hours: np.ndarray, day: np.ndarray) -> Workloads:
+    """Web ones follow their home region's day (a peak of 2–30, 20 % of it at night, ±5 % from
+    day to day); bursty ones also have about two flash crowds a week (×2–3 for 1–3 hours);
+    batch ones run one replica, and 10–30 for an hour or two about every two days."""
+    steps, step_h = len(hours), float(hours[1] - hours[0])
+    kind = np.array(["web"] * w, dtype=object)
+    picks = rng.permutation(w)
+    kind[picks[: w // 10]] = "batch"
+    kind[picks[w // 10 : w // 5]] = "burst"
+    home = np.arange(w) % len(REGIONS)
+    cpu_req = rng.choice(CPU_REQUESTS, w, p=CPU_SHARES)
+    mem_req = np.clip(np.round(cpu_req * rng.uniform(512, 2048, w) / 64) * 64, 128, 4096)
+    peak = np.exp(rng.uniform(np.log(2), np.log(30), w))
+    days = int(hours[-1] // 24) + 1
+    wobble = np.clip(rng.normal(1.0, 0.05, (days, w)), 0.85, 1.15)[(hours // 24).astype(int)]
+    web = (0.2 + 0.8 * day[:, home]) * wobble * peak
+    for b in np.flatnonzero(kind == "burst").tolist():
+        for start, length in _events(rng, steps, 2 / (7 * 24), (1.0, 3.0), step_h):
+            web[start : start + length, b] *= rng.uniform(2.0, 3.0)
+    batch = np.zeros((steps, w))
+    for b in np.flatnonzero(kind == "batch").tolist():
+        batch[:, b] = 1
+        for start, length in _events(rng, steps, 0.02, (1.0, 2.0), step_h):
+            batch[start : start + length, b] = rng.integers(10, 31)
+    web[:, kind == "batch"] = 0
+    return Workloads(kind, home, cpu_req, mem_req, web, batch)
+
+
+def make_trace(preset: Preset, seed: int, step_s: float, tightness: float) -> Trace:
+    """The whole trace from one `default_rng(seed)`. The web peaks are scaled so that the
+    fleet's tightest step asks for `tightness` of the room under the cpu limit (the drained
+    cluster out, the joining one in only from its step)."""
+    rng = np.random.default_rng(seed)
+    step_h = step_s / 3600
+    steps = round(preset.days * 86400 / step_s)
+    n = preset.clusters + 1  # the last one joins mid-trace
+    hours = np.arange(steps) * step_h
+    day = np.stack([daylight(hours + o) for o in OFFSETS], axis=1)  # steps × regions
+    region = np.arange(n) % len(REGIONS)
+    provider = np.arange(n) % len(PROVIDERS)
+    cpu, share, mem_share = background(rng, n, hours, day)
+    load = workloads(rng, preset.workloads, hours, day)
+    drained = (
+        int(rng.integers(0, preset.clusters)),
+        int(0.45 * steps),
+        int(0.45 * steps + 12 / step_h),
+    )
+    joined = (n - 1, int(0.55 * steps))
+    present = np.ones((steps, n), dtype=bool)
+    present[: joined[1], joined[0]] = False
+    present[drained[1] : drained[2], drained[0]] = False
+    room = (np.maximum(LIMIT * cpu - share * cpu, 0) * present).sum(axis=1)
+    batch = load.kind == "batch"
+    scale = np.min((tightness * room - load.batch @ load.cpu_req) / (load.web @ load.cpu_req))
+    desired = np.where(batch, load.batch, np.maximum(1, np.round(load.web * scale)))
+    desired = desired.astype(np.int64)
+    reached = float(np.max(desired @ load.cpu_req / room))
+    names = _names(region, provider)
+    memory = np.round(mem_share * cpu * 4 * GIB / MIB) * MIB
+    return Trace(
+        names,
+        region,
+        provider,
+        cpu,
+        share * cpu,
+        memory,
+        load.kind,
+        load.home,
+        load.cpu_req,
+        load.mem_req,
+        desired,
+        drained,
+        joined,
+        reached,
+    )
+
+
+def _names(region: np.ndarray, provider: np.ndarray) -> list[str]:
+    """`us-east-aws-01`: region, provider, and a number within the two."""
+    seen: dict[tuple[int, int], int] = {}
+    names = []
+    for r, p in zip(region.tolist(), provider.tolist(), strict=True):
+        seen[r, p] = seen.get((r, p), 0) + 1
+        names.append(f"{REGIONS[r]}-{PROVIDERS[p]}-{seen[r, p]:02d}")
+    return names
+
+
+# --- the files ------------------------------------------------------------------------------
+
+
+def _price(trace: Trace, c: int) -> dict[str, float]:
+    factor = PROVIDER_PRICE[trace.provider[c]] * REGION_PRICE[trace.region[c]]
+    return {"cpu": round(CPU_PRICE * factor, 5), "memory": round(MEMORY_PRICE * factor, 6)}
+
+
+def cluster_doc(trace: Trace, c: int, t: int) -> dict[str, object]:
+    """The Cluster file of cluster `c`, its `allocated` the background load of step `t`."""
+    labels = {
+        "env": "prod",
+        "provider": PROVIDERS[trace.provider[c]],
+        "region": REGIONS[trace.region[c]],
+    }
+    cores = int(trace.cpu[c])
+    return {
+        "apiVersion": "multicluster.io/v1alpha1",
+        "kind": "Cluster",
+        "metadata": {"name": trace.names[c], "labels": labels},
+        "spec": {
+            "capacity": {"cpu": str(cores), "memory": f"{cores * 4}Gi"},
+            "allocated": {
+                "cpu": f"{round(trace.background[t, c] * 1000)}m",
+                "memory": f"{int(trace.background_mem[t, c]) // MIB}Mi",
+            },
+            "cost": _price(trace, c),
+        },
+    }
+
+
+def policy_docs() -> list[dict[str, object]]:
+    """Web workloads: DynamicWeight over their home region and the next one. Batch workloads:
+    Aggregated, anywhere in the fleet."""
+    docs: list[dict[str, object]] = []
+    for h, region in enumerate(REGIONS):
+        regions = [region, REGIONS[(h + 1) % len(REGIONS)]]
+        docs.append(
+            {
+                "apiVersion": "multicluster.io/v1alpha1",
+                "kind": "ResourcePlacementPolicy",
+                "metadata": {"name": f"web-{region}"},
+                "spec": {
+                    "resourceSelector": {
+                        "apiVersion": "apps/v1",
+                        "kind": "Deployment",
+                        "namespace": "web",
+                        "labelSelector": {"matchLabels": {"home": region}},
+                    },
+                    "targetClusters": [
+                        {"selectorType": "label", "values": [f"region={r}" for r in regions]}
+                    ],
+                    "placement": {
+                        "replicaScheduling": {"type": "Divided", "division": "DynamicWeight"},
+                    },
+                },
+            }
+        )
+    docs.append(
+        {
+            "apiVersion": "multicluster.io/v1alpha1",
+            "kind": "ResourcePlacementPolicy",
+            "metadata": {"name": "batch"},
+            "spec": {
+                "resourceSelector": {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "namespace": "batch",
+                },
+                "targetClusters": [{"selectorType": "label", "values": ["env=prod"]}],
+                "placement": {"replicaScheduling": {"type": "Divided", "division": "Aggregated"}},
+            },
+        }
+    )
+    return docs
+
+
+def namespace(trace: Trace, w: int) -> str:
+    """`web` for web and bursty web workloads, `batch` for batch ones."""
+    return "batch" if trace.kind[w] == "batch" else "web"
+
+
+def workload_name(trace: Trace, w: int) -> str:
+    """`web-0001`, `burst-0002`, `batch-0003`."""
+    return f"{trace.kind[w]}-{w:04d}"
+
+
+def deployment_doc(trace: Trace, w: int) -> dict[str, object]:
+    """Workload `w` with its replicas at step 0."""
+    name = workload_name(trace, w)
+    labels = {"app": name, "home": REGIONS[trace.home[w]], "pattern": str(trace.kind[w])}
+    requests = {"cpu": f"{round(trace.cpu_req[w] * 1000)}m", "memory": f"{int(trace.mem_req[w])}Mi"}
+    container = {
+        "name": "app",
+        "image": "registry.example/app:1.0",
+        "resources": {"requests": requests},
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace(trace, w), "labels": labels},
+        "spec": {
+            "replicas": int(trace.desired[0, w]),
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+        },
+    }
+
+
+def _dump(docs: list[dict[str, object]]) -> str:
+    return yaml.dump_all(docs, Dumper=yaml.CSafeDumper, sort_keys=True, width=100)
+
+
+def write_repo(root: Path, trace: Trace, step_text: str, prediction: bool) -> None:
+    """The source repo at step 0 (the joining cluster's file goes to extra/, beside it)."""
+    for folder in ("clusters", "policies", "workloads/web", "workloads/batch"):
+        (root / folder).mkdir(parents=True)
+    config = CONFIG.format(prediction=PREDICTION.format(step=step_text) if prediction else "")
+    (root / "dro.yaml").write_text(config)
+    (root / "topology.yaml").write_text(TOPOLOGY)
+    for c, name in enumerate(trace.names[:-1]):
+        (root / "clusters" / f"{name}.yaml").write_text(_dump([cluster_doc(trace, c, 0)]))
+    (root / "policies" / "placement.yaml").write_text(_dump(policy_docs()))
+    for ns in ("web", "batch"):
+        mine = [w for w in range(len(trace.kind)) if namespace(trace, w) == ns]
+        for chunk in range(0, len(mine), 100):
+            docs = [deployment_doc(trace, w) for w in mine[chunk : chunk + 100]]
+            path = root / "workloads" / ns / f"apps-{chunk // 100:02d}.yaml"
+            path.write_text(_dump(docs))
+
+
+def usage_csv(trace: Trace) -> str:
+    """`step,cluster,resource,value` for every cluster in the fleet at every step: cpu in
+    cores (to the millicore), memory in Mi."""
+    steps, _ = trace.background.shape
+    joiner, joins = trace.joined
+    lines = ["step,cluster,resource,value"]
+    cpu_text = np.char.mod("%.3f", np.round(trace.background, 3))
+    mem_text = np.char.add(np.char.mod("%d", trace.background_mem // MIB), "Mi")
+    for t in range(steps):
+        for c, name in enumerate(trace.names):
+            if c == joiner and t < joins:
+                continue
+            lines.append(f"{t},{name},cpu,{cpu_text[t, c]}")
+            lines.append(f"{t},{name},memory,{mem_text[t, c]}")
+    return "\n".join(lines) + "\n"
+
+
+def replicas_csv(trace: Trace) -> str:
+    """`step,workload,replicas` at the steps where a workload's replicas change (step 0 is the
+    repo's)."""
+    keys = [
+        f"{namespace(trace, w)}/Deployment/{workload_name(trace, w)}"
+        for w in range(len(trace.kind))
+    ]
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    desired = trace.desired[:, order]
+    changed = np.argwhere(desired[1:] != desired[:-1])  # (step - 1, workload), step-major
+    lines = ["step,workload,replicas"]
+    lines += [f"{t + 1},{keys[order[w]]},{desired[t + 1, w]}" for t, w in changed.tolist()]
+    return "\n".join(lines) + "\n"
+
+
+def trace_yaml(trace: Trace, name: str, step_text: str, seed: int, command: str) -> str:
+    """The trace document: the drain and its end, and the joining cluster, as events."""
+    steps = trace.desired.shape[0]
+    drained, since, until = trace.drained
+    joiner, joins = trace.joined
+    drain = "    - step: {}\n      clusters:\n        {}: {{drain: {}}}\n"
+    events = [
+        (since, drain.format(since, trace.names[drained], "true")),
+        (joins, f"    - step: {joins}\n      add: [extra/{trace.names[joiner]}.yaml]\n"),
+    ]
+    if until < steps:
+        events.append((until, drain.format(until, trace.names[drained], "false")))
+    return (
+        f"# Generated by `{command}`; regenerate rather than edit.\n"
+        "apiVersion: multicluster.io/v1alpha1\n"
+        "kind: Trace\n"
+        f"metadata: {{name: {name}}}\n"
+        "spec:\n"
+        "  source: repo\n"
+        f'  start: "{START_TEXT}"\n'
+        f"  step: {step_text}\n"
+        f"  steps: {steps}\n"
+        "  usage: {csv: usage.csv}\n"
+        "  replicas: {csv: replicas.csv}\n"
+        "  events:\n" + "".join(text for _, text in sorted(events))
+    )
+
+
+def write(
+    out: Path, trace: Trace, step_text: str, seed: int, prediction: bool, command: str
+) -> None:
+    """The whole trace folder."""
+    days = trace.desired.shape[0] * _seconds(step_text) / 86400
+    name = f"diurnal-{days:g}d"
+    write_repo(out / "repo", trace, step_text, prediction)
+    joiner, joins = trace.joined
+    (out / "extra").mkdir()
+    (out / "extra" / f"{trace.names[joiner]}.yaml").write_text(
+        _dump([cluster_doc(trace, joiner, joins)])
+    )
+    (out / "usage.csv").write_text(usage_csv(trace))
+    (out / "replicas.csv").write_text(replicas_csv(trace))
+    (out / "trace.yaml").write_text(trace_yaml(trace, name, step_text, seed, command))
+
+
+_DURATION = re.compile(r"([0-9]+)(s|m|h|d)")
+
+
+def _seconds(text: str) -> float:
+    found = _DURATION.fullmatch(text)
+    if not found:
+        raise ValueError(f"not a duration: {text!r} (e.g. 10m, 1h)")
+    return int(found[1]) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[found[2]]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], epilog="Writes OUT_DIR; a summary goes to stderr."
+    )
+    parser.add_argument("out", type=Path, metavar="OUT_DIR", help="a new or empty folder")
+    parser.add_argument("--seed", type=int, default=7, help="seed of the trace (default 7)")
+    parser.add_argument("--small", action="store_true", help="8 clusters, 40 workloads, 2 days")
+    parser.add_argument("--days", type=float, help="length (default 7, or 2 with --small)")
+    parser.add_argument("--step", default="1h", help="step of the trace (default 1h)")
+    parser.add_argument(
+        "--tightness", type=float, default=0.6, help="peak demand / room under the limit"
+    )
+    parser.add_argument(
+        "--prediction",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="spec.prediction in dro.yaml (default on)",
+    )
+    args = parser.parse_args(argv)
+    preset = SMALL if args.small else FULL
+    if args.days is not None:
+        preset = Preset(preset.clusters, preset.workloads, args.days)
+    try:
+        step_s = _seconds(args.step)
+    except ValueError as error:
+        parser.error(str(error))
+    if 86400 % step_s or step_s > 86400:
+        parser.error(f"--step {args.step} does not divide a day")
+    if round(preset.days * 86400 / step_s) < 2:
+        parser.error("the trace needs at least 2 steps")
+    if not 0 < args.tightness <= 1:
+        parser.error("--tightness must be in (0, 1]")
+    out: Path = args.out
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        print(f"diurnal.py: {out} exists and is not an empty folder", file=sys.stderr)
+        return 1
+    started = time.perf_counter()
+    trace = make_trace(preset, args.seed, step_s, args.tightness)
+    out.mkdir(parents=True, exist_ok=True)
+    command = (
+        "bench/traces/diurnal.py OUT"
+        + (" --small" if args.small else "")
+        + (f" --seed {args.seed}" + (f" --days {args.days:g}" if args.days is not None else ""))
+        + (f" --step {args.step}" if args.step != "1h" else "")
+        + ("" if args.prediction else " --no-prediction")
+        + (f" --tightness {args.tightness:g}" if args.tightness != 0.6 else "")
+    )
+    write(out, trace, args.step, args.seed, args.prediction, command)
+    took = time.perf_counter() - started
+    summary(out, trace, took)
+    return 0
+
+
+def summary(out: Path, trace: Trace, took: float) -> None:
+    """What was written, on stderr."""
+    steps, clusters = trace.background.shape
+    level = trace.background / trace.cpu
+    kinds = {k: int((trace.kind == k).sum()) for k in ("web", "burst", "batch")}
+    sizes = {p.name: p.stat().st_size for p in (out / "usage.csv", out / "replicas.csv")}
+    repo = sum(p.stat().st_size for p in (out / "repo").rglob("*") if p.is_file())
+    print(
+        f"{out}: {clusters - 1} clusters (+1 joining at step {trace.joined[1]}, "
+        f"{trace.names[trace.drained[0]]} drained at steps {trace.drained[1]}–{trace.drained[2]}), "
+        f"{int(trace.cpu.sum())} cores; {len(trace.kind)} workloads ({kinds['web']} web, "
+        f"{kinds['burst']} bursty web, {kinds['batch']} batch); {steps} steps.\n"
+        f"background cpu {level.mean():.0%} on average, {level.max():.0%} at most; replicas "
+        f"{int(trace.desired.sum(axis=1).min())}–{int(trace.desired.sum(axis=1).max())} per step, "
+        f"asking for at most {trace.tightness:.0%} of the room under the {LIMIT} cpu limit.\n"
+        f"usage.csv {sizes['usage.csv'] / 1e6:.2f} MB, replicas.csv "
+        f"{sizes['replicas.csv'] / 1e6:.2f} MB, repo {repo / 1e6:.2f} MB; {took:.1f} s.",
+        file=sys.stderr,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
