@@ -195,6 +195,22 @@ def test_series_follow_the_local_day_and_read_back(small: Path) -> None:
             assert np.corrcoef(over_time, diurnal.daylight(hours + offset))[0, 1] > 0.8, key
 
 
+def test_prometheus_exports_read_back_as_the_usage_csv_does(tmp_path: Path, small: Path) -> None:
+    out = tmp_path / "trace"
+    assert diurnal.main([str(out), "--small", "--no-prediction", "--usage", "prometheus"]) == 0
+    assert not (out / "usage.csv").exists()
+    assert (out / "replicas.csv").read_bytes() == (small / "replicas.csv").read_bytes()
+
+    def usage(folder: Path) -> dict[str, dict[str, list[float]]]:
+        spec = yaml.safe_load((folder / "trace.yaml").read_text())["spec"]
+        read = series.load_usage(spec["usage"], folder, steps=48, start=diurnal.START, step=3600)
+        return {c: {r: v.tolist() for r, v in by.items()} for c, by in read.items()}
+
+    from_csv = usage(small)
+    assert len(from_csv) == 9
+    assert json.dumps(usage(out), sort_keys=True) == json.dumps(from_csv, sort_keys=True)
+
+
 def test_an_existing_folder_is_never_written_into(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -15,6 +15,9 @@ import math
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from reconciler.domain import Origin
 from reconciler.errors import Problem, ValidationFailed
@@ -32,6 +35,7 @@ _WORKLOAD = re.compile(
 _WHOLE = re.compile(r"[0-9]+\Z")
 _NUMBER = re.compile(r"\+?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _BINARY = re.compile(r"(\+?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei)\Z")
+_NOT_PLAIN = re.compile(r"[^0-9.eE+-]")
 _FACTOR = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50, "Ei": 2.0**60}
 
 
@@ -88,6 +92,50 @@ def amount(text: str) -> float:
     if not math.isfinite(value) or value >= 1e300:
         raise ValueError(f"{quantity.shown(text)} is out of range")
     return value
+
+
+ReadAll = Callable[[list[str]], tuple[list[Any], dict[int, str]]]
+"""Reads many texts at once: (their values, 0 where bad; index → problem of the bad ones)."""
+
+
+def each(read: Callable[[str], Any]) -> ReadAll:
+    """`read`, one text at a time, as a `ReadAll`."""
+
+    def read_all(texts: list[str]) -> tuple[list[Any], dict[int, str]]:
+        values: list[Any] = []
+        messages: dict[int, str] = {}
+        for i, text in enumerate(texts):
+            try:
+                values.append(read(text))
+            except ValueError as error:
+                values.append(0)
+                messages[i] = str(error)
+        return values, messages
+
+    return read_all
+
+
+def amounts(texts: list[str]) -> tuple[list[Any], dict[int, str]]:
+    """`amount` of many texts at once. When every text is a plain number or one with a binary
+    suffix (the usual series), float() reads them in one pass over the list; otherwise, or
+    for the texts that are out of range, each goes through `amount`."""
+    suffixes = [text[-2:] if text[-2:] in _FACTOR else "" for text in texts]
+    heads = [t[:-2] if s else t for t, s in zip(texts, suffixes, strict=True)]
+    joined = "".join(heads)
+    exponent_and_suffix = any(
+        s and ("e" in h or "E" in h) for h, s in zip(heads, suffixes, strict=True)
+    )
+    if _NOT_PLAIN.search(joined) or exponent_and_suffix:
+        return each(amount)(texts)
+    try:
+        numbers = np.array(list(map(float, heads)), dtype=np.float64)
+    except ValueError:  # `1E` (an exa), `.`, `e5`: the grammar decides, one text at a time
+        return each(amount)(texts)
+    values = numbers * np.array([_FACTOR.get(s, 1.0) for s in suffixes])
+    wrong = np.flatnonzero(~np.isfinite(values) | (values < 0) | (values >= 1e300))
+    messages = {int(i): problem(amount, texts[i]) or "" for i in wrong.tolist()}
+    result: list[Any] = values.tolist()
+    return result, messages
 
 
 def problem(read: Callable[[str], object], text: str) -> str | None:

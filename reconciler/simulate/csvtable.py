@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Callable, Sequence
+from operator import methodcaller
 from pathlib import Path
 from typing import Any
 
@@ -56,34 +57,31 @@ class Table:
         except UnicodeDecodeError as error:
             problem = Problem(path=shown, line=1, message=f"not UTF-8 text ({error.reason})")
             raise ValidationFailed([problem]) from None
-        rows, lines, bad = _rows(shown, text)
+        lines = text.splitlines()
         expected = ",".join(wanted)
-        if bad and bad[0].line == 1:
-            raise ValidationFailed([bad[0]])
-        if not rows:
+        try:
+            header = next(csv.reader(lines[:1]), []) if lines else []
+        except csv.Error as error:
+            problem = Problem(path=shown, line=1, message=f"malformed CSV: {error}")
+            raise ValidationFailed([problem]) from None
+        names = [name.strip() for name in header]
+        if not any(names):
             message = f"empty: the header {expected!r} is missing"
             raise ValidationFailed([Problem(path=shown, line=1, message=message)])
-        names = [name.strip() for name in rows[0]]
-        if lines[0] != 1 or sorted(names) != sorted(wanted):
+        if sorted(names) != sorted(wanted):
             message = f"header is {','.join(names)!r}; expected {expected!r} (in any order)"
-            raise ValidationFailed([Problem(path=shown, line=lines[0], message=message)])
-        kept, at = rows[1:], lines[1:]
-        width = len(names)
-        if any(len(row) != width for row in kept):
-            for row, line in zip(kept, at, strict=True):
-                if len(row) != width:
-                    message = f"{len(row)} fields; expected {width}: {','.join(names)}"
-                    bad.append(Problem(path=shown, line=line, message=message))
-            good = [i for i, row in enumerate(kept) if len(row) == width]
-            kept, at = [kept[i] for i in good], [at[i] for i in good]
-        fields = list(zip(*kept, strict=True)) if kept else [() for _ in names]
-        columns = {name: list(fields[i]) for i, name in enumerate(names)}
+            raise ValidationFailed([Problem(path=shown, line=1, message=message)])
+        split = _quoted if '"' in text else _plain
+        fields, at, bad = split(shown, lines, names)
+        columns = dict(zip(names, fields, strict=True))
         return cls(path, columns, at, bad)
 
-    def distinct(self, name: str, read: Callable[[str], Any]) -> Column:
+    def distinct(
+        self, name: str, read: Callable[[str], Any], read_all: cells.ReadAll | None = None
+    ) -> Column:
         """Factorise column `name`: each distinct text, stripped, is read once by `read`, which
-        raises ValueError (its message the problem) for a bad one; rows with a bad text are
-        marked bad."""
+        raises ValueError (its message the problem) for a bad one, or all at once by
+        `read_all`; rows with a bad text are marked bad."""
         column = self.columns[name]
         raw = list(dict.fromkeys(column))
         stripped = [text.strip() for text in raw]
@@ -91,14 +89,7 @@ class Table:
         index = {text: i for i, text in enumerate(texts)}
         of_raw = dict(zip(raw, (index[text] for text in stripped), strict=True))
         codes = np.fromiter(map(of_raw.__getitem__, column), dtype=np.int64, count=len(column))
-        values: list[Any] = []
-        messages: dict[int, str] = {}
-        for i, text in enumerate(texts):
-            try:
-                values.append(read(text))
-            except ValueError as error:
-                values.append(0)
-                messages[i] = str(error)
+        values, messages = (read_all or cells.each(read))(texts)
         if messages:
             wrong = np.zeros(len(texts), dtype=bool)
             wrong[list(messages)] = True
@@ -126,27 +117,55 @@ class Table:
             raise ValidationFailed(cells.capped(self.problems, self.more))
 
 
-def _rows(path: str, text: str) -> tuple[list[list[str]], list[int], list[Problem]]:
-    """The non-blank rows of a CSV text with their lines, and the malformed ones as problems.
-    Without a quote in the text each line is split at its commas; with one, Python's csv
-    module reads it."""
-    lines = text.splitlines()
-    if '"' not in text:
-        rows = [line.split(",") for line in lines]
-        numbers = [i + 1 for i, line in enumerate(lines) if line.strip()]
-        return [rows[n - 1] for n in numbers], numbers, []
-    reader = csv.reader(lines)
-    found: list[list[str]] = []
-    numbers = []
+def _plain(
+    path: str, lines: list[str], names: list[str]
+) -> tuple[list[list[str]], list[int], list[Problem]]:
+    """The columns of a CSV text without quotes (after its header), the line of each row, and
+    the rows with another number of fields as problems; blank lines are skipped. The common
+    case, every line with its fields, is split in one go."""
+    body, width = lines[1:], len(names)
+    commas = list(map(methodcaller("count", ","), body))
     bad: list[Problem] = []
+    if commas.count(width - 1) == len(body):
+        good, numbers = body, list(range(2, len(body) + 2))
+    else:
+        good, numbers = [], []
+        for i, (line, count) in enumerate(zip(body, commas, strict=True)):
+            if count == width - 1:
+                good.append(line)
+                numbers.append(i + 2)
+            elif line.strip():
+                message = f"{count + 1} fields; expected {width}: {','.join(names)}"
+                bad.append(Problem(path=path, line=i + 2, message=message))
+    flat = ",".join(good).split(",") if good else []
+    return [flat[j::width] for j in range(width)], numbers, bad
+
+
+def _quoted(
+    path: str, lines: list[str], names: list[str]
+) -> tuple[list[list[str]], list[int], list[Problem]]:
+    """The same for a CSV text with quotes, read by Python's csv module."""
+    reader = csv.reader(lines[1:])
+    rows: list[list[str]] = []
+    numbers: list[int] = []
+    bad: list[Problem] = []
+    width = len(names)
     while True:
         try:
             row = next(reader, None)
         except csv.Error as error:
-            bad.append(Problem(path=path, line=reader.line_num, message=f"malformed CSV: {error}"))
+            line = reader.line_num + 1
+            bad.append(Problem(path=path, line=line, message=f"malformed CSV: {error}"))
             continue
         if row is None:
-            return found, numbers, bad
-        if row and (len(row) > 1 or row[0].strip()):
-            found.append(row)
-            numbers.append(reader.line_num)
+            break
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        if len(row) != width:
+            message = f"{len(row)} fields; expected {width}: {','.join(names)}"
+            bad.append(Problem(path=path, line=reader.line_num + 1, message=message))
+            continue
+        rows.append(row)
+        numbers.append(reader.line_num + 1)
+    fields = [list(column) for column in zip(*rows, strict=True)] if rows else [[] for _ in names]
+    return fields, numbers, bad

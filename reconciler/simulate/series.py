@@ -17,8 +17,9 @@ is a `Problem` at its FILE:LINE, all of a file's problems raised at once (the fi
 `MAX_PROBLEMS`, then a count). Columns may come in any order; blank lines are skipped.
 
 The work is numpy: each distinct text of a column is checked and parsed once, and the series are
-filled as one (series × steps) array: a row costs about 5 µs, so 100 clusters × 3 resources ×
-1,008 steps (302,400 rows) read in about 1.5 s and 2,000 workloads × 168 steps in about 1 s.
+filled as one (series × steps) array; a file without quotes is split in one go, and plain
+numbers (and binary suffixes) are read by one float() pass. The 7-day trace at 10-minute steps
+(100 clusters × 2 resources × 1,008 steps, 202,508 rows) reads in about 0.6 s.
 
 Called by no module of the package: an entry point.
 """
@@ -134,7 +135,7 @@ def _usage_csv(path: Path, steps: int) -> dict[tuple[str, str], tuple[FloatArray
     table = csvtable.Table.read(path, USAGE_COLUMNS)
     clusters = table.distinct("cluster", cells.cluster)
     resources = table.distinct("resource", cells.resource)
-    amounts = table.distinct("value", cells.amount)
+    amounts = table.distinct("value", cells.amount, cells.amounts)
     at_step = table.steps()
     width = max(1, len(resources.texts))
     keys, filled = _fill(
