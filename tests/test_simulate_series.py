@@ -257,3 +257,25 @@ def test_problems_with_the_trace_itself_point_at_the_trace(tmp_path: Path) -> No
     assert _problems(lambda: series.load_replicas(tmp_path / "r.csv", steps=1, origin=origin)) == [
         f"trace.yaml:1: /spec/replicas/csv: no such file: {tmp_path}/r.csv"
     ]
+
+
+_NUMBERS = st.from_regex(r"\A[+-]?([0-9]{1,6}(\.[0-9]{0,4})?|\.[0-9]{1,4})([eE][+-]?[0-9]{1,3})?\Z")
+_TEXTS = st.one_of(
+    _NUMBERS,
+    st.tuples(
+        _NUMBERS, st.sampled_from(["Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "m", "k", "M", "E"])
+    ).map("".join),
+    st.sampled_from(["", ".", "e5", "1E", "1_000", "nan", "inf", "2cores", "1e3Mi", "0x10"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_TEXTS, max_size=12))
+def test_amounts_at_once_equal_amount_one_by_one(texts: list[str]) -> None:
+    at_once = series.cells.amounts(texts)
+    one_by_one = series.cells.each(series.cells.amount)(texts)
+    assert at_once[1] == one_by_one[1]
+    good = [i for i in range(len(texts)) if i not in one_by_one[1]]
+    assert [at_once[0][i] for i in good] == [one_by_one[0][i] for i in good]
+    for i in good:  # and both are Kubernetes' value
+        assert one_by_one[0][i] == float(quantity.parse_quantity(texts[i]))

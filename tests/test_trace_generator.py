@@ -218,3 +218,22 @@ def test_an_existing_folder_is_never_written_into(
     assert diurnal.main([str(tmp_path), "--small"]) == 1
     assert "exists and is not an empty folder" in capsys.readouterr().err
     assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--step", "7m"], "--step 7m does not divide a day"),
+        (["--step", "1x"], "not a duration: '1x'"),
+        (["--days", "0"], "the trace needs at least 2 steps"),
+        (["--tightness", "2"], "--tightness must be in (0, 1]"),
+    ],
+)
+def test_bad_options_exit_1_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], said: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        diurnal.main([str(tmp_path / "out"), *flags])
+    assert exited.value.code == 1
+    assert said in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -34,9 +34,11 @@ import argparse
 import json
 import re
 import sys
+import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 import yaml
@@ -514,8 +516,16 @@ def _seconds(text: str) -> float:
     return int(found[1]) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[found[2]]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, exiting 1 on a usage error as every dro command does."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         description=__doc__.splitlines()[0], epilog="Writes OUT_DIR; a summary goes to stderr."
     )
     parser.add_argument("out", type=Path, metavar="OUT_DIR", help="a new or empty folder")
@@ -524,7 +534,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--days", type=float, help="length (default 7, or 2 with --small)")
     parser.add_argument("--step", default="1h", help="step of the trace (default 1h)")
     parser.add_argument(
-        "--tightness", type=float, default=0.6, help="peak demand / room under the limit"
+        "--tightness",
+        type=float,
+        default=0.6,
+        help="peak demand / room under the cpu limit (default 0.6)",
     )
     parser.add_argument(
         "--usage",
@@ -597,17 +610,20 @@ def summary(out: Path, trace: Trace, took: float) -> None:
         f"{p.name}{'/' if p.is_dir() else ''} {_size(p) / 1e6:.2f} MB"
         for p in sorted(out.iterdir())
     )
-    print(
-        f"{out}: {clusters - 1} clusters (+1 joining at step {trace.joined[1]}, "
-        f"{trace.names[trace.drained[0]]} drained at steps {trace.drained[1]}–{trace.drained[2]}), "
-        f"{int(trace.cpu.sum())} cores; {len(trace.kind)} workloads ({kinds['web']} web, "
-        f"{kinds['burst']} bursty web, {kinds['batch']} batch); {steps} steps.\n"
-        f"background cpu {level.mean():.0%} on average, {level.max():.0%} at most; replicas "
-        f"{int(trace.desired.sum(axis=1).min())}–{int(trace.desired.sum(axis=1).max())} per step, "
-        f"asking for at most {trace.tightness:.0%} of the room under the {LIMIT} cpu limit.\n"
-        f"{sizes}; {took:.1f} s.",
-        file=sys.stderr,
+    replicas = trace.desired.sum(axis=1)
+    paragraphs = (
+        f"{out}: {clusters - 1} clusters (+1 joining at step {trace.joined[1]}; "
+        f"{trace.names[trace.drained[0]]} drained from step {trace.drained[1]} to "
+        f"{trace.drained[2]}), {int(trace.cpu.sum())} cores; {len(trace.kind)} workloads "
+        f"({kinds['web']} web, {kinds['burst']} bursty web, {kinds['batch']} batch); "
+        f"{steps} steps.",
+        f"Background cpu {level.mean():.0%} on average, {level.max():.0%} at most; "
+        f"{int(replicas.min())}–{int(replicas.max())} replicas per step, asking for at most "
+        f"{trace.tightness:.0%} of the room under the {LIMIT} cpu limit.",
+        f"Wrote {sizes} in {took:.1f} s.",
     )
+    for text in paragraphs:
+        print(textwrap.fill(text, width=80, break_on_hyphens=False), file=sys.stderr)
 
 
 if __name__ == "__main__":
