@@ -130,6 +130,29 @@ def test_prometheus_takes_the_last_sample_at_or_before_each_step(tmp_path: Path)
     assert us[3:].tolist() == [4e9, 4e9]
 
 
+def test_promtool_s_bare_list_of_series_reads_the_same(tmp_path: Path) -> None:
+    result = [
+        {"metric": {"cluster": "eu-1"}, "values": [[START, "2"], [START + 3600, "5"]]},
+        {"metric": {"cluster": "us-1"}, "values": [[START + 3600, "1"], [START + 7200, 7]]},
+    ]
+    (tmp_path / "answer.json").write_text(_export(result))
+    (tmp_path / "promtool.json").write_text(json.dumps(result))
+
+    def read(name: str) -> dict[str, list[float]]:
+        spec = {"prometheus": [{"file": name, "resource": "cpu"}]}
+        got = series.load_usage(spec, tmp_path, steps=3, start=START, step=STEP)
+        return {cluster: by["cpu"].tolist() for cluster, by in got.items()}
+
+    assert json.dumps(read("promtool.json")) == json.dumps(read("answer.json"))
+    assert read("answer.json")["eu-1"] == [2.0, 5.0, 5.0]
+    assert read("answer.json")["us-1"][1:] == [1.0, 7.0]
+    (tmp_path / "promtool.json").write_text(json.dumps([{"metric": {}, "values": []}]))
+    assert _problems(lambda: read("promtool.json")) == [
+        f"{tmp_path}/promtool.json:1: /0/metric: no 'cluster' label: name the cluster label "
+        "with clusterLabel"
+    ]
+
+
 def test_csv_and_prometheus_combine_and_may_not_overlap(tmp_path: Path) -> None:
     (tmp_path / "usage.csv").write_text("step,cluster,resource,value\n0,eu-1,memory,1Gi\n")
     (tmp_path / "cpu.json").write_text(

@@ -1,8 +1,9 @@
 """Prometheus range-query JSON exports as usage series: one series per cluster label.
 
 The answer of `/api/v1/query_range` (`{"status": "success", "data": {"resultType": "matrix",
-"result": [{"metric": {...}, "values": [[unix, "v"], ...]}]}}`), saved to a file. Each step of
-the trace takes the last sample at or before its time; before a series' first sample it is NaN.
+"result": [{"metric": {...}, "values": [[unix, "v"], ...]}]}}`), saved to a file, or its bare
+list of series as `promtool query range -o json` prints it. Each step of the trace takes the last
+sample at or before its time; before a series' first sample it is NaN.
 A second series with the same cluster label is a problem (aggregate by the label first).
 
 Called by `simulate.series`.
@@ -72,12 +73,12 @@ def series(
         message = f"not a Prometheus JSON export: {error}".split(": line ")[0]
         raise ValidationFailed([Problem(path=shown, line=line, message=message)]) from None
     locate = Locator(shown, data)
-    result = _result(body, locate)
+    result, under = _result(body, locate)
     found: dict[str, tuple[FloatArray, str]] = {}
     seen: dict[str, str] = {}
     problems: list[Problem] = []
     for index, series in enumerate(result):
-        at = f"/data/result/{index}"
+        at = f"{under}/{index}"
         metric = series.get("metric") if isinstance(series, Mapping) else None
         cluster = metric.get(label) if isinstance(metric, Mapping) else None
         if not isinstance(cluster, str) or cells.problem(cells.cluster, cluster):
@@ -112,8 +113,11 @@ def series(
     return found, locate
 
 
-def _result(body: object, locate: Locator) -> list[Any]:
-    """`data.result` of a range-query answer, checked to be a matrix."""
+def _result(body: object, locate: Locator) -> tuple[list[Any], str]:
+    """`data.result` of a range-query answer, checked to be a matrix, and its pointer; or the
+    answer's bare list of series (as `promtool query range -o json` prints it)."""
+    if isinstance(body, list):
+        return body, ""
     if not isinstance(body, Mapping) or not isinstance(body.get("data"), Mapping):
         raise ValidationFailed([locate.problem("/data", "no data: expected a range-query answer")])
     if body.get("status", "success") != "success":
@@ -127,7 +131,7 @@ def _result(body: object, locate: Locator) -> list[Any]:
     result = data.get("result")
     if not isinstance(result, list):
         raise ValidationFailed([locate.problem("/data/result", "must be a list of series")])
-    return result
+    return result, "/data/result"
 
 
 def _samples(raw: object, at: str, locate: Locator) -> tuple[FloatArray, FloatArray] | Problem:
