@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from bench.traces import diurnal
+from bench.traces import diurnal_load as load_model
 from reconciler import errors, load, validate
 from reconciler.kube import quantity
 from reconciler.simulate import series
@@ -112,8 +113,8 @@ def test_counts_regions_providers_prices_and_sizes(
     assert len(fleet) == clusters
     assert len(_clusters(out / "extra")) == 1
     labels = [c["metadata"]["labels"] for c in fleet]
-    assert {x["region"] for x in labels} == set(diurnal.REGIONS)
-    assert {x["provider"] for x in labels} == set(diurnal.PROVIDERS)
+    assert {x["region"] for x in labels} == set(load_model.REGIONS)
+    assert {x["provider"] for x in labels} == set(load_model.PROVIDERS)
     cores = np.array([float(quantity.parse_quantity(c["spec"]["capacity"]["cpu"])) for c in fleet])
     memory = np.array(
         [float(quantity.parse_quantity(c["spec"]["capacity"]["memory"])) for c in fleet]
@@ -126,8 +127,8 @@ def test_counts_regions_providers_prices_and_sizes(
         (x["region"], x["provider"]): c["spec"]["cost"]["cpu"]
         for x, c in zip(labels, fleet, strict=True)
     }
-    for region in diurnal.REGIONS:
-        here = [by[region, p] for p in diurnal.PROVIDERS if (region, p) in by]
+    for region in load_model.REGIONS:
+        here = [by[region, p] for p in load_model.PROVIDERS if (region, p) in by]
         if len(here) > 1:
             assert 1.10 <= max(here) / min(here) <= 1.30
 
@@ -149,7 +150,7 @@ def test_counts_regions_providers_prices_and_sizes(
         for p in policies
     }
     assert divisions == {
-        **{f"web-{r}": "DynamicWeight" for r in diurnal.REGIONS},
+        **{f"web-{r}": "DynamicWeight" for r in load_model.REGIONS},
         "batch": "Aggregated",
     }
     assert yaml.safe_load((out / "trace.yaml").read_text())["spec"]["steps"] == steps
@@ -157,7 +158,7 @@ def test_counts_regions_providers_prices_and_sizes(
 
 def test_series_follow_the_local_day_and_read_back(small: Path) -> None:
     spec = yaml.safe_load((small / "trace.yaml").read_text())["spec"]
-    start = diurnal.START
+    start = load_model.START
     usage = series.load_usage(spec["usage"], small, steps=48, start=start, step=3600.0)
     fleet = {c["metadata"]["name"]: c for c in _clusters(small / "repo" / "clusters")}
     (joining,) = _clusters(small / "extra")
@@ -174,8 +175,8 @@ def test_series_follow_the_local_day_and_read_back(small: Path) -> None:
         share = cpu / capacity
         assert share.min() >= 0.25 - 1e-9
         assert share.max() <= 0.97 + 1e-9
-        offset = diurnal.OFFSETS[diurnal.REGIONS.index(doc["metadata"]["labels"]["region"])]
-        day = diurnal.daylight(hours + offset)
+        offset = load_model.OFFSETS[load_model.REGIONS.index(doc["metadata"]["labels"]["region"])]
+        day = load_model.daylight(hours + offset)
         assert np.corrcoef(share, day)[0, 1] > 0.6, cluster
 
     replicas = series.load_replicas(small / spec["replicas"]["csv"], steps=48)
@@ -191,8 +192,8 @@ def test_series_follow_the_local_day_and_read_back(small: Path) -> None:
         assert (over_time >= 1).all()
         labels = doc["metadata"]["labels"]
         if labels["pattern"] == "web":
-            offset = diurnal.OFFSETS[diurnal.REGIONS.index(labels["home"])]
-            assert np.corrcoef(over_time, diurnal.daylight(hours + offset))[0, 1] > 0.8, key
+            offset = load_model.OFFSETS[load_model.REGIONS.index(labels["home"])]
+            assert np.corrcoef(over_time, load_model.daylight(hours + offset))[0, 1] > 0.8, key
 
 
 def test_prometheus_exports_read_back_as_the_usage_csv_does(tmp_path: Path, small: Path) -> None:
@@ -203,7 +204,7 @@ def test_prometheus_exports_read_back_as_the_usage_csv_does(tmp_path: Path, smal
 
     def usage(folder: Path) -> dict[str, dict[str, list[float]]]:
         spec = yaml.safe_load((folder / "trace.yaml").read_text())["spec"]
-        read = series.load_usage(spec["usage"], folder, steps=48, start=diurnal.START, step=3600)
+        read = series.load_usage(spec["usage"], folder, steps=48, start=load_model.START, step=3600)
         return {c: {r: v.tolist() for r, v in by.items()} for c, by in read.items()}
 
     from_csv = usage(small)
