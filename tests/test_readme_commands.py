@@ -93,11 +93,16 @@ def user_checkout(base: Path) -> Path:
     repo.mkdir()
     for name in ("Makefile", "pyproject.toml"):
         shutil.copy2(ROOT / name, repo / name)
-    for name in ("scripts", "example-repo", "deploy"):
+    for name in ("scripts", "example-repo", "deploy", "bench"):
         shutil.copytree(ROOT / name, repo / name, symlinks=True)
     venv = repo / ".venv"
     venv.mkdir()
     (venv / "bin").symlink_to(Path(sys.executable).parent, target_is_directory=True)
+    # `.venv/bin/python` finds its packages from pyvenv.cfg and lib/ beside its bin/.
+    installed = Path(sys.executable).parent.parent
+    for name in ("pyvenv.cfg", "lib", "lib64"):
+        if (installed / name).exists():
+            (venv / name).symlink_to(installed / name)
     (venv / ".installed").touch()  # newer than pyproject.toml: `make demo` installs nothing
     return repo
 
