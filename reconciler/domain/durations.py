@@ -1,6 +1,6 @@
 """Durations (`10m`, `1h30m`, `500ms`) and RFC 3339 times, as dro.yaml and decisions write them.
 
-Called by 14 modules, among them `branch.statefiles`, `live`, `review.followups`,
+Called by 16 modules, among them `branch.statefiles`, `live`, `review.followups`,
 `schedule.engine`.
 """
 

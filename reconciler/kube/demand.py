@@ -4,8 +4,8 @@ The demand of one pod is, per resource, the larger of the largest init container
 the sum of the app containers' requests, plus the pod overhead; a pod always needs one `pods`
 slot. Quantities are parsed with Kubernetes' own rules.
 
-Called by `live.observe`, `render.services`, `schedule`, `validate.dependencies` and
-`validate.quantitycheck`.
+Called by `live.observe`, `render.services`, `schedule`, `simulate.timeline`,
+`validate.dependencies` and `validate.quantitycheck`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,77 @@
+"""Where `dro simulate` meets stages that may or may not be in this build: prediction and
+pricing, each behind one function.
+
+- `forecaster()`: `reconciler.predict.forecast(history, *, now, horizon, step, window)`
+  when the prediction stage is installed, else None (then `dro` schedules as `dro-reactive`).
+- `prediction_settings(spec, step)`: horizon, window and step from `dro.yaml`'s
+  `spec.prediction` when the config carries it, else 2h, 7d and the trace's step.
+- `point(forecast, resource)`: the background a `ClusterForecast` expects at the horizon, for
+  the forecast error: its `at_horizon` when prediction provides one, else `next_step`.
+- `unit_prices(cluster, resources)`: price per base unit-hour of each resource from
+  `Cluster.spec.cost` (cpu per core-hour; byte resources per GiB-hour, as the schema's
+  "unit-hour" is written for memory), 0 where no price is declared.
+
+Called by `simulate`, `simulate.metrics` and `simulate.replay`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+import numpy as np
+
+from reconciler.domain import Cluster, ClusterForecast, Forecasts, History, Spec
+from reconciler.kube import quantity
+from reconciler.simulate.trace import FloatArray
+
+GIB = float(2**30)
+HORIZON = 7200.0
+WINDOW = 7 * 86400.0
+
+Forecaster = Callable[..., Forecasts]
+"""`forecast(history, *, now, horizon, step, window) -> Forecasts`."""
+
+
+def forecaster() -> Forecaster | None:
+    """The prediction stage's `forecast`, or None when this build has none."""
+    try:
+        module = importlib.import_module("reconciler.predict")
+    except ImportError:
+        return None
+    found = getattr(module, "forecast", None)
+    return cast("Forecaster", found) if callable(found) else None
+
+
+def prediction_settings(spec: Spec, step: float) -> tuple[float, float, float]:
+    """(horizon, window, step) in seconds: `spec.prediction` when set, else 2h, 7d, `step`."""
+    settings: Any = getattr(spec.config, "prediction", None)
+    horizon = float(getattr(settings, "horizon", HORIZON) or HORIZON)
+    window = float(getattr(settings, "window", WINDOW) or WINDOW)
+    grid = float(getattr(settings, "step", step) or step)
+    return horizon, window, grid
+
+
+def forecast(
+    predict: Forecaster, history: History, *, now: float, horizon: float, step: float, window: float
+) -> Forecasts:
+    """One call of the prediction stage."""
+    return predict(history, now=now, horizon=horizon, step=step, window=window)
+
+
+def point(found: ClusterForecast, resource: str) -> float | None:
+    """The background `found` expects at the end of its horizon (None when it has none)."""
+    ahead = getattr(found, "at_horizon", None) or found.next_step
+    value = ahead.get(resource)
+    return None if value is None else float(value)
+
+
+def unit_prices(clusters: Sequence[Cluster], resources: Sequence[str]) -> FloatArray:
+    """(clusters, resources) price per base unit-hour (cores; bytes priced per GiB)."""
+    prices = np.zeros((len(clusters), len(resources)))
+    for i, cluster in enumerate(clusters):
+        for j, resource in enumerate(resources):
+            price = cluster.cost.get(resource, 0.0)
+            prices[i, j] = price / GIB if quantity.in_bytes(resource) else price
+    return prices
