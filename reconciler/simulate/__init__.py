@@ -55,7 +55,13 @@ def choose(given: str | None) -> tuple[str, ...]:
 
 def run(path: Path, names: Sequence[str], progress: Progress = lambda _: None) -> Result:
     """Replay the trace at `path` for each policy of `names` (see the module docstring)."""
-    trace = traces.read(path)
+    return replay_trace(traces.read(path), names, progress)
+
+
+def replay_trace(
+    trace: traces.Trace, names: Sequence[str], progress: Progress = lambda _: None
+) -> Result:
+    """Replay a checked trace for each policy of `names`."""
     timeline = Timeline(trace)
     steps = list(timeline.steps())
     progress(

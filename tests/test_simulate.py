@@ -1,0 +1,368 @@
+"""`dro simulate`: the replay through dro's scheduler, the baselines, the figures, the CLI."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import ROOT
+
+from reconciler import cli, schedule, simulate
+from reconciler.domain import Strategy
+from reconciler.simulate import leastloaded, metrics, policies, replay
+from reconciler.simulate import trace as traces
+from reconciler.simulate.timeline import Timeline
+
+SMALL = ROOT / "examples" / "traces" / "small" / "trace.yaml"
+
+DRO_YAML = """\
+apiVersion: multicluster.io/v1alpha1
+kind: SchedulerConfiguration
+metadata: {name: dro}
+spec:
+  waterLevelLimit: {cpu: 0.8, memory: 0.9}
+  rebalance: {threshold: 0.1, maxMovesPerPass: 100, cooldown: 10m}
+"""
+POLICY = """\
+apiVersion: multicluster.io/v1alpha1
+kind: ResourcePlacementPolicy
+metadata: {name: web}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, namespace: shop}]
+  placement:
+    replicaScheduling: {type: Divided, division: DynamicWeight}
+"""
+
+
+def cluster_yaml(name: str, cpu: int, used: int, **extra: str) -> str:
+    more = "".join(f"  {k}: {v}\n" for k, v in extra.items())
+    return (
+        "apiVersion: multicluster.io/v1alpha1\nkind: Cluster\n"
+        f"metadata: {{name: {name}, labels: {{region: r1}}}}\n"
+        f"spec:\n  capacity: {{cpu: '{cpu}', memory: 64Gi}}\n"
+        f"  allocated: {{cpu: '{used}', memory: 8Gi}}\n"
+        f"  cost: {{cpu: 0.5}}\n{more}"
+    )
+
+
+def deployment_yaml(name: str, replicas: int, cpu: str = "1") -> str:
+    return textwrap.dedent(
+        f"""\
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {{name: {name}, namespace: shop, labels: {{app: {name}}}}}
+        spec:
+          replicas: {replicas}
+          selector: {{matchLabels: {{app: {name}}}}}
+          template:
+            metadata: {{labels: {{app: {name}}}}}
+            spec:
+              containers:
+                - name: app
+                  image: registry.example/app:1
+                  resources: {{requests: {{cpu: "{cpu}", memory: 256Mi}}}}
+        """
+    )
+
+
+def write_trace(
+    root: Path,
+    clusters: dict[str, tuple[int, int]],
+    workloads: dict[str, int],
+    body: str,
+    extra: dict[str, str] | None = None,
+) -> Path:
+    """A source repo under root/repo and root/trace.yaml with `body` under `spec:`."""
+    repo = root / "repo"
+    for folder in ("clusters", "policies", "workloads/shop"):
+        (repo / folder).mkdir(parents=True, exist_ok=True)
+    (repo / "dro.yaml").write_text(DRO_YAML)
+    (repo / "policies" / "web.yaml").write_text(POLICY)
+    for name, (cpu, used) in clusters.items():
+        (repo / "clusters" / f"{name}.yaml").write_text(cluster_yaml(name, cpu, used))
+    for name, replicas in workloads.items():
+        (repo / "workloads" / "shop" / f"{name}.yaml").write_text(deployment_yaml(name, replicas))
+    for path, text in (extra or {}).items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    head = (
+        "apiVersion: multicluster.io/v1alpha1\nkind: Trace\nmetadata: {name: t}\nspec:\n"
+        "  source: repo\n  start: '2025-01-06T00:00:00Z'\n"
+    )
+    path = root / "trace.yaml"
+    path.write_text(head + textwrap.indent(textwrap.dedent(body), "  "))
+    return path
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = cli.main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_the_same_trace_gives_the_same_bytes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    first = run(capsys, "simulate", str(SMALL), "-o", "json", "--plot", str(tmp_path / "a.png"))
+    second = run(capsys, "simulate", str(SMALL), "-o", "json", "--plot", str(tmp_path / "b.png"))
+    assert first[0] == second[0] == 0
+    assert first[1] == second[1]
+    assert (tmp_path / "a.png").read_bytes() == (tmp_path / "b.png").read_bytes()
+    document = json.loads(first[1])
+    assert [p["policy"] for p in document["policies"]] == list(policies.POLICIES)
+    assert "wrote the water-level chart" in first[2]
+    table = run(capsys, "simulate", str(SMALL))
+    assert table[1].splitlines()[0].split()[:3] == ["policy", "overload", "peak"]
+    assert [line.split()[0] for line in table[1].splitlines()[1:]] == list(policies.POLICIES)
+
+
+def test_a_bad_trace_is_reported_at_its_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = write_trace(
+        tmp_path,
+        {"a": (10, 1)},
+        {"web": 2},
+        """\
+        step: 1h
+        steps: 0
+        events:
+          - step: 0
+            clusters: {nowhere: {drain: true}}
+        """,
+    )
+    code, out, err = run(capsys, "simulate", str(path))
+    assert code == 1
+    assert out == ""
+    assert f"{path}:8: /spec/steps: 0 is out of range" in err
+    assert "Traceback" not in err
+    path.write_text(path.read_text().replace("steps: 0", "steps: 3"))
+    code, _, err = run(capsys, "simulate", str(path))
+    assert code == 1
+    assert f"{path}:11: /spec/events/0/clusters/nowhere: no cluster 'nowhere'" in err
+
+
+def test_an_added_cluster_file_is_validated_where_it_is(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bad = cluster_yaml("c", 10, 0).replace("cpu: '10'", "cpu: ten")
+    path = write_trace(
+        tmp_path,
+        {"a": (10, 1)},
+        {"web": 2},
+        """\
+        step: 1h
+        steps: 3
+        events:
+          - {step: 1, add: [extra/c.yaml]}
+        """,
+        {"extra/c.yaml": bad},
+    )
+    code, _, err = run(capsys, "simulate", str(path))
+    assert code == 1
+    assert str(tmp_path / "extra" / "c.yaml") + ":" in err
+    assert "/spec/capacity/cpu" in err
+
+
+def test_usage_and_flags(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "simulate", str(SMALL), "--policies", "dro,nobody")
+    assert code == 1
+    assert "unknown policy nobody" in err
+    code, _, err = run(capsys, "simulate", str(SMALL), "--plot", str(tmp_path / "x.gif"))
+    assert code == 1
+    assert "x.gif: cannot tell the chart format" in err
+    code, out, _ = run(
+        capsys, "simulate", str(SMALL), "--policies", "least-loaded,dro", "-o", "json"
+    )
+    assert code == 0
+    assert [p["policy"] for p in json.loads(out)["policies"]] == ["dro", "least-loaded"]
+
+
+def test_each_step_is_what_schedule_place_decides(tmp_path: Path) -> None:
+    """Step 0 of dro-reactive is `schedule.place` on the source; its water levels are the
+    background plus the requests of what runs, over capacity."""
+    path = write_trace(
+        tmp_path,
+        {"a": (10, 2), "b": (20, 10)},
+        {"web": 6, "api": 3},
+        """\
+        step: 1h
+        steps: 3
+        events:
+          - {step: 1, replicas: {shop/Deployment/web: 9}}
+        """,
+    )
+    trace = traces.read(path)
+    timeline = Timeline(trace)
+    steps = list(timeline.steps())
+    policy = replay.Scheduled("dro-reactive", timeline)
+    recorder = replay.play(policy, timeline, steps)
+    direct = {
+        d.key.name: {p.cluster: p.replicas for p in d.clusters}
+        for d in schedule.place(trace.spec, diagnose=False)
+    }
+    assert policy.previous is not None
+    after = {
+        k.name: {p.cluster: p.replicas for p in d.clusters} for k, d in policy.previous.items()
+    }
+    assert sum(after["web"].values()) == 9  # the event's count, carried to the last step
+    first = replay.Scheduled("dro-reactive", timeline)
+    target, _ = first.step(steps[0], np.zeros_like(recorder.placed))
+    rows = {w.key.name: i for i, w in enumerate(timeline.workloads)}
+    for name, counts in direct.items():
+        for cluster, n in counts.items():
+            assert target[rows[name], timeline.column[cluster]] == n
+    cpu = timeline.resources.index("cpu")
+    running = dict.fromkeys(timeline.names, 0.0)
+    for counts in after.values():
+        for cluster, n in counts.items():
+            running[cluster] += (n or 0) * 1.0  # every replica requests one cpu
+    for cluster, background, capacity in (("a", 2, 10), ("b", 10, 20)):
+        expected = (background + running[cluster]) / capacity
+        assert recorder.levels[-1, timeline.column[cluster], cpu] == pytest.approx(expected)
+
+
+def test_a_drained_cluster_is_emptied_and_that_counts_as_moved(tmp_path: Path) -> None:
+    path = write_trace(
+        tmp_path,
+        {"a": (40, 4), "b": (40, 4), "c": (40, 4)},
+        {"web": 12},
+        """\
+        step: 1h
+        steps: 4
+        events:
+          - step: 1
+            clusters: {b: {drain: true}}
+        """,
+    )
+    trace = traces.read(path)
+    timeline = Timeline(trace)
+    steps = list(timeline.steps())
+    recorder = replay.play(replay.Scheduled("dro-reactive", timeline), timeline, steps)
+    b = timeline.column["b"]
+    cpu = timeline.resources.index("cpu")
+    assert recorder.levels[0, b, cpu] > 4 / 40, "b holds replicas before the drain"
+    assert recorder.levels[-1, b, cpu] == pytest.approx(4 / 40), "only its background is left"
+    assert recorder.moved.sum() > 0
+    assert recorder.pending.sum() == 0
+
+
+def test_an_added_cluster_joins_and_is_filled(tmp_path: Path) -> None:
+    path = write_trace(
+        tmp_path,
+        {"a": (20, 4), "b": (20, 4)},
+        {"web": 24},
+        """\
+        step: 1h
+        steps: 4
+        events:
+          - {step: 1, add: [extra/c.yaml]}
+        """,
+        {"extra/c.yaml": cluster_yaml("c", 40, 0)},
+    )
+    trace = traces.read(path)
+    assert trace.joins == {"a": 0, "b": 0, "c": 1}
+    timeline = Timeline(trace)
+    steps = list(timeline.steps())
+    assert [len(s.clusters) for s in steps] == [2, 3, 3, 3]
+    assert steps[1].joined == {"c"}
+    recorder = replay.play(replay.Scheduled("dro-reactive", timeline), timeline, steps)
+    c = timeline.column["c"]
+    cpu = timeline.resources.index("cpu")
+    assert np.isnan(recorder.levels[0, c, cpu])
+    assert recorder.levels[-1, c, cpu] > 0, "replicas moved into the added cluster"
+
+
+def test_least_loaded_shrinks_the_hottest_and_grows_the_coolest(tmp_path: Path) -> None:
+    path = write_trace(
+        tmp_path,
+        {"a": (10, 1), "b": (10, 5)},
+        {"web": 4},
+        """\
+        step: 1h
+        steps: 4
+        events:
+          - {step: 1, replicas: {shop/Deployment/web: 2}}
+          - {step: 2, replicas: {shop/Deployment/web: 20}}
+        """,
+    )
+    timeline = Timeline(traces.read(path))
+    steps = list(timeline.steps())
+    policy = leastloaded.LeastLoaded(timeline)
+    a, b = timeline.column["a"], timeline.column["b"]
+    first, _ = policy.step(steps[0], np.zeros(0))
+    # a (0.1) takes replicas until it is as loaded as b (0.5): 4 go to a, then ties go to a
+    assert first[0, a] + first[0, b] == 4
+    assert first[0, a] >= first[0, b]
+    second, _ = policy.step(steps[1], np.zeros(0))
+    levels = [(1 + first[0, a]) / 10, (5 + first[0, b]) / 10]
+    hottest = a if levels[0] > levels[1] or (levels[0] == levels[1]) else b
+    assert second[0].sum() == 2
+    assert second[0, hottest] < first[0, hottest]
+    third, _ = policy.step(steps[2], np.zeros(0))
+    assert third[0, a] + third[0, b] == 14, "9 + 5 cpu free: the other 6 stay pending"
+    recorder = replay.play(leastloaded.LeastLoaded(timeline), timeline, steps)
+    assert recorder.pending[2] == 6
+    assert recorder.moved.sum() == 0, "replicas stay where they are"
+
+
+def test_the_karmada_rewrites(tmp_path: Path) -> None:
+    path = write_trace(tmp_path, {"a": (10, 1), "b": (30, 5)}, {"web": 4}, "step: 1h\nsteps: 2\n")
+    spec = traces.read(path).spec
+    dynamic = policies.Karmada(spec, static=False).claims_for(spec.clusters)
+    static = policies.Karmada(spec, static=True).claims_for(spec.clusters)
+    for claims in (dynamic, static):
+        (policy,) = {id(p): p for p in claims.values() if p is not None}.values()
+        assert not policy.dro_extensions
+        assert policy.api_version == policies.KARMADA_API
+    (web,) = dynamic.values()
+    assert web is not None
+    assert web.placement.replicas.division is Strategy.DYNAMIC_WEIGHT
+    (web,) = static.values()
+    assert web is not None
+    weights = {term.names: w for term, w in web.placement.replicas.static_weights}
+    assert weights == {("a",): 10, ("b",): 30}
+
+
+def test_the_figures_from_known_matrices(tmp_path: Path) -> None:
+    """Overload events, moves and pending from hand-made placements."""
+    path = write_trace(tmp_path, {"a": (10, 8), "b": (10, 1)}, {"web": 3}, "step: 1h\nsteps: 3\n")
+    timeline = Timeline(traces.read(path))
+    steps = list(timeline.steps())
+    recorder = replay.Recorder("hand", timeline)
+    a, b = timeline.column["a"], timeline.column["b"]
+    placements = [{a: 2, b: 1}, {a: 0, b: 3}, {a: 0, b: 2}]  # 2 moved, then one pending
+    for inp, counts in zip(steps, placements, strict=True):
+        target = np.zeros((1, 2), dtype=np.int64)
+        for col, n in counts.items():
+            target[0, col] = n
+        recorder.record(inp, target, target, 0.0)
+    row = metrics.summary(recorder, timeline, steps)
+    # a: (8 + 2) / 10 = 1.0 at step 0 is the only level above 0.90
+    assert row["overloadEvents"] == 1
+    assert row["peakWaterLevel"] == 1.0
+    assert row["movedReplicas"] == 2
+    assert row["pendingReplicaSteps"] == 1
+    assert row["movedPercent"] == pytest.approx(100 * 2 / 9, abs=1e-3)
+    assert row["cost"] == pytest.approx(0.5 * (3 + 3 + 2))
+
+
+def test_seasonal_naive_error_counts_from_day_three(tmp_path: Path) -> None:
+    path = write_trace(tmp_path, {"a": (10, 2)}, {"web": 1}, "step: 12h\nsteps: 10\n")
+    timeline = Timeline(traces.read(path))
+    steps = list(timeline.steps())
+    found = metrics.forecast_error({}, timeline, steps, horizon=12 * 3600.0)
+    # targets from step 4 (day 3) to 9; the background never changes: a perfect naive forecast
+    assert found["clusterSteps"] == 6 * 2
+    assert found["seasonalNaiveMape"] == 0.0
+    assert found["mape"] is None
+
+
+def test_every_policy_runs_on_the_readme_trace() -> None:
+    result = simulate.run(SMALL, policies.ALL)
+    rows = {r["policy"]: r for r in result.rows}
+    assert set(rows) == set(policies.ALL)
+    assert rows["dro-reactive"]["overloadEvents"] < rows["karmada-dynamic"]["overloadEvents"]
