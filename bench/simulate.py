@@ -9,13 +9,14 @@ read them from CSV), and replayed for every policy by `simulate.replay_trace`, t
 (issue 24): the five policies in under 5 minutes on this machine.
 
 Run: `.venv/bin/python bench/simulate.py [--seed N] [--days N] [--clusters N] [--workloads N]
-[--policies a,b]`.
+[--policies a,b] [--jobs N]`.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 import tempfile
 import time
@@ -85,6 +86,7 @@ def main() -> None:
     parser.add_argument("--clusters", type=int, default=100)
     parser.add_argument("--workloads", type=int, default=2000)
     parser.add_argument("--policies", default=None)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
     from reconciler import simulate
     from reconciler.cli import simulate as cli_simulate
@@ -96,7 +98,10 @@ def main() -> None:
     print(f"trace built in {built:.1f} s", file=sys.stderr)
     began = time.perf_counter()
     result = simulate.replay_trace(
-        trace, simulate.choose(args.policies), lambda line: print(line, file=sys.stderr)
+        trace,
+        simulate.choose(args.policies),
+        lambda line: print(line, file=sys.stderr),
+        jobs=args.jobs,
     )
     took = time.perf_counter() - began
     tables.render(cli_simulate.grid(result, timings=True), sys.stdout)

@@ -11,8 +11,8 @@ import pytest
 from conftest import ROOT
 
 from reconciler import cli, schedule, simulate
-from reconciler.domain import Strategy
-from reconciler.simulate import leastloaded, metrics, policies, replay
+from reconciler.domain import ClusterForecast, History, Strategy
+from reconciler.simulate import leastloaded, metrics, policies, replay, seams
 from reconciler.simulate import trace as traces
 from reconciler.simulate.timeline import Timeline
 
@@ -366,3 +366,48 @@ def test_every_policy_runs_on_the_readme_trace() -> None:
     rows = {r["policy"]: r for r in result.rows}
     assert set(rows) == set(policies.ALL)
     assert rows["dro-reactive"]["overloadEvents"] < rows["karmada-dynamic"]["overloadEvents"]
+
+
+def test_dro_feeds_prediction_the_history_of_earlier_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The forecaster gets each present cluster's samples so far, oldest first, whose
+    background (used − placed) is the trace's background, and is asked at each step's time."""
+    path = write_trace(tmp_path, {"a": (40, 4), "b": (40, 10)}, {"web": 6}, "step: 1h\nsteps: 4\n")
+    calls: list[tuple[float, dict[str, list[float]]]] = []
+
+    def forecast(history: History, *, now: float, horizon: float, step: float, window: float):  # type: ignore[no-untyped-def]
+        assert (horizon, step, window) == (7200.0, 3600.0, 7 * 86400.0)
+        calls.append(
+            (now, {c: [s.background["cpu"] for s in samples] for c, samples in history.items()})
+        )
+        return {}
+
+    monkeypatch.setattr(seams, "forecaster", lambda: forecast)
+    result = simulate.run(path, ["dro", "dro-reactive"])
+    trace = traces.read(path)
+    assert [now for now, _ in calls] == [trace.time(t) for t in range(4)]
+    assert calls[-1][1] == {"a": [4.0] * 4, "b": [10.0] * 4}
+    assert [len(h["a"]) for _, h in calls] == [1, 2, 3, 4]
+    rows = {r["policy"]: r for r in result.rows}
+    assert rows["dro"]["forecastMape"] is None  # no forecast came back
+
+
+def test_the_forecast_error_against_known_forecasts(tmp_path: Path) -> None:
+    path = write_trace(tmp_path, {"a": (10, 2)}, {"web": 1}, "step: 12h\nsteps: 10\n")
+    timeline = Timeline(traces.read(path))
+    steps = list(timeline.steps())
+    made = {
+        t: {
+            "a": ClusterForecast(
+                cluster="a", model="holt", next_step={"cpu": 2.2, "memory": 8 * 2**30}
+            )
+        }
+        for t in range(10)
+    }
+    found = metrics.forecast_error(made, timeline, steps, horizon=7200.0)
+    # one step (12h) ahead: targets 4..9 from forecasts made at 3..8; cpu off by 10 %, memory exact
+    assert found["aheadSeconds"] == 12 * 3600.0
+    assert found["clusterSteps"] == 12
+    assert found["mape"] == pytest.approx(0.05)
+    assert found["seasonalNaiveMape"] == 0.0

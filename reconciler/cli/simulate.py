@@ -10,6 +10,7 @@ Called by `cli`.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from reconciler import simulate
 from reconciler.cli import habits as clihabits
 from reconciler.cli import report
+from reconciler.errors import UsageError
 from reconciler.review import tables
 from reconciler.simulate import chart, policies
 
@@ -48,6 +50,13 @@ def add_parser(commands: Any) -> None:
     )
     sim.add_argument(
         "--plot", type=Path, metavar="FILE", help="also draw water levels over time to FILE.svg|png"
+    )
+    sim.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="replay N policies at once, in forked processes (default: one per core)",
     )
     sim.add_argument(
         "--timings",
@@ -133,7 +142,10 @@ def run(args: argparse.Namespace, hook: Any) -> int:
         if not args.quiet:
             sys.stderr.write(line + "\n")
 
-    result = simulate.run(args.trace, names, progress)
+    if args.jobs < 0:
+        raise UsageError("--jobs must be 0 (one per core) or more")
+    jobs = args.jobs or os.cpu_count() or 1
+    result = simulate.run(args.trace, names, progress, jobs=jobs)
     if args.output == "table":
         tables.render(grid(result, timings=args.timings), sys.stdout)
     else:

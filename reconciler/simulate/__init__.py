@@ -11,8 +11,11 @@ Called by `cli.simulate` and `simulate.chart`.
 
 from __future__ import annotations
 
+import dataclasses
+import multiprocessing
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,8 +24,8 @@ from reconciler.domain import durations
 from reconciler.errors import UsageError
 from reconciler.simulate import chart, leastloaded, metrics, policies, replay, seams
 from reconciler.simulate import trace as traces
-from reconciler.simulate.replay import Recorder
 from reconciler.simulate.timeline import Timeline
+from reconciler.simulate.trace import FloatArray
 
 Progress = Callable[[str], None]
 
@@ -34,7 +37,8 @@ class Result:
     trace: traces.Trace
     timeline: Timeline
     rows: tuple[dict[str, Any], ...]
-    recorders: tuple[Recorder, ...]
+    levels: tuple[tuple[str, FloatArray], ...]
+    """Per policy: (steps, clusters, resources) water levels, NaN where a cluster is absent."""
     forecast: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, dict[str, float]] = field(default_factory=dict)
 
@@ -53,55 +57,114 @@ def choose(given: str | None) -> tuple[str, ...]:
     return tuple(n for n in policies.ALL if n in names)
 
 
-def run(path: Path, names: Sequence[str], progress: Progress = lambda _: None) -> Result:
+def run(
+    path: Path, names: Sequence[str], progress: Progress = lambda _: None, *, jobs: int = 1
+) -> Result:
     """Replay the trace at `path` for each policy of `names` (see the module docstring)."""
-    return replay_trace(traces.read(path), names, progress)
+    return replay_trace(traces.read(path), names, progress, jobs=jobs)
 
 
 def replay_trace(
-    trace: traces.Trace, names: Sequence[str], progress: Progress = lambda _: None
+    trace: traces.Trace,
+    names: Sequence[str],
+    progress: Progress = lambda _: None,
+    *,
+    jobs: int = 1,
 ) -> Result:
-    """Replay a checked trace for each policy of `names`."""
+    """Replay a checked trace for each policy of `names`, `jobs` policies at a time (forked
+    processes; each policy's replay is independent, so the result is the same)."""
     timeline = Timeline(trace)
     steps = list(timeline.steps())
     progress(
         f"{trace.name}: {trace.steps} steps of {durations.short(trace.step)}, "
         f"{len(timeline.names)} clusters, {len(timeline.workloads)} objects"
     )
-    rows, recorders, timings = [], [], {}
-    forecast: dict[str, Any] = {}
-    horizon = seams.prediction_settings(trace.spec, trace.step)[0]
-    for name in names:
-        started = time.perf_counter()
-        policy: replay.Policy
-        if name == "least-loaded":
-            policy = leastloaded.LeastLoaded(timeline)
+    alone = "dro" in names and "dro-reactive" in names and seams.forecaster() is None
+    if alone:
+        progress("dro: this build has no prediction stage: dro is dro-reactive")
+    todo = [n for n in names if not (alone and n == "dro")]
+    _SHARED[:] = [timeline, steps]
+    try:
+        if jobs > 1 and len(todo) > 1:
+            context = multiprocessing.get_context("fork")
+            with ProcessPoolExecutor(min(jobs, len(todo)), mp_context=context) as pool:
+                futures = {name: pool.submit(_replay, name) for name in todo}
+                for name in todo:
+                    _said(progress, futures[name].result())
+                outcomes = {name: futures[name].result() for name in todo}
         else:
-            policy = replay.Scheduled(name, timeline, predict=name in ("dro", "dro-nocost"))
-        recorder = replay.play(policy, timeline, steps)
-        row = metrics.summary(recorder, timeline, steps)
-        if name == "dro":
-            made = policy.forecasts if isinstance(policy, replay.Scheduled) else {}
-            forecast = metrics.forecast_error(made, timeline, steps, horizon)
-            row["forecastMape"] = forecast["mape"]
-        rows.append(row)
-        recorders.append(recorder)
-        timings[name] = metrics.timing(recorder)
-        took = time.perf_counter() - started
-        progress(
-            f"{name}: {took:.1f} s ({timings[name]['secondsPerStep']:.3f} s per step in the "
-            "scheduler)"
+            outcomes = {name: _said(progress, _replay(name)) for name in todo}
+    finally:
+        _SHARED.clear()
+    if alone:
+        outcomes["dro"] = dataclasses.replace(
+            outcomes["dro-reactive"],
+            row={**outcomes["dro-reactive"].row, "policy": "dro", "forecastMape": None},
+            name="dro",
         )
-    if not forecast:
-        forecast = metrics.forecast_error({}, timeline, steps, horizon)
+    forecast = next(
+        (o.forecast for o in outcomes.values() if o.forecast),
+        metrics.forecast_error(
+            {}, timeline, steps, seams.prediction_settings(trace.spec, trace.step)[0]
+        ),
+    )
     return Result(
         trace=trace,
         timeline=timeline,
-        rows=tuple(rows),
-        recorders=tuple(recorders),
+        rows=tuple(outcomes[n].row for n in names),
+        levels=tuple((n, outcomes[n].levels) for n in names),
         forecast=forecast,
-        timings=timings,
+        timings={n: outcomes[n].timing for n in names},
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    """One policy's replay, summed up (what a worker process sends back)."""
+
+    name: str
+    row: dict[str, Any]
+    levels: FloatArray
+    timing: dict[str, float]
+    forecast: dict[str, Any]
+    took: float
+
+
+_SHARED: list[Any] = []
+"""[timeline, steps] of the replay under way, inherited by forked workers."""
+
+
+def _replay(name: str) -> Outcome:
+    """Replay one policy over `_SHARED`'s steps."""
+    timeline, steps = _SHARED
+    started = time.perf_counter()
+    policy: replay.Policy
+    if name == "least-loaded":
+        policy = leastloaded.LeastLoaded(timeline)
+    else:
+        policy = replay.Scheduled(name, timeline, predict=name in ("dro", "dro-nocost"))
+    recorder = replay.play(policy, timeline, steps)
+    row = metrics.summary(recorder, timeline, steps)
+    forecast: dict[str, Any] = {}
+    if name == "dro" and isinstance(policy, replay.Scheduled):
+        trace = timeline.trace
+        horizon = seams.prediction_settings(trace.spec, trace.step)[0]
+        forecast = metrics.forecast_error(policy.forecasts, timeline, steps, horizon)
+        row["forecastMape"] = forecast["mape"]
+    return Outcome(
+        name=name,
+        row=row,
+        levels=recorder.levels,
+        timing=metrics.timing(recorder),
+        forecast=forecast,
+        took=time.perf_counter() - started,
+    )
+
+
+def _said(progress: Progress, outcome: Outcome) -> Outcome:
+    per = outcome.timing["secondsPerStep"]
+    progress(f"{outcome.name}: {outcome.took:.1f} s ({per:.3f} s per step in the scheduler)")
+    return outcome
 
 
 def document(result: Result, *, timings: bool = False) -> dict[str, Any]:

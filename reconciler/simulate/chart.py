@@ -49,15 +49,14 @@ def write(result: Result, path: Path) -> None:
     span = trace.steps * trace.step
     unit, size = ("days", 86400.0) if span > 2 * 86400.0 else ("hours", 3600.0)
     days = np.arange(trace.steps) * trace.step / size
-    panels = len(result.recorders)
+    panels = len(result.levels)
     with matplotlib.rc_context({"svg.hashsalt": "dro", "svg.fonttype": "none"}):
         figure = Figure(figsize=(10.0, 1.2 + 1.9 * max(1, panels)), layout="constrained")
         FigureCanvasAgg(figure)
         figure.suptitle(f"Water levels over time: {trace.name} (highest of cpu and memory)")
         axes = figure.subplots(max(1, panels), 1, sharex=True, sharey=True, squeeze=False)[:, 0]
         top = 1.0
-        for ax, recorder in zip(axes, result.recorders, strict=False):
-            levels = recorder.levels
+        for ax, (name, levels) in zip(axes, result.levels, strict=False):
             overall = np.where(np.isnan(levels), -np.inf, levels).max(axis=2)
             overall = np.where(np.isfinite(overall), overall, np.nan)
             present = np.isfinite(overall).any(axis=1)
@@ -79,7 +78,7 @@ def write(result: Result, path: Path) -> None:
             ax.axhline(OVERLOAD, color="black", linestyle="--", linewidth=0.8, label="0.90")
             over = int((np.nan_to_num(overall, nan=0.0) > OVERLOAD).sum())
             events = "overload event" if over == 1 else "overload events"
-            ax.set_title(f"{recorder.name}: {over} {events}", loc="left", fontsize="medium")
+            ax.set_title(f"{name}: {over} {events}", loc="left", fontsize="medium")
             ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0))
             ax.grid(axis="y", linewidth=0.4, alpha=0.5)
         axes[0].set_ylim(0.0, top * 1.05)

@@ -13,8 +13,9 @@
 - cost: Σ over steps of the placed requests' price per hour × the step's hours;
 - cross-domain bytes: the data that crosses domains (STCI), when workloads use data;
 - forecast error: the mean absolute percentage error of the background forecast at the
-  horizon (2h by default), on days 3 and later, beside a seasonal-naive forecast (the same time
-  the day before) on the same cluster-steps.
+  horizon (2h by default; one step when the forecast gives only `next_step`), on days 3 and
+  later, beside a seasonal-naive forecast (the same time the day before) on the same
+  cluster-steps.
 
 Called by `simulate` and `simulate.chart`.
 """
@@ -79,7 +80,9 @@ def forecast_error(
     """MAPE of the forecasts (when any) and of a seasonal-naive forecast, on the same
     cluster-steps (see the module docstring); None where there is nothing to measure."""
     step = timeline.trace.step
-    ahead = max(1, round(horizon / step))
+    sample = next((f for made in forecasts.values() for f in made.values()), None)
+    reach = seams.ahead(sample, horizon, step) if sample is not None else horizon
+    ahead = max(1, round(reach / step))
     season = round(DAY / step)
     background = np.stack([s.background for s in steps])  # (steps, clusters, resources)
     rows = [timeline.resources.index(r) for r in ALWAYS]
@@ -110,7 +113,7 @@ def forecast_error(
                 naive.append(before)
     truth_a: FloatArray = np.array(actual)
     return {
-        "horizonSeconds": horizon,
+        "aheadSeconds": ahead * step,
         "clusterSteps": len(actual),
         "mape": _mape(np.array(model), truth_a) if model else None,
         "seasonalNaiveMape": _mape(np.array(naive), truth_a) if naive else None,

@@ -3,10 +3,12 @@ pricing, each behind one function.
 
 - `forecaster()`: `reconciler.predict.forecast(history, *, now, horizon, step, window)`
   when the prediction stage is installed, else None (then `dro` schedules as `dro-reactive`).
-- `prediction_settings(spec, step)`: horizon, window and step from `dro.yaml`'s
-  `spec.prediction` when the config carries it, else 2h, 7d and the trace's step.
-- `point(forecast, resource)`: the background a `ClusterForecast` expects at the horizon, for
-  the forecast error: its `at_horizon` when prediction provides one, else `next_step`.
+- `prediction_settings(spec, step)`: horizon and window from `dro.yaml`'s `spec.prediction`
+  when the config carries it, else 2h and 7d; the grid step is the trace's step (one pass,
+  one sample per step).
+- `point(forecast, resource)` and `ahead(…)`: the background a `ClusterForecast` expects, for
+  the forecast error: at the horizon when prediction provides it (`at_horizon`), else one
+  step ahead (`next_step`).
 - `unit_prices(cluster, resources)`: price per base unit-hour of each resource from
   `Cluster.spec.cost` (cpu per core-hour; byte resources per GiB-hour, as the schema's
   "unit-hour" is written for memory), 0 where no price is declared.
@@ -45,12 +47,12 @@ def forecaster() -> Forecaster | None:
 
 
 def prediction_settings(spec: Spec, step: float) -> tuple[float, float, float]:
-    """(horizon, window, step) in seconds: `spec.prediction` when set, else 2h, 7d, `step`."""
+    """(horizon, window, grid step) in seconds: `spec.prediction`'s horizon and window when
+    set, else 2h and 7d; the grid is the trace's `step`."""
     settings: Any = getattr(spec.config, "prediction", None)
     horizon = float(getattr(settings, "horizon", HORIZON) or HORIZON)
     window = float(getattr(settings, "window", WINDOW) or WINDOW)
-    grid = float(getattr(settings, "step", step) or step)
-    return horizon, window, grid
+    return horizon, window, step
 
 
 def forecast(
@@ -61,10 +63,16 @@ def forecast(
 
 
 def point(found: ClusterForecast, resource: str) -> float | None:
-    """The background `found` expects at the end of its horizon (None when it has none)."""
-    ahead = getattr(found, "at_horizon", None) or found.next_step
-    value = ahead.get(resource)
+    """The background `found` expects `ahead(found, …)` seconds on (None when it has none)."""
+    expected = getattr(found, "at_horizon", None) or found.next_step
+    value = expected.get(resource)
     return None if value is None else float(value)
+
+
+def ahead(found: ClusterForecast, horizon: float, step: float) -> float:
+    """How far ahead `point` looks: the horizon when the forecast carries its value there
+    (`at_horizon`), else one step (`next_step`)."""
+    return horizon if getattr(found, "at_horizon", None) else step
 
 
 def unit_prices(clusters: Sequence[Cluster], resources: Sequence[str]) -> FloatArray:
