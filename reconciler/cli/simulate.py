@@ -18,6 +18,7 @@ from typing import Any
 from reconciler import simulate
 from reconciler.cli import habits as clihabits
 from reconciler.cli import report
+from reconciler.domain import durations
 from reconciler.errors import UsageError
 from reconciler.review import tables
 from reconciler.simulate import chart, policies
@@ -68,41 +69,56 @@ def add_parser(commands: Any) -> None:
 HEADERS = (
     ("policy", "policy"),
     ("overloadEvents", "overload"),
-    ("peakWaterLevel", "peak WL"),
+    ("peakWaterLevel", "peak"),
     ("pendingReplicaSteps", "pending"),
     ("movedReplicas", "moved"),
     ("movedPercent", "moved %"),
     ("waterLevelSpread", "spread"),
     ("cost", "cost"),
     ("crossDomainBytes", "cross-domain"),
+    ("forecastMape", "MAPE"),
 )
+NARROW = (
+    "policy",
+    "overloadEvents",
+    "peakWaterLevel",
+    "pendingReplicaSteps",
+    "movedPercent",
+    "cost",
+)
+"""The columns kept on a terminal too narrow for the whole table."""
 
 
 def grid(result: simulate.Result, *, timings: bool = False) -> tables.Grid:
-    """The result as `-o table` prints it: one row per policy."""
-    headers = [label for _, label in HEADERS]
-    keys = [key for key, _ in HEADERS]
-    if any("forecastMape" in r for r in result.rows):
-        headers.append("forecast MAPE")
-        keys.append("forecastMape")
+    """The result as `-o table` prints it: one row per policy. Cross-domain bytes show when a
+    workload uses data, the forecast error when a policy forecast."""
+    shown = [
+        (key, label)
+        for key, label in HEADERS
+        if not (key == "crossDomainBytes" and not result.uses_data)
+        and not (key == "forecastMape" and all(r.get(key) is None for r in result.rows))
+    ]
     if timings:
-        headers.append("s/step")
+        shown.append(("secondsPerStep", "s/step"))
     rows = []
     for row in result.rows:
-        cells = [_cell(key, row.get(key)) for key in keys]
-        if timings:
-            cells.append(f"{result.timings[row['policy']]['secondsPerStep']:.3f}")
-        rows.append(tuple(cells))
-    forecast = result.forecast
-    naive = forecast.get("seasonalNaiveMape")
-    title = f"{result.trace.name}: {result.trace.steps} steps"
-    if naive is not None:
-        title += f"; seasonal-naive forecast MAPE {naive:.1%}"
+        values = {**row, **result.timings[row["policy"]]}
+        rows.append(tuple(_cell(key, values.get(key)) for key, _ in shown))
+    narrow = [i for i, (key, _) in enumerate(shown) if key in NARROW]
+    title = (
+        f"{result.trace.name}: {result.trace.steps} steps of {durations.short(result.trace.step)}"
+    )
     return tables.Grid(
         title=title,
-        headers=tuple(headers),
+        headers=tuple(label for _, label in shown),
         rows=tuple(rows),
-        right=frozenset(range(1, len(headers))),
+        right=frozenset(range(1, len(shown))),
+        narrow=tables.Grid(
+            title=title,
+            headers=tuple(shown[i][1] for i in narrow),
+            rows=tuple(tuple(r[i] for i in narrow) for r in rows),
+            right=frozenset(range(1, len(narrow))),
+        ),
     )
 
 
@@ -117,6 +133,8 @@ def _cell(key: str, value: Any) -> str:
         return f"{value:.2f}"
     if key == "forecastMape":
         return f"{value:.1%}"
+    if key == "secondsPerStep":
+        return f"{value:.3f}"
     if key == "cost":
         return f"{value:,.2f}"
     if key == "crossDomainBytes":

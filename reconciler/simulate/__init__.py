@@ -42,6 +42,12 @@ class Result:
     forecast: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, dict[str, float]] = field(default_factory=dict)
 
+    @property
+    def uses_data(self) -> bool:
+        """Whether any workload reads or writes a data set (cross-domain bytes can be > 0)."""
+        spec = self.trace.spec
+        return bool(spec.data_access) or any(p.placement.data for p in spec.placement_policies)
+
 
 def choose(given: str | None) -> tuple[str, ...]:
     """`--policies a,b`: the named policies in the table's order; all five by default."""
