@@ -110,6 +110,13 @@ def main() -> None:
         f"(target < 300 s for five); per policy: "
         + ", ".join(f"{n} {t['seconds']:.0f} s" for n, t in result.timings.items())
     )
+    cpu = sum(t["cpuSecondsPerStep"] * trace.steps for t in result.timings.values())
+    print(
+        f"processor time of the replays: {cpu:.0f} s in all ("
+        + ", ".join(f"{n} {t['cpuSecondsPerStep']:.3f} s/step" for n, t in result.timings.items())
+        + "); the machine's load average at the end: "
+        + " ".join(f"{x:.1f}" for x in os.getloadavg())
+    )
 
 
 if __name__ == "__main__":

@@ -168,8 +168,11 @@ def _replay(name: str) -> Outcome:
 
 
 def _said(progress: Progress, outcome: Outcome) -> Outcome:
-    per = outcome.timing["secondsPerStep"]
-    progress(f"{outcome.name}: {outcome.took:.1f} s ({per:.3f} s per step in the scheduler)")
+    per, cpu = outcome.timing["secondsPerStep"], outcome.timing["cpuSecondsPerStep"]
+    progress(
+        f"{outcome.name}: {outcome.took:.1f} s ({per:.3f} s per step, {cpu:.3f} s of processor "
+        "time)"
+    )
     return outcome
 
 

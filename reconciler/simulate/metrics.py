@@ -65,9 +65,11 @@ def timing(recorder: Recorder) -> dict[str, float]:
     """Seconds in the policy's steps, in all and per step (not part of the deterministic
     output: `--timings` shows it)."""
     total = float(recorder.seconds.sum())
+    steps = max(1, len(recorder.seconds))
     return {
         "seconds": round(total, 3),
-        "secondsPerStep": round(total / max(1, len(recorder.seconds)), 4),
+        "secondsPerStep": round(total / steps, 4),
+        "cpuSecondsPerStep": round(recorder.cpu_seconds / steps, 4),
     }
 
 

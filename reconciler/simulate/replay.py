@@ -170,6 +170,8 @@ class Recorder:
     seconds: FloatArray = field(init=False)
     placed: FloatArray = field(init=False)
     """(clusters, resources) what ran after the last step recorded."""
+    cpu_seconds: float = 0.0
+    """The processor time the policy's steps took (wall time varies with the machine's load)."""
     _target: IntArray | None = None
     _data: dict[tuple[str, ...], Any] = field(default_factory=dict)
 
@@ -245,7 +247,8 @@ def play(policy: Policy, timeline: Timeline, steps: list[StepInput]) -> Recorder
     """Replay every step through `policy` and measure it."""
     recorder = Recorder(policy.name, timeline)
     for inp in steps:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         target, running = policy.step(inp, recorder.placed)
+        recorder.cpu_seconds += time.process_time() - cpu
         recorder.record(inp, target, running, time.perf_counter() - started)
     return recorder

@@ -26,7 +26,7 @@ import numpy as np
 
 from reconciler.domain import Cluster, ClusterForecast, Forecasts, History, Spec
 from reconciler.kube import quantity
-from reconciler.simulate.trace import FloatArray
+from reconciler.simulate.trace import FloatArray, duration
 
 GIB = float(2**30)
 HORIZON = 7200.0
@@ -50,9 +50,18 @@ def prediction_settings(spec: Spec, step: float) -> tuple[float, float, float]:
     """(horizon, window, grid step) in seconds: `spec.prediction`'s horizon and window when
     set, else 2h and 7d; the grid is the trace's `step`."""
     settings: Any = getattr(spec.config, "prediction", None)
-    horizon = float(getattr(settings, "horizon", HORIZON) or HORIZON)
-    window = float(getattr(settings, "window", WINDOW) or WINDOW)
+    horizon = _seconds(getattr(settings, "horizon", None), HORIZON)
+    window = _seconds(getattr(settings, "window", None), WINDOW)
     return horizon, window, step
+
+
+def _seconds(value: object, default: float) -> float:
+    """A setting in seconds, written as a number or a duration (`2h`); `default` when unset."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    if isinstance(value, str):
+        return duration(value)
+    return default
 
 
 def forecast(
