@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import textwrap
 from pathlib import Path
@@ -12,6 +13,7 @@ from conftest import ROOT
 
 from reconciler import cli, schedule, simulate
 from reconciler.domain import ClusterForecast, History, Strategy
+from reconciler.errors import ValidationFailed
 from reconciler.simulate import leastloaded, metrics, policies, replay, seams
 from reconciler.simulate import trace as traces
 from reconciler.simulate.timeline import Timeline
@@ -411,3 +413,41 @@ def test_the_forecast_error_against_known_forecasts(tmp_path: Path) -> None:
     assert found["clusterSteps"] == 12
     assert found["mape"] == pytest.approx(0.05)
     assert found["seasonalNaiveMape"] == 0.0
+
+
+def test_cross_domain_bytes_follow_the_data(tmp_path: Path) -> None:
+    """The example repo's warehouse-db writes 40Gi/d to the warehouse data set, whose primary
+    is us-east-1: nothing crosses a domain there, all of it from eu-west-1."""
+    path = tmp_path / "trace.yaml"
+    path.write_text(
+        "apiVersion: multicluster.io/v1alpha1\nkind: Trace\nmetadata: {name: x}\n"
+        f"spec: {{source: {ROOT / 'example-repo'}, step: 1h, steps: 1}}\n"
+    )
+    timeline = Timeline(traces.read(path))
+    (inp,) = timeline.steps()
+    row = next(
+        i
+        for i, w in enumerate(timeline.workloads)
+        if (w.key.kind, w.key.name) == ("StatefulSet", "warehouse-db")
+    )
+    measured = {}
+    for cluster in ("us-east-1", "eu-west-1"):
+        recorder = replay.Recorder("hand", timeline)
+        target = np.zeros((len(timeline.workloads), len(timeline.names)), dtype=np.int64)
+        target[row, timeline.column[cluster]] = 1
+        recorder.record(inp, target, target, 0.0)
+        measured[cluster] = recorder.cross_domain[0]
+    assert measured["us-east-1"] == 0.0
+    assert measured["eu-west-1"] == pytest.approx(40 * 2**30 / 24)
+
+
+def test_series_need_the_series_reader(tmp_path: Path) -> None:
+    if importlib.util.find_spec("reconciler.simulate.series") is not None:
+        pytest.skip("the series reader is built in: tests/test_simulate_series.py tests it")
+    path = write_trace(
+        tmp_path, {"a": (10, 1)}, {"web": 1}, "step: 1h\nsteps: 2\nusage: {csv: usage.csv}\n"
+    )
+    with pytest.raises(ValidationFailed) as failed:
+        traces.read(path)
+    (problem,) = failed.value.problems
+    assert (problem.line, problem.pointer) == (9, "/spec/usage")
