@@ -10,13 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import ROOT
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from reconciler import cli, schedule, simulate
 from reconciler.domain import ClusterForecast, History, Strategy
 from reconciler.errors import ValidationFailed
 from reconciler.simulate import leastloaded, metrics, policies, replay, seams
 from reconciler.simulate import trace as traces
-from reconciler.simulate.timeline import Timeline
+from reconciler.simulate.timeline import StepInput, Timeline
 
 SMALL = ROOT / "examples" / "traces" / "small" / "trace.yaml"
 
@@ -451,3 +453,82 @@ def test_series_need_the_series_reader(tmp_path: Path) -> None:
         traces.read(path)
     (problem,) = failed.value.problems
     assert (problem.line, problem.pointer) == (9, "/spec/usage")
+
+
+class Captured:
+    """A policy whose every step's target is kept, to check properties of each step."""
+
+    def __init__(self, policy: replay.Policy) -> None:
+        self.policy = policy
+        self.name = policy.name
+        self.targets: list[np.ndarray] = []
+        self.kept: list[np.ndarray] = []
+        """Per step: the workloads dro found unschedulable, which keep their previous
+        placement (all-or-nothing), even above a lower desired count."""
+
+    def step(self, inp: StepInput, placed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        target, running = self.policy.step(inp, placed)
+        kept = np.zeros(len(target), dtype=bool)
+        if isinstance(self.policy, replay.Scheduled) and self.policy.previous is not None:
+            for key, decision in self.policy.previous.items():
+                kept[self.policy.timeline.row[key]] = decision.unschedulable is not None
+        self.targets.append(target)
+        self.kept.append(kept)
+        return target, running
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    clusters=st.lists(st.tuples(st.integers(4, 40), st.integers(0, 100)), min_size=2, max_size=4),
+    replicas=st.lists(st.lists(st.integers(0, 30), min_size=4, max_size=4), min_size=1, max_size=3),
+    drained=st.one_of(st.none(), st.tuples(st.integers(0, 3), st.integers(1, 3))),
+)
+def test_no_policy_places_more_than_desired_and_replays_agree(
+    tmp_path_factory: pytest.TempPathFactory,
+    clusters: list[tuple[int, int]],
+    replicas: list[list[int]],
+    drained: tuple[int, int] | None,
+) -> None:
+    """For every policy and step: no workload is given more replicas than it desires (but one
+    dro finds unschedulable, which keeps its previous placement), the
+    least-loaded baseline never fills a cluster past its capacity, and a second replay of
+    the same trace measures the same figures."""
+    root = tmp_path_factory.mktemp("property")
+    names = [f"c{i}" for i in range(len(clusters))]
+    fleet = {n: (cpu, cpu * share // 100) for n, (cpu, share) in zip(names, clusters, strict=True)}
+    workloads = {f"w{i}": counts[0] for i, counts in enumerate(replicas)}
+    events = []
+    for t in range(1, 4):
+        counts = ", ".join(f"shop/Deployment/w{i}: {c[t]}" for i, c in enumerate(replicas))
+        events.append(f"  - {{step: {t}, replicas: {{{counts}}}}}")
+    if drained is not None and drained[0] < len(names):
+        events.append(
+            f"  - {{step: {drained[1]}, clusters: {{{names[drained[0]]}: {{drain: true}}}}}}"
+        )
+    path = write_trace(
+        root, fleet, workloads, "step: 1h\nsteps: 4\nevents:\n" + "\n".join(events) + "\n"
+    )
+    timeline = Timeline(traces.read(path))
+    steps = list(timeline.steps())
+    rows = []
+    for name in policies.POLICIES:
+        made: replay.Policy = (
+            leastloaded.LeastLoaded(timeline)
+            if name == "least-loaded"
+            else replay.Scheduled(name, timeline)
+        )
+        captured = Captured(made)
+        recorder = replay.play(captured, timeline, steps)
+        for inp, target, kept in zip(steps, captured.targets, captured.kept, strict=True):
+            placed = target.sum(axis=1)
+            assert (placed[~kept] <= np.maximum(inp.desired, 0)[~kept]).all(), name
+        if name == "least-loaded":
+            cpu = timeline.resources.index("cpu")
+            assert (np.nan_to_num(recorder.levels[:, :, cpu]) <= 1.0 + 1e-9).all()
+        rows.append(metrics.summary(recorder, timeline, steps))
+    again = simulate.replay_trace(timeline.trace, policies.POLICIES)
+    assert list(again.rows) == [
+        r if r["policy"] != "dro" else {**r, "forecastMape": None} for r in rows
+    ]
