@@ -532,3 +532,27 @@ def test_no_policy_places_more_than_desired_and_replays_agree(
     assert list(again.rows) == [
         r if r["policy"] != "dro" else {**r, "forecastMape": None} for r in rows
     ]
+
+
+def test_an_added_cluster_may_not_shadow_a_source_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = write_trace(
+        tmp_path,
+        {"a": (10, 1)},
+        {"web": 2},
+        """\
+        step: 1h
+        steps: 3
+        events:
+          - step: 1
+            add: [extra/a.yaml]
+        """,
+        {"extra/a.yaml": cluster_yaml("a", 20, 0)},
+    )
+    code, _, err = run(capsys, "simulate", str(path))
+    assert code == 1
+    assert (
+        f"{path}:11: /spec/events/0/add/0: extra/a.yaml: the source already has clusters/a.yaml"
+        in err
+    )

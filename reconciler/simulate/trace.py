@@ -185,6 +185,9 @@ def read(path: Path) -> Trace:
     step = _step(reader, spec.get("step"))
     steps = reader.integer(spec.get("steps"), "/spec/steps", 1, MAX_STEPS)
     added = _added_files(reader, spec.get("events"), base)
+    for name, (pointer, _data) in sorted(added.items()):
+        if source_dir is not None and (source_dir / _inside(name)).exists():
+            reader.fail(pointer, f"{name}: the source already has {_inside(name)}")
     if reader.problems or source_dir is None or steps is None:
         raise ValidationFailed(reader.problems)
     validated = _validated(source_dir, added, shown)
@@ -258,6 +261,11 @@ def _added_files(reader: _Reader, events: Any, base: Path) -> dict[str, tuple[st
     return found
 
 
+def _inside(name: str) -> str:
+    """Where an added Cluster file sits in the source it is validated with."""
+    return f"clusters/{Path(name).name}"
+
+
 def _validated(source_dir: Path, added: Mapping[str, tuple[str, bytes]], shown: str) -> Spec:
     """The source with every added cluster file beside its own, validated once; problems are
     reported at the source folder's files, or at the added file as the trace names it."""
@@ -266,9 +274,9 @@ def _validated(source_dir: Path, added: Mapping[str, tuple[str, bytes]], shown: 
     extra: list[SourceFile] = []
     where: dict[str, str] = {}
     for name, (_pointer, data) in sorted(added.items()):
-        inside = f"clusters/_trace-added/{Path(name).name}"
+        inside = _inside(name)
         if inside in taken:
-            continue
+            continue  # `_added_files` reported it
         taken.add(inside)
         where[inside] = str(Path(shown).parent / name)
         extra.append(SourceFile(path=inside, data=data))
@@ -305,11 +313,7 @@ def _events(
         return ()
     by_file = {c.origin.path: c.name for c in spec.clusters}
     workloads = {f"{w.key.namespace}/{w.key.kind}/{w.key.name}": w for w in spec.workloads}
-    added_names = {
-        by_file[f"clusters/_trace-added/{Path(name).name}"]
-        for name in added
-        if f"clusters/_trace-added/{Path(name).name}" in by_file
-    }
+    added_names = {by_file[_inside(name)] for name in added if _inside(name) in by_file}
     for name in added_names:
         joins.pop(name, None)
     result: list[Event] = []
@@ -323,7 +327,7 @@ def _events(
             continue
         adds = []
         for j, name in enumerate(event.get("add") or ()):
-            inside = f"clusters/_trace-added/{Path(str(name)).name}"
+            inside = _inside(str(name))
             cluster = by_file.get(inside)
             if cluster is None:
                 reader.fail(f"{at}/add/{j}", f"{name}: not a Cluster file")
