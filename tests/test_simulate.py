@@ -116,6 +116,14 @@ def test_the_same_trace_gives_the_same_bytes(
     assert first[1] == second[1]
     assert (tmp_path / "a.png").read_bytes() == (tmp_path / "b.png").read_bytes()
     document = json.loads(first[1])
+    assert document["trace"] == {
+        "name": "small",
+        "steps": 12,
+        "step": "2h",
+        "start": "2025-01-06T00:00:00Z",
+        "clusters": 5,
+        "workloads": 3,
+    }
     assert [p["policy"] for p in document["policies"]] == list(policies.POLICIES)
     assert "wrote the water-level chart" in first[2]
     table = run(capsys, "simulate", str(SMALL))

@@ -185,9 +185,9 @@ def read(path: Path) -> Trace:
     step = _step(reader, spec.get("step"))
     steps = reader.integer(spec.get("steps"), "/spec/steps", 1, MAX_STEPS)
     added = _added_files(reader, spec.get("events"), base)
-    for name, (pointer, _data) in sorted(added.items()):
-        if source_dir is not None and (source_dir / _inside(name)).exists():
-            reader.fail(pointer, f"{name}: the source already has {_inside(name)}")
+    for file, (pointer, _data) in sorted(added.items()):
+        if source_dir is not None and (source_dir / _inside(file)).exists():
+            reader.fail(pointer, f"{file}: the source already has {_inside(file)}")
     if reader.problems or source_dir is None or steps is None:
         raise ValidationFailed(reader.problems)
     validated = _validated(source_dir, added, shown)
