@@ -1,10 +1,7 @@
-"""`dro simulate`: the replay through dro's scheduler, the baselines, the figures, the CLI."""
+"""`dro simulate`: the replay through dro's scheduler, the baselines and the figures."""
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -13,184 +10,12 @@ from conftest import ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reconciler import cli, schedule, simulate
+from reconciler import schedule, simulate
 from reconciler.domain import ClusterForecast, History, Strategy
-from reconciler.errors import ValidationFailed
 from reconciler.simulate import leastloaded, metrics, policies, replay, seams
 from reconciler.simulate import trace as traces
 from reconciler.simulate.timeline import StepInput, Timeline
-
-SMALL = ROOT / "examples" / "traces" / "small" / "trace.yaml"
-
-DRO_YAML = """\
-apiVersion: multicluster.io/v1alpha1
-kind: SchedulerConfiguration
-metadata: {name: dro}
-spec:
-  waterLevelLimit: {cpu: 0.8, memory: 0.9}
-  rebalance: {threshold: 0.1, maxMovesPerPass: 100, cooldown: 10m}
-"""
-POLICY = """\
-apiVersion: multicluster.io/v1alpha1
-kind: ResourcePlacementPolicy
-metadata: {name: web}
-spec:
-  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, namespace: shop}]
-  placement:
-    replicaScheduling: {type: Divided, division: DynamicWeight}
-"""
-
-
-def cluster_yaml(name: str, cpu: int, used: int, **extra: str) -> str:
-    more = "".join(f"  {k}: {v}\n" for k, v in extra.items())
-    return (
-        "apiVersion: multicluster.io/v1alpha1\nkind: Cluster\n"
-        f"metadata: {{name: {name}, labels: {{region: r1}}}}\n"
-        f"spec:\n  capacity: {{cpu: '{cpu}', memory: 64Gi}}\n"
-        f"  allocated: {{cpu: '{used}', memory: 8Gi}}\n"
-        f"  cost: {{cpu: 0.5}}\n{more}"
-    )
-
-
-def deployment_yaml(name: str, replicas: int, cpu: str = "1") -> str:
-    return textwrap.dedent(
-        f"""\
-        apiVersion: apps/v1
-        kind: Deployment
-        metadata: {{name: {name}, namespace: shop, labels: {{app: {name}}}}}
-        spec:
-          replicas: {replicas}
-          selector: {{matchLabels: {{app: {name}}}}}
-          template:
-            metadata: {{labels: {{app: {name}}}}}
-            spec:
-              containers:
-                - name: app
-                  image: registry.example/app:1
-                  resources: {{requests: {{cpu: "{cpu}", memory: 256Mi}}}}
-        """
-    )
-
-
-def write_trace(
-    root: Path,
-    clusters: dict[str, tuple[int, int]],
-    workloads: dict[str, int],
-    body: str,
-    extra: dict[str, str] | None = None,
-) -> Path:
-    """A source repo under root/repo and root/trace.yaml with `body` under `spec:`."""
-    repo = root / "repo"
-    for folder in ("clusters", "policies", "workloads/shop"):
-        (repo / folder).mkdir(parents=True, exist_ok=True)
-    (repo / "dro.yaml").write_text(DRO_YAML)
-    (repo / "policies" / "web.yaml").write_text(POLICY)
-    for name, (cpu, used) in clusters.items():
-        (repo / "clusters" / f"{name}.yaml").write_text(cluster_yaml(name, cpu, used))
-    for name, replicas in workloads.items():
-        (repo / "workloads" / "shop" / f"{name}.yaml").write_text(deployment_yaml(name, replicas))
-    for path, text in (extra or {}).items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(text)
-    head = (
-        "apiVersion: multicluster.io/v1alpha1\nkind: Trace\nmetadata: {name: t}\nspec:\n"
-        "  source: repo\n  start: '2025-01-06T00:00:00Z'\n"
-    )
-    path = root / "trace.yaml"
-    path.write_text(head + textwrap.indent(textwrap.dedent(body), "  "))
-    return path
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = cli.main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def test_the_same_trace_gives_the_same_bytes(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    first = run(capsys, "simulate", str(SMALL), "-o", "json", "--plot", str(tmp_path / "a.png"))
-    second = run(capsys, "simulate", str(SMALL), "-o", "json", "--plot", str(tmp_path / "b.png"))
-    assert first[0] == second[0] == 0
-    assert first[1] == second[1]
-    assert (tmp_path / "a.png").read_bytes() == (tmp_path / "b.png").read_bytes()
-    document = json.loads(first[1])
-    assert document["trace"] == {
-        "name": "small",
-        "steps": 12,
-        "step": "2h",
-        "start": "2025-01-06T00:00:00Z",
-        "clusters": 5,
-        "workloads": 3,
-    }
-    assert [p["policy"] for p in document["policies"]] == list(policies.POLICIES)
-    assert "wrote the water-level chart" in first[2]
-    table = run(capsys, "simulate", str(SMALL))
-    assert table[1].splitlines()[0].split()[:3] == ["policy", "overload", "peak"]
-    assert [line.split()[0] for line in table[1].splitlines()[1:]] == list(policies.POLICIES)
-
-
-def test_a_bad_trace_is_reported_at_its_line(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    path = write_trace(
-        tmp_path,
-        {"a": (10, 1)},
-        {"web": 2},
-        """\
-        step: 1h
-        steps: 0
-        events:
-          - step: 0
-            clusters: {nowhere: {drain: true}}
-        """,
-    )
-    code, out, err = run(capsys, "simulate", str(path))
-    assert code == 1
-    assert out == ""
-    assert f"{path}:8: /spec/steps: 0 is out of range" in err
-    assert "Traceback" not in err
-    path.write_text(path.read_text().replace("steps: 0", "steps: 3"))
-    code, _, err = run(capsys, "simulate", str(path))
-    assert code == 1
-    assert f"{path}:11: /spec/events/0/clusters/nowhere: no cluster 'nowhere'" in err
-
-
-def test_an_added_cluster_file_is_validated_where_it_is(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    bad = cluster_yaml("c", 10, 0).replace("cpu: '10'", "cpu: ten")
-    path = write_trace(
-        tmp_path,
-        {"a": (10, 1)},
-        {"web": 2},
-        """\
-        step: 1h
-        steps: 3
-        events:
-          - {step: 1, add: [extra/c.yaml]}
-        """,
-        {"extra/c.yaml": bad},
-    )
-    code, _, err = run(capsys, "simulate", str(path))
-    assert code == 1
-    assert str(tmp_path / "extra" / "c.yaml") + ":" in err
-    assert "/spec/capacity/cpu" in err
-
-
-def test_usage_and_flags(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, _, err = run(capsys, "simulate", str(SMALL), "--policies", "dro,nobody")
-    assert code == 1
-    assert "unknown policy nobody" in err
-    code, _, err = run(capsys, "simulate", str(SMALL), "--plot", str(tmp_path / "x.gif"))
-    assert code == 1
-    assert "x.gif: cannot tell the chart format" in err
-    code, out, _ = run(
-        capsys, "simulate", str(SMALL), "--policies", "least-loaded,dro", "-o", "json"
-    )
-    assert code == 0
-    assert [p["policy"] for p in json.loads(out)["policies"]] == ["dro", "least-loaded"]
+from tests.builders.simulate import SMALL, cluster_yaml, write_trace
 
 
 def test_each_step_is_what_schedule_place_decides(tmp_path: Path) -> None:
@@ -451,18 +276,6 @@ def test_cross_domain_bytes_follow_the_data(tmp_path: Path) -> None:
     assert measured["eu-west-1"] == pytest.approx(40 * 2**30 / 24)
 
 
-def test_series_need_the_series_reader(tmp_path: Path) -> None:
-    if importlib.util.find_spec("reconciler.simulate.series") is not None:
-        pytest.skip("the series reader is built in: tests/test_simulate_series.py tests it")
-    path = write_trace(
-        tmp_path, {"a": (10, 1)}, {"web": 1}, "step: 1h\nsteps: 2\nusage: {csv: usage.csv}\n"
-    )
-    with pytest.raises(ValidationFailed) as failed:
-        traces.read(path)
-    (problem,) = failed.value.problems
-    assert (problem.line, problem.pointer) == (9, "/spec/usage")
-
-
 class Captured:
     """A policy whose every step's target is kept, to check properties of each step."""
 
@@ -540,27 +353,3 @@ def test_no_policy_places_more_than_desired_and_replays_agree(
     assert list(again.rows) == [
         r if r["policy"] != "dro" else {**r, "forecastMape": None} for r in rows
     ]
-
-
-def test_an_added_cluster_may_not_shadow_a_source_file(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    path = write_trace(
-        tmp_path,
-        {"a": (10, 1)},
-        {"web": 2},
-        """\
-        step: 1h
-        steps: 3
-        events:
-          - step: 1
-            add: [extra/a.yaml]
-        """,
-        {"extra/a.yaml": cluster_yaml("a", 20, 0)},
-    )
-    code, _, err = run(capsys, "simulate", str(path))
-    assert code == 1
-    assert (
-        f"{path}:11: /spec/events/0/add/0: extra/a.yaml: the source already has clusters/a.yaml"
-        in err
-    )
