@@ -93,7 +93,7 @@ def user_checkout(base: Path) -> Path:
     repo.mkdir()
     for name in ("Makefile", "pyproject.toml"):
         shutil.copy2(ROOT / name, repo / name)
-    for name in ("scripts", "example-repo", "deploy", "bench"):
+    for name in ("scripts", "example-repo", "deploy", "bench", "examples"):
         shutil.copytree(ROOT / name, repo / name, symlinks=True)
     venv = repo / ".venv"
     venv.mkdir()

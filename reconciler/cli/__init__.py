@@ -1,4 +1,4 @@
-"""The `dro` command line: validate, schedule, explain, render, plan and reconcile.
+"""The `dro` command line: validate, schedule, explain, render, plan, simulate and reconcile.
 
 Exit codes: 0 ok, 1 failed (bad input, a usage error, or the world was unavailable), 2
 differences found (`plan --exit-code`, in `cli_plan`). Only data goes to stdout, in the format
@@ -25,6 +25,7 @@ from reconciler.cli import habits as clihabits
 from reconciler.cli import plan as cli_plan
 from reconciler.cli import render as cli_render
 from reconciler.cli import run as cli_run
+from reconciler.cli import simulate as cli_simulate
 from reconciler.domain import Decision, Source
 from reconciler.errors import DroError, UsageError, ValidationFailed
 from reconciler.review import tables
@@ -116,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_plan.add_parser(commands)
     cli_run.add_parser(commands)
+    cli_simulate.add_parser(commands)
 
     rec = commands.add_parser(
         "reconcile",
@@ -338,6 +340,7 @@ _COMMANDS = {
     "explain": _cmd_explain,
     "plan": cli_plan.run,
     "run": cli_run.run,
+    "simulate": cli_simulate.run,
     "version": clihabits.show_version,
     "completion": _cmd_completion,
 }
@@ -351,7 +354,7 @@ _SETTINGS = {
 }
 """The settings each one-pass command resolves before it runs (`dro run` resolves its own,
 with its config file)."""
-_QUIET = {"run", "version", "completion"}
+_QUIET = {"run", "version", "completion", "simulate"}
 """Commands without a stage spinner: a service logs its stages, the others have none."""
 
 

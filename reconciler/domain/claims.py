@@ -6,7 +6,8 @@
 Two policies still tied claim the workload ambiguously: `validate` reports both files, where
 Karmada would silently pick by name. There is no memory of earlier claims.
 
-Called by `render`, `schedule`, `validate.defaulted` and `validate.references`.
+Called by `render`, `schedule`, `simulate.policies`, `validate.defaulted` and
+`validate.references`.
 """
 
 from __future__ import annotations

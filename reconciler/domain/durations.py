@@ -1,8 +1,8 @@
 """Durations (`10m`, `1h30m`, `500ms`, `7d`) and RFC 3339 times, as dro.yaml and decisions
 write them.
 
-Called by 16 modules, among them `branch.statefiles`, `live`, `review.followups`,
-`schedule.engine`.
+Called by 19 modules, among them `branch.statefiles`, `cli.simulate`, `live`,
+`review.followups`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Placement and override policies of every supported kind, normalised.
 
-Called by `domain`, `domain.decision` and `domain.spec`.
+Called by `domain`, `domain.decision`, `domain.spec` and `simulate.policies`.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ capacity-independent work (demand, single-node fit) is done for all workloads at
 the capacity the next one sees, with the filters and scorers of `plugins` and Karmada's
 division (`division`).
 
-Called by `pipeline`.
+Called by `pipeline` and `simulate.replay`.
 """
 
 from __future__ import annotations

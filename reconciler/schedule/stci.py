@@ -14,7 +14,7 @@ The links come from `Topology`: a measured pair, else the defaults of the pair's
 zone, same region, cross-region, cross-provider). Everything is a matrix product or a
 broadcast over clusters; the only Python loops run over data sets, links and accesses.
 
-Called by `schedule`, `schedule.engine` and `schedule.facts`.
+Called by `schedule`, `schedule.engine`, `schedule.facts` and `simulate.replay`.
 """
 
 from __future__ import annotations
