@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reconciler import yamlio
+from reconciler.yamlio import guard
 
 
 def test_lines_are_recorded_per_pointer() -> None:
@@ -213,3 +214,42 @@ def test_a_cut_block_is_written_back_byte_for_byte() -> None:
 def test_cut_block_leaves_a_document_without_the_block_alone() -> None:
     text = yamlio.dump({"status": {"diagnosis": {}, "name": "x"}})
     assert yamlio.cut_block(text, "diagnosis", 2) == (text, None)
+
+
+DEEP_CASES = [
+    "a: " + "[" * 1200 + "]" * 1200 + "\n",
+    "a: 1\nb:\n  c: [x, [y, " + "[" * 1200 + "]" * 1202 + "\n",
+    "k:\n" + "".join(" " * (2 * i) + f"- k{i}:\n" for i in range(1, 1100)),
+    "- " * 1100 + "x\n",
+    "{a: " * 1100 + "1" + "}" * 1100 + "\n",
+]
+
+
+@pytest.mark.parametrize("text", DEEP_CASES)
+def test_libyamls_own_depth_error_gets_the_guards_report(text: str) -> None:
+    """PyYAML 6.0.4's libyaml stops at 1,000 levels in its scanner, before the composer's
+    guard: the report is found again from the events up to that point, and says what the
+    guard says (line and pointer), whichever PyYAML release is installed."""
+    with pytest.raises(yaml.YAMLError) as guarded:
+        list(yaml.compose_all(text, Loader=guard.Loader))
+    refused = _libyamls_refusal(text)
+    found = guard.too_deep(refused, text)
+    assert found is not None
+    if isinstance(guarded.value, guard.TooDeep):
+        assert (found.line, found.pointer) == (guarded.value.line, guarded.value.pointer)
+    assert str(found) == "nesting deeper than 100 levels"
+
+
+def _libyamls_refusal(text: str) -> yaml.MarkedYAMLError:
+    """libyaml's own error for `text` where the installed release has the limit (0.2.6, in
+    PyYAML 6.0.4); before it, the same error placed at the end, past every deep node."""
+    plain = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        list(yaml.compose_all(text, Loader=plain))  # 1,200 levels: deep, yet no crash
+    except yaml.MarkedYAMLError as error:
+        if guard.LIBYAML_DEPTH_ERROR not in str(error):
+            raise
+        return error
+    end = len(text) - 1
+    mark = yaml.Mark("<unicode string>", end, 0, end, text, end)
+    return yaml.scanner.ScannerError(None, None, "exceeded maximum nesting depth", mark)
