@@ -60,7 +60,6 @@ bench: install ## benchmarks against their baselines (kubectl kustomize, git fas
 	$(PY) bench/apply.py
 	$(PY) bench/plan.py
 	$(PY) bench/stci.py
-	$(PY) bench/cost.py
 	$(PY) bench/predict.py
 
 bench-e2e: install ## the apply benchmark on real clusters beside the emulators (needs Go)

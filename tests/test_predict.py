@@ -138,7 +138,7 @@ def test_model_is_chosen_by_history_length(points: int, expected: str) -> None:
     assert result["a"].samples == points
 
 
-def test_forecast_level_is_the_peak_plus_the_band_and_next_step_follows_the_season() -> None:
+def test_forecast_level_is_the_peak_plus_the_band_and_steps_ahead_follow_the_season() -> None:
     y = seasonal(3, noise=0.2)
     result = predict.forecast(
         history_of({"a": y}), now=NOW, horizon=7200, step=STEP, window=7 * 86400
@@ -148,6 +148,8 @@ def test_forecast_level_is_the_peak_plus_the_band_and_next_step_follows_the_seas
     band = 1.65 * np.sqrt((fitted.errors[0, -M:] ** 2).mean())
     assert result.level["cpu"] == pytest.approx(path.max() + band)
     assert result.next_step["cpu"] == pytest.approx(path[0])
+    assert result.at_horizon["cpu"] == pytest.approx(path[11])  # 7200 s = 12 steps ahead
+    assert result.at_horizon["cpu"] != pytest.approx(path[0])
     assert result.peak_at == NOW + STEP * (int(path.argmax()) + 1)
     # The background is used − placed: the series itself, not used.
     assert abs(result.next_step["cpu"] - y[-M + 1]) < 3.0
@@ -221,3 +223,14 @@ def test_clusters_with_different_history_lengths_are_forecast_separately() -> No
     )
     assert (both["old"].model, both["new"].model) == ("holt-winters", "holt")
     assert both["old"] == alone["old"]
+
+
+def test_the_horizon_rounds_up_to_whole_steps() -> None:
+    """A horizon between two grid points forecasts to the later one (as `level` covers it)."""
+    y = seasonal(5, noise=0.2)
+    fitted = model.fit(y[None, :], M, seasonal=True)
+    path = fitted.forecast(4)[0]
+    result = predict.forecast(
+        history_of({"a": y}), now=NOW, horizon=3.5 * STEP, step=STEP, window=7 * 86400
+    )["a"]
+    assert result.at_horizon["cpu"] == pytest.approx(max(0.0, path[3]))

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
 from reconciler import cli
-from reconciler.errors import ValidationFailed
 from reconciler.simulate import policies
-from reconciler.simulate import trace as traces
 from tests.builders.simulate import SMALL, cluster_yaml, write_trace
 
 
@@ -105,18 +102,6 @@ def test_usage_and_flags(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     )
     assert code == 0
     assert [p["policy"] for p in json.loads(out)["policies"]] == ["dro", "least-loaded"]
-
-
-def test_series_need_the_series_reader(tmp_path: Path) -> None:
-    if importlib.util.find_spec("reconciler.simulate.series") is not None:
-        pytest.skip("the series reader is built in: tests/test_simulate_series.py tests it")
-    path = write_trace(
-        tmp_path, {"a": (10, 1)}, {"web": 1}, "step: 1h\nsteps: 2\nusage: {csv: usage.csv}\n"
-    )
-    with pytest.raises(ValidationFailed) as failed:
-        traces.read(path)
-    (problem,) = failed.value.problems
-    assert (problem.line, problem.pointer) == (9, "/spec/usage")
 
 
 def test_an_added_cluster_may_not_shadow_a_source_file(

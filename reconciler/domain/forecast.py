@@ -55,6 +55,9 @@ class ClusterForecast:
     next_step: Mapping[str, float] = field(default_factory=empty)
     """The background forecast one step ahead (base units): a cluster above its limit now and
     below it here has a passing burst."""
+    at_horizon: Mapping[str, float] = field(default_factory=empty)
+    """The background forecast at the horizon (base units, no error band): the step
+    `ceil(horizon / step)` grid steps ahead, what `dro simulate`'s forecast error measures."""
     peak_at: float | None = None
     """When, within the horizon, the forecast peaks."""
     error: Mapping[str, float] = field(default_factory=empty)

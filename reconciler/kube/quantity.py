@@ -13,7 +13,7 @@
   Kubernetes' finest unit (nano), and read back, with the plain numbers earlier versions wrote.
 - Short text for reasons and messages (`short`, `describe`): `8 cpu`, `1.5Gi memory`.
 
-Called by 14 modules, among them `branch.statefiles`, `kube.demand`, `live.observe`,
+Called by 13 modules, among them `branch.statefiles`, `kube.demand`, `live.observe`,
 `schedule.plugins.node_fit`.
 """
 

@@ -6,7 +6,8 @@ how much history it has, fits it to every series at once (`model`) and returns o
 
 - additive Holt-Winters with a daily season (season = 1 day / step) from two days of grid
   points on, Holt's linear trend from three, else the last value;
-- `next_step`: the forecast one step ahead;
+- `next_step`: the forecast one step ahead; `at_horizon`: at the horizon (ceil(horizon /
+  step) steps ahead);
 - `level`: the peak of the forecast over the horizon plus an error band, 1.65 × the root mean
   square of the one-step errors over the last day (a one-sided 95 % band for normal errors),
   never below 0; `peak_at` is when the resource nearest its capacity peaks (None when its
@@ -17,7 +18,7 @@ Clusters are grouped by history length, so each group is one rectangular array; 
 over series × parameter candidates and Python only loops over time. A pure stage: values in,
 values out, the same bytes for the same history.
 
-Called by `foresee`.
+Called by `foresee` and `simulate.seams`.
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ def forecast_grid(grid: Grid, *, now: float, horizon: float, step: float) -> For
             band = np.zeros_like(band)
         level = np.maximum(0.0, path.max(axis=2) + band)
         nxt = np.maximum(0.0, path[:, :, 0])
+        far = np.maximum(0.0, path[:, :, -1])
         mape = _mape(errors, actual) if points >= 2 else np.zeros_like(band)
         peaks = path.argmax(axis=2)
         top = path.max(axis=2)
@@ -98,6 +100,7 @@ def forecast_grid(grid: Grid, *, now: float, horizon: float, step: float) -> For
                 model=chosen,
                 level={r: float(level[i, ri]) for r, ri in zip(names, index, strict=True)},
                 next_step={r: float(nxt[i, ri]) for r, ri in zip(names, index, strict=True)},
+                at_horizon={r: float(far[i, ri]) for r, ri in zip(names, index, strict=True)},
                 peak_at=now + step * (int(peaks[i, hottest]) + 1)
                 if index and rising[i, hottest]
                 else None,

@@ -39,7 +39,7 @@ from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray
 
 SPILL = 0.2
 """How far above the fleet's water level a cheap cluster fills at full pull, always within its
-limit. On `bench/cost.py`'s two diurnal days 0.4 (STCI's `placing.SPILL`) saved a little more
+limit. On a two-day diurnal trace (2026-11-24) 0.4 (STCI's `placing.SPILL`) saved a little more
 (3.6 % against 3.2 %) but left cheap clusters hot: 62 overload events against 50 (30 with
 Cost off); 0 saved 3.1 % with 55."""
 

@@ -7,7 +7,8 @@ A cluster with a `cost` charges the resources it lists and nothing for the other
 part of the node); a cluster without any `cost` is unpriced: its replicas cost an unknown
 amount, NaN here, never 0, so an unpriced cluster never looks free.
 
-- `prices(fleet)`: (resources × clusters) price per base unit-hour (per core, per byte);
+- `prices(fleet)`: (resources × clusters) price per base unit-hour (per core, per byte),
+  `table` over the fleet;
 - `per_replica_hour(fleet, demand, …)`: one replica's cost per hour on each cluster, Σ_r
   request_r × price_r, plus its share of the workload's data egress (STCI's egress price per
   day on that cluster, over 24 hours and the workload's replicas);
@@ -16,9 +17,10 @@ amount, NaN here, never 0, so an unpriced cluster never looks free.
 - `priced(fleet, demands, decisions, …)`: every decision of a pass with its cost per hour,
   counting what runs (retiring copies included, an override's count where one applies).
 
-`dro simulate` sums `cost_per_hour` over its steps. Pure numpy over clusters.
+`table(clusters, resources)` is the price table itself, which `dro simulate` prices each step
+with. Pure numpy over clusters.
 
-Called by `schedule`, `schedule.economy` and `schedule.plugins.cost`.
+Called by `schedule`, `schedule.economy`, `schedule.plugins.cost` and `simulate.seams`.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from reconciler.domain import Decision, ResourceKey
+from reconciler.domain import Cluster, Decision, ResourceKey
 from reconciler.kube import quantity
 from reconciler.schedule.fleet import Fleet, FloatArray, IntArray, frozen
 
@@ -48,23 +50,30 @@ def unit_price(resource: str, price: float) -> float:
     return price / GIB if quantity.in_bytes(resource) else price
 
 
+def table(clusters: Sequence[Cluster], resources: Sequence[str]) -> FloatArray:
+    """(resources × clusters) price per base unit-hour, in the order given: 0 for a resource
+    a priced cluster does not list, NaN in every row of an unpriced cluster (`dro simulate`
+    prices its steps with this too)."""
+    result = np.zeros((len(resources), len(clusters)), dtype=np.float64)
+    for i, cluster in enumerate(clusters):
+        if not cluster.cost:
+            result[:, i] = np.nan
+            continue
+        for j, resource in enumerate(resources):
+            price = cluster.cost.get(resource)
+            if price is not None:
+                result[j, i] = unit_price(resource, float(price))
+    return result
+
+
 def prices(fleet: Fleet) -> FloatArray:
-    """(resources × clusters): price per base unit-hour; 0 for a resource a priced cluster
-    does not list, NaN in every row of an unpriced cluster. Memoised on the fleet."""
+    """`table` over the fleet's clusters and resources. Memoised on the fleet."""
     cached: FloatArray | None = fleet.__dict__.get(_MEMO)  # as a cached_property keeps it
     if cached is not None:
         return cached
-    table = np.zeros((len(fleet.resources), fleet.size), dtype=np.float64)
-    for i, cluster in enumerate(fleet.clusters):
-        if not cluster.cost:
-            table[:, i] = np.nan
-            continue
-        for j, resource in enumerate(fleet.resources):
-            price = cluster.cost.get(resource)
-            if price is not None:
-                table[j, i] = unit_price(resource, float(price))
-    fleet.__dict__[_MEMO] = frozen(table)
-    return table
+    found = frozen(table(fleet.clusters, fleet.resources))
+    fleet.__dict__[_MEMO] = found
+    return found
 
 
 def per_replica_hour(

@@ -11,7 +11,6 @@ Called by `cli.simulate` and `simulate.chart`.
 
 from __future__ import annotations
 
-import dataclasses
 import multiprocessing
 import time
 from collections.abc import Callable, Sequence
@@ -85,10 +84,7 @@ def replay_trace(
         f"{trace.name}: {trace.steps} steps of {durations.short(trace.step)}, "
         f"{len(timeline.names)} clusters, {len(timeline.workloads)} objects"
     )
-    alone = "dro" in names and "dro-reactive" in names and seams.forecaster() is None
-    if alone:
-        progress("dro: this build has no prediction stage: dro is dro-reactive")
-    todo = [n for n in names if not (alone and n == "dro")]
+    todo = list(names)
     _SHARED[:] = [timeline, steps]
     try:
         if jobs > 1 and len(todo) > 1:
@@ -102,16 +98,10 @@ def replay_trace(
             outcomes = {name: _said(progress, _replay(name)) for name in todo}
     finally:
         _SHARED.clear()
-    if alone:
-        outcomes["dro"] = dataclasses.replace(
-            outcomes["dro-reactive"],
-            row={**outcomes["dro-reactive"].row, "policy": "dro", "forecastMape": None},
-            name="dro",
-        )
     forecast = next(
         (o.forecast for o in outcomes.values() if o.forecast),
         metrics.forecast_error(
-            {}, timeline, steps, seams.prediction_settings(trace.spec, trace.step)[0]
+            {}, timeline, steps, seams.prediction_settings(trace.spec, trace.step).horizon
         ),
     )
     return Result(
@@ -154,7 +144,7 @@ def _replay(name: str) -> Outcome:
     forecast: dict[str, Any] = {}
     if name == "dro" and isinstance(policy, replay.Scheduled):
         trace = timeline.trace
-        horizon = seams.prediction_settings(trace.spec, trace.step)[0]
+        horizon = seams.prediction_settings(trace.spec, trace.step).horizon
         forecast = metrics.forecast_error(policy.forecasts, timeline, steps, horizon)
         row["forecastMape"] = forecast["mape"]
     return Outcome(

@@ -13,15 +13,16 @@
 - cost: Σ over steps of the placed requests' price per hour × the step's hours;
 - cross-domain bytes: the data that crosses domains (STCI), when workloads use data;
 - forecast error: the mean absolute percentage error of the background forecast at the
-  horizon (2h by default; one step when the forecast gives only `next_step`), on days 3 and
-  later, beside a seasonal-naive forecast (the same time the day before) on the same
-  cluster-steps.
+  horizon (`ClusterForecast.at_horizon`, ceil(horizon / step) steps ahead: 2h by default), on
+  days 3 and later, beside a seasonal-naive forecast (the same time the day before) on the
+  same cluster-steps.
 
 Called by `simulate` and `simulate.chart`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -82,9 +83,7 @@ def forecast_error(
     """MAPE of the forecasts (when any) and of a seasonal-naive forecast, on the same
     cluster-steps (see the module docstring); None where there is nothing to measure."""
     step = timeline.trace.step
-    sample = next((f for made in forecasts.values() for f in made.values()), None)
-    reach = seams.ahead(sample, horizon, step) if sample is not None else horizon
-    ahead = max(1, round(reach / step))
+    ahead = max(1, math.ceil(horizon / step - 1e-9))
     season = round(DAY / step)
     background = np.stack([s.background for s in steps])  # (steps, clusters, resources)
     rows = [timeline.resources.index(r) for r in ALWAYS]

@@ -1,7 +1,7 @@
 """The policies `dro simulate` compares, as rewrites of the trace's own placement policies.
 
-- `dro`: the source as written, prediction on (`simulate.seams.forecaster`; without the
-  prediction stage it is `dro-reactive`).
+- `dro`: the source as written, prediction on (`simulate.seams.forecast` at every step, with
+  `spec.prediction`'s horizon and window, whether or not the source enables it).
 - `dro-reactive`: the source as written, prediction off.
 - `dro-nocost`: `dro` with `pluginWeights.Cost: 0` (what the Cost scorer saves).
 - `karmada-dynamic`: every policy (and the default placement) as a Karmada

@@ -60,8 +60,8 @@ class Scheduled:
             if name.startswith("karmada")
             else None
         )
-        self.predict = seams.forecaster() if predict else None
-        self.horizon, self.window, self.grid = seams.prediction_settings(spec, timeline.trace.step)
+        self.predict = predict
+        self.settings = seams.prediction_settings(spec, timeline.trace.step)
         self.previous: dict[ResourceKey, Decision] | None = None
         self.still: set[str] = set()
         self.history: dict[str, list[ClusterSample]] = {}
@@ -88,15 +88,12 @@ class Scheduled:
             spec = dataclasses.replace(spec, claims=self.karmada.claims_for(clusters))
         filling = (self.still | inp.joined | inp.recovered) & {c.name for c in clusters}
         extra: dict[str, Any] = {}
-        if self.predict is not None:
+        if self.predict:
             self._remember(inp, spec, placed)
             found = seams.forecast(
-                self.predict,
                 {name: tuple(samples) for name, samples in sorted(self.history.items())},
                 now=inp.now,
-                horizon=self.horizon,
-                step=self.grid,
-                window=self.window,
+                settings=self.settings,
             )
             self.forecasts[inp.t] = found
             if found:
@@ -129,7 +126,7 @@ class Scheduled:
                     placed={r: float(placed[col, j]) for j, r in enumerate(tl.resources)},
                 )
             )
-            while samples and samples[0].at < inp.now - self.window:
+            while samples and samples[0].at < inp.now - self.settings.window:
                 samples.pop(0)
 
     def _counts(self, decisions: tuple[Decision, ...]) -> tuple[IntArray, IntArray]:
