@@ -4,7 +4,7 @@
 every pass compares its decisions with the last pass's to write the output branch's commit
 message (`commit.describe`): both read placements through this one comparison. Pure.
 
-Called by `commit.describe`, `review.plandiff` and `review.planreport`.
+Called by `commit.describe`, `review.plandiff`, `review.planreport` and `review.planterminal`.
 """
 
 from __future__ import annotations

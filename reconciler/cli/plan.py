@@ -19,7 +19,7 @@ from typing import Any
 from reconciler import load, pipeline, review, settings, yamlio
 from reconciler.cli import habits as clihabits
 from reconciler.cli import report
-from reconciler.review import chart, planreport
+from reconciler.review import chart, planreport, planterminal
 from reconciler.validate import guard
 
 DIFFERENCES = 2
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
         sys.stdout.write(planreport.markdown(diff))
     else:
         console = report.console(sys.stdout)
-        for item in planreport.terminal(diff, console):
+        for item in planterminal.terminal(diff, console):
             console.print(item)
     if args.chart is not None:
         chart.write(diff, args.chart)

@@ -8,7 +8,7 @@ manifest that changed, per cluster. Secret values never reach the diff (`secrets
 
 This module is pure: `pipeline.plan_review` builds the sides, `planreport` prints the diff.
 
-Called by `review`, `review.chart` and `review.planreport`.
+Called by `review`, `review.chart`, `review.planreport` and `review.planterminal`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Plan report: a `PlanDiff` as a pull-request comment (Markdown), as JSON, or for a terminal.
+"""Plan report: a `PlanDiff` as a pull-request comment (Markdown) or as JSON; `planterminal`
+shows it on a terminal.
 
 The Markdown opens with a summary table and the water levels at a glance (small bars, the
 clusters that changed most first), then one `<details>` block per changed workload and one
@@ -7,25 +8,17 @@ for a comment body): blocks that do not fit are cut, and a note at the end says 
 JSON holds everything, uncut. Secret values never reach a `PlanDiff` (`secrets`), so no
 format can show them. This module is pure; the CLI writes what it returns.
 
-Called by `cli.plan`.
+Called by `cli.plan` and `review.planterminal`.
 """
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rich.cells import cell_len
-from rich.console import Console, RenderableType
-from rich.rule import Rule
-from rich.syntax import Syntax
-from rich.table import Table
-from rich.text import Text
-
 from reconciler.branch import comparison
 from reconciler.errors import Severity
-from reconciler.review import plandiff, tables
+from reconciler.review import plandiff
 
 LIMIT = 65_536
 BAR_CELLS = 10
@@ -68,7 +61,7 @@ def _title(diff: plandiff.PlanDiff) -> str:
     lines = [
         f"### dro plan: `{base.ref}` → `{head.ref}`",
         "",
-        f"Base {_side_name(base)} · head {_side_name(head)}",
+        f"Base {side_name(base)} · head {side_name(head)}",
         "",
     ]
     lines += [f"> **Not in this plan:** {_escape(note)}\n" for note in diff.notes]
@@ -87,7 +80,8 @@ def _later(head: plandiff.Side) -> str:
     return f"#### Later passes\n\nThis plan is one pass; more will follow:\n\n{items}\n\n"
 
 
-def _side_name(side: plandiff.Side) -> str:
+def side_name(side: plandiff.Side) -> str:
+    """A side of the plan as its ref and short commit, in backticks."""
     return f"`{side.ref}` (`{side.commit[:7]}`)" if side.commit else f"`{side.ref}`"
 
 
@@ -133,7 +127,7 @@ def _levels_table(levels: Sequence[plandiff.LevelChange]) -> str:
     )
     if not changed:
         return ""
-    resources = _shown_resources(changed)
+    resources = shown_resources(changed)
     foreseen = any(c.forecast for c in changed)
     extra = ["forecast"] if foreseen else []
     lines = [
@@ -143,7 +137,7 @@ def _levels_table(levels: Sequence[plandiff.LevelChange]) -> str:
         "|---|" + "---|" * (len(resources) + len(extra)),
     ]
     for change in changed[:LEVEL_ROWS]:
-        cells = [_level_cell(change, r) for r in resources]
+        cells = [level_cell(change, r) for r in resources]
         cells += [forecast_cell(change, resources)] if foreseen else []
         lines.append(f"| `{change.cluster}` | " + " | ".join(cells) + " |")
     if len(changed) > LEVEL_ROWS:
@@ -159,7 +153,8 @@ def _largest_change(change: plandiff.LevelChange) -> float:
     return max((abs(after.get(r, 0.0) - before.get(r, 0.0)) for r in {*before, *after}), default=0)
 
 
-def _shown_resources(levels: Sequence[plandiff.LevelChange]) -> list[str]:
+def shown_resources(levels: Sequence[plandiff.LevelChange]) -> list[str]:
+    """The resources the water-level tables show: cpu and memory, then the extended ones."""
     names = {r for c in levels for side in (c.before, c.after) if side for r in side}
     extended = sorted(r for r in names if "/" in r)
     return [r for r in PRIMARY if r in names] + extended
@@ -173,7 +168,8 @@ def forecast_cell(change: plandiff.LevelChange, resources: Sequence[str]) -> str
     return ", ".join(shown) or "—"
 
 
-def _level_cell(change: plandiff.LevelChange, resource: str) -> str:
+def level_cell(change: plandiff.LevelChange, resource: str) -> str:
+    """One resource's water level before → after."""
     return f"{_level(change.before, resource)} → {_level(change.after, resource)}"
 
 
@@ -423,106 +419,3 @@ def _workload(change: comparison.WorkloadChange) -> dict[str, Any]:
             for m in change.moves
         ],
     }
-
-
-# --- terminal ---------------------------------------------------------------------------------
-
-
-def terminal(diff: plandiff.PlanDiff, console: Console) -> list[RenderableType]:
-    """The diff for a colour terminal (rich): summary, placements, water levels, diffs."""
-    title = Rule(f"dro plan: {_side_name(diff.base)} → {_side_name(diff.head)}".replace("`", ""))
-    shown: list[RenderableType] = [title]
-    shown += [Text(f"Not in this plan: {note}", style="bold yellow") for note in diff.notes]
-    if diff.base.note:
-        shown.append(Text(diff.base.note, style="yellow"))
-    if diff.head.note:
-        shown.append(Text(diff.head.note, style="yellow"))
-    if not diff.head.valid:
-        shown.append(Text(f"The head {diff.head.ref} is invalid; nothing was planned.", "red"))
-        shown += [Text(str(p)) for p in diff.head.problems]
-        return shown
-    later = [Text(f"Later passes: {sentence}", style="cyan") for sentence in diff.head.follow_ups]
-    if not diff.differs:
-        return [*shown, Text("No changes to placements or rendered manifests.", "green"), *later]
-    counts = Table(show_header=False, box=None)
-    for name, value in diff.counts().items():
-        counts.add_row(name, str(value), style="bold" if value else "dim")
-    shown += [counts, Text(cost_line(diff)), *later]
-    if diff.workloads:
-        shown.append(_placements(diff.workloads, console))
-    levels = [c for c in diff.levels if c.before != c.after]
-    if levels:
-        resources = _shown_resources(levels)
-        table = Table(title="Water levels")
-        _name_column(table, "cluster", [level.cluster for level in levels])
-        for resource in resources:
-            table.add_column(resource)
-        foreseen = any(level.forecast for level in levels)
-        if foreseen:
-            table.add_column("forecast")
-        for level in levels:
-            cells = [_level_cell(level, r).replace("`", "") for r in resources]
-            cells += [forecast_cell(level, resources)] if foreseen else []
-            table.add_row(level.cluster, *cells)
-        shown.append(table)
-    for cluster in diff.manifests:
-        shown.append(Rule(cluster.cluster, align="left"))
-        for file in cluster.files:
-            shown.append(Syntax(file.diff, "diff", theme="ansi_dark", background_color="default"))
-    return shown
-
-
-def _placements(changes: Sequence[comparison.WorkloadChange], console: Console) -> RenderableType:
-    """The placements as a table whose columns wrap, or, on a terminal too narrow for it
-    even wrapped, one block per workload (`tables.blocks`), as no name may be cut."""
-    grid = tables.Grid(
-        title="Placements",
-        headers=("workload", "before", "after", "moved", "cost/h", "why"),
-        rows=tuple(
-            (
-                change.workload,
-                _spread(change.before, change.divided_before),
-                _spread(change.after, change.divided_after),
-                str(change.moved),
-                cost_change(change.cost_before, change.cost_after),
-                "\n".join(change.triggers),
-            )
-            for change in changes
-        ),
-    )
-    table = Table(title=grid.title)
-    _name_column(table, "workload", [row[0] for row in grid.rows])
-    for header in grid.headers[1:]:
-        table.add_column(header)
-    for row in grid.rows:
-        table.add_row(*row)
-    if _fits(table, console.width):
-        return table
-    return Text(f"Placements\n{tables.blocks(grid)}")
-
-
-def _fits(table: Table, width: int) -> bool:
-    """Whether `table`, wrapped as rich wraps it at `width`, stays within it (rich's own
-    measure can promise a minimum its layout then exceeds, and the terminal would crop it)."""
-    printed = io.StringIO()
-    trial = Console(file=printed, width=width, color_system=None, legacy_windows=False)
-    trial.print(table, crop=False)
-    return all(cell_len(line) <= width for line in printed.getvalue().splitlines())
-
-
-def _name_column(table: Table, header: str, names: Sequence[str]) -> None:
-    """A column of identifying names that the table never cuts: as wide as its longest name,
-    the other columns wrap first; a terminal narrower than a name folds it, never `…`."""
-    widest = max((len(name) for name in names), default=len(header))
-    table.add_column(header, min_width=max(widest, len(header)), overflow="fold")
-
-
-def _spread(placed: Mapping[str, int | None], divided: Mapping[str, int]) -> str:
-    return (
-        ", ".join(
-            f"{c} {'✓' if n is None else n}"
-            + (f" (override; divided {divided[c]})" if c in divided else "")
-            for c, n in sorted(placed.items())
-        )
-        or "—"
-    )

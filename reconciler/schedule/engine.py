@@ -37,6 +37,7 @@ from reconciler.schedule import (
     express,
     facts,
     framework,
+    held,
     moving,
     overflow,
     record,
@@ -174,18 +175,9 @@ class Pass:
         fleet = self.fleet
         workload, placement = claimed.workload, claimed.placement
         before = self.previous.get(workload.key)
-        previous = np.zeros(fleet.size, dtype=np.int64)
-        holders = np.zeros(fleet.size, dtype=bool)
-        lost: list[str] = []
-        for placed in before.clusters if before else ():
-            row = fleet.index.get(placed.cluster)
-            if row is None:
-                lost.append(placed.cluster)
-                continue
-            holders[row] = True
-            previous[row] = placed.replicas or 0
-        stuck = self._stuck(claimed, previous)
-        running = self._running(before, previous)
+        previous, holders, lost = held.previous(fleet, before)
+        stuck = held.stuck(fleet, claimed, previous)
+        running = held.running(fleet, before, previous)
         terms: list[int | None] = list(range(len(placement.affinity_terms))) or [None]
         names = [t.name for t in placement.affinity_terms]
         if before is not None and before.affinity_term in names:
@@ -279,33 +271,6 @@ class Pass:
         if not some(kept & subject.holders):
             return False  # the full path finds out whether anything is feasible at all
         return triggers.trigger(self.fleet, subject, kept, before, lost, subject.movable) is None
-
-    def _stuck(self, claimed: facts.Claimed, previous: IntArray) -> dict[int, int]:
-        """Lower the share of each cluster where this divided workload's pods have pended for
-        `unschedulableAfter`, by the pods pending; returns row → replicas taken away. Only a
-        division by availability (DynamicWeight, Aggregated) can move them, as Karmada's
-        descheduler: a StaticWeight split's weights fix each share."""
-        if claimed.strategy not in (Strategy.DYNAMIC_WEIGHT, Strategy.AGGREGATED):
-            return {}
-        taken: dict[int, int] = {}
-        for row, pods in self.fleet.stuck(claimed.workload.key):
-            take = min(pods, int(previous[row]))
-            if take > 0:
-                previous[row] -= take
-                taken[row] = take
-        return taken
-
-    def _running(self, before: Decision | None, previous: IntArray) -> IntArray:
-        """What the last pass rendered per cluster: its target plus its retiring copies. The
-        usage counts these; retiring copies that this pass drops give their room back."""
-        if before is None or not before.retiring:
-            return previous
-        running = previous.copy()
-        for placed in before.retiring:
-            row = self.fleet.index.get(placed.cluster)
-            if row is not None:
-                running[row] += placed.running or 0
-        return running
 
     def _place(
         self,
