@@ -21,7 +21,7 @@ filled as one (series × steps) array; a file without quotes is split in one go,
 numbers (and binary suffixes) are read by one float() pass. The 7-day trace at 10-minute steps
 (100 clusters × 2 resources × 1,008 steps, 202,508 rows) reads in about 0.6 s.
 
-Called by no module of the package: an entry point.
+Called by `simulate.trace`.
 """
 
 from __future__ import annotations

@@ -15,9 +15,7 @@ Called by `simulate`, `simulate.leastloaded`, `simulate.metrics`, `simulate.repl
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +28,7 @@ from reconciler import load, validate
 from reconciler.domain import Origin, ResourceKey, SourceFile, Spec, durations
 from reconciler.errors import Problem, UsageError, ValidationFailed
 from reconciler.kube import quantity
+from reconciler.simulate import series
 from reconciler.yamlio import YamlError, parse_documents
 
 FloatArray = npt.NDArray[np.float64]
@@ -40,8 +39,6 @@ API_VERSION = "multicluster.io/v1alpha1"
 MAX_STEPS = 100_000
 CLUSTER_FIELDS = ("drain", "cordon", "suspend", "cost", "capacity")
 """What an event may change on a cluster."""
-_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(s|m|h|d)")
-_UNIT = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,13 +89,14 @@ class Trace:
 
 
 def duration(text: object) -> float:
-    """`1h`, `10m`, `1d12h`, `90s` → seconds; ValueError on anything else or on zero."""
+    """`1h`, `10m`, `1d12h`, `90s` → seconds (`durations.seconds`, as dro.yaml reads them);
+    ValueError on anything else or on zero."""
     if not isinstance(text, str):
         raise ValueError(f"{text!r} is not a duration (e.g. 10m, 1h, 1d)")
-    parts = _DURATION.findall(text)
-    if not parts or "".join(a + u for a, u in parts) != text:
-        raise ValueError(f"{text!r} is not a duration (e.g. 10m, 1h, 1d)")
-    seconds = sum(float(amount) * _UNIT[unit] for amount, unit in parts)
+    try:
+        seconds = durations.seconds(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a duration (e.g. 10m, 1h, 1d)") from None
     if seconds <= 0:
         raise ValueError(f"{text!r} is not a positive duration")
     return seconds
@@ -437,11 +435,6 @@ def _series(
             f"{pointer}/{name}", f"unknown field {name!r} (one of {', '.join(sorted(allowed))})"
         )
     if not given or reader.problems:
-        return {}
-    try:
-        series = importlib.import_module("reconciler.simulate.series")
-    except ImportError:
-        reader.fail(pointer, f"{key} series need reconciler.simulate.series, not in this build")
         return {}
     try:
         if key == "usage":
