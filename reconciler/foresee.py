@@ -29,7 +29,12 @@ def forecasts(
     past = before.history(now, settings.window) if before.history is not None else {}
     history = with_now(spec, past, before, observations or {}, now)
     return predict.forecast(
-        history, now=now, horizon=settings.horizon, step=settings.step, window=settings.window
+        history,
+        now=now,
+        horizon=settings.horizon,
+        step=settings.step,
+        window=settings.window,
+        band=settings.band,
     )
 
 

@@ -422,6 +422,20 @@ CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
         "waterLevelCeiling 0.8 is below the water-level limit 0.9 (cpu)",
     ),
     (
+        "dro-yaml-prediction-band-negative",
+        {"dro.yaml": DRO_YAML + "  prediction: {enabled: true, band: -1}\n"},
+        "dro.yaml",
+        6,
+        "-1 is less than the minimum of 0",
+    ),
+    (
+        "dro-yaml-prediction-band-text",
+        {"dro.yaml": DRO_YAML + "  prediction:\n    band: wide\n"},
+        "dro.yaml",
+        7,
+        "'wide' is not of type 'number'",
+    ),
+    (
         "dro-yaml-ceiling-zero",
         {"dro.yaml": DRO_YAML + "  waterLevelCeiling: {cpu: 0}\n"},
         "dro.yaml",

@@ -213,8 +213,10 @@ def test_dro_feeds_prediction_the_history_of_earlier_steps(
     path = write_trace(tmp_path, {"a": (40, 4), "b": (40, 10)}, {"web": 6}, "step: 1h\nsteps: 4\n")
     calls: list[tuple[float, dict[str, list[float]]]] = []
 
-    def forecast(history: History, *, now: float, horizon: float, step: float, window: float):  # type: ignore[no-untyped-def]
-        assert (horizon, step, window) == (7200.0, 3600.0, 7 * 86400.0)
+    def forecast(  # type: ignore[no-untyped-def]
+        history: History, *, now: float, horizon: float, step: float, window: float, band: float
+    ):
+        assert (horizon, step, window, band) == (7200.0, 3600.0, 7 * 86400.0, 0.0)
         calls.append(
             (now, {c: [s.background["cpu"] for s in samples] for c, samples in history.items()})
         )

@@ -380,8 +380,8 @@ def explanation(decision: Decision) -> list[object]:
 
 def forecast_lines(forecasts: Forecasts, clusters: Sequence[str]) -> list[object]:
     """`dro explain`'s forecasts (prediction on): per cluster of the workload, the model, the
-    forecast level and next step of its background load, the recent one-step error and when it
-    peaks within the horizon."""
+    forecast level and next step of its background load, the recent error at the horizon and
+    when it peaks within the horizon."""
     rows = []
     for name in clusters:
         forecast = forecasts.get(name)

@@ -51,7 +51,8 @@ class ClusterForecast:
     model: Model
     level: Mapping[str, float] = field(default_factory=empty)
     """The forecast level per resource: the peak of the background forecast over the horizon
-    plus an error band from recent one-step errors (base units)."""
+    plus an error band (`spec.prediction.band` × the recent errors at the horizon; none by
+    default), in base units."""
     next_step: Mapping[str, float] = field(default_factory=empty)
     """The background forecast one step ahead (base units): a cluster above its limit now and
     below it here has a passing burst."""
@@ -61,7 +62,8 @@ class ClusterForecast:
     peak_at: float | None = None
     """When, within the horizon, the forecast peaks."""
     error: Mapping[str, float] = field(default_factory=empty)
-    """Recent one-step mean absolute percentage error per resource (0.05 = 5 %)."""
+    """The mean absolute percentage error of the forecasts at the horizon over the last day, per
+    resource (0.05 = 5 %)."""
     samples: int = 0
     """How many grid samples the model was fitted on."""
 

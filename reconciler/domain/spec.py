@@ -91,13 +91,15 @@ class Prediction:
 
     Off by default. When on, each pass forecasts every cluster's background load from the
     status history on the output branch within `window`, resampled every `step`, over
-    `horizon`, and schedules on the forecast where it is higher than the usage now.
+    `horizon`, and schedules on the forecast where it is higher than the usage now. `band` adds
+    that many root-mean-square errors of recent forecasts at the horizon to the forecast level.
     """
 
     enabled: bool = False
     horizon: float = 7200.0
     window: float = 7 * 86400.0
     step: float = 600.0
+    band: float = 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -5,14 +5,16 @@ how much history it has, fits it to every series at once (`model`) and returns o
 `ClusterForecast` per cluster:
 
 - additive Holt-Winters with a daily season (season = 1 day / step) from two days of grid
-  points on, Holt's linear trend from three, else the last value;
-- `next_step`: the forecast one step ahead; `at_horizon`: at the horizon (ceil(horizon /
-  step) steps ahead);
-- `level`: the peak of the forecast over the horizon plus an error band, 1.65 × the root mean
-  square of the one-step errors over the last day (a one-sided 95 % band for normal errors),
-  never below 0; `peak_at` is when the resource nearest its capacity peaks (None when its
-  forecast does not rise after the next step);
-- `error`: the mean absolute percentage error of those one-step forecasts.
+  points on, Holt's linear trend from three, else the last value; each fitted by the error of
+  its forecasts at the horizon (ceil(horizon / step) steps ahead, the lead it is used at);
+- `next_step`: the forecast one step ahead; `at_horizon`: at the horizon;
+- `level`: the peak of the forecast over the horizon plus an error band, `band` × the root
+  mean square of the errors at the horizon over the last day (`spec.prediction.band`, 0 by
+  default: the water-level limit is the margin; 1.65 makes it a one-sided 95 % bound for
+  normal errors), never below 0; `peak_at` is when the resource nearest its capacity peaks
+  (None when its forecast does not rise after the next step);
+- `error`: the mean absolute percentage error of the forecasts at the horizon over the last
+  day.
 
 Clusters are grouped by history length, so each group is one rectangular array; numpy works
 over series × parameter candidates and Python only loops over time. A pure stage: values in,
@@ -32,8 +34,6 @@ from reconciler.predict import model
 from reconciler.predict.grid import FloatArray, Grid, resample
 
 DAY = 86_400.0
-BAND = 1.65
-"""The error band in root-mean-square one-step errors."""
 TINY = 1e-9
 
 
@@ -52,14 +52,22 @@ def model_for(points: int, step: float) -> Model:
 
 
 def forecast(
-    history: History, *, now: float, horizon: float, step: float, window: float
+    history: History,
+    *,
+    now: float,
+    horizon: float,
+    step: float,
+    window: float,
+    band: float = 0.0,
 ) -> Forecasts:
     """Forecast every cluster in `history` (see the module); one without samples has none."""
     grid = resample(history, now=now, step=step, window=window)
-    return forecast_grid(grid, now=now, horizon=horizon, step=step)
+    return forecast_grid(grid, now=now, horizon=horizon, step=step, band=band)
 
 
-def forecast_grid(grid: Grid, *, now: float, horizon: float, step: float) -> Forecasts:
+def forecast_grid(
+    grid: Grid, *, now: float, horizon: float, step: float, band: float = 0.0
+) -> Forecasts:
     """`forecast` from a grid already built (the benchmark times this part alone)."""
     m = season_length(step)
     ahead = max(1, math.ceil(horizon / step - 1e-9))
@@ -71,22 +79,22 @@ def forecast_grid(grid: Grid, *, now: float, horizon: float, step: float) -> For
         y = np.where(np.isnan(block), 0.0, block).reshape(-1, points)
         chosen = model_for(points, step)
         if chosen == "holt-winters":
-            fitted = model.fit(y, m, seasonal=True)
+            fitted = model.fit(y, m, seasonal=True, ahead=ahead)
         elif chosen == "holt":
-            fitted = model.fit(y, m, seasonal=False)
+            fitted = model.fit(y, m, seasonal=False, ahead=ahead)
         else:
-            fitted = model.last_value(y)
+            fitted = model.last_value(y, ahead)
         path = fitted.forecast(ahead).reshape(len(members), -1, ahead)
         recent = min(m, max(1, points - 1))
         errors = fitted.errors[:, -recent:].reshape(len(members), -1, recent)
         actual = y[:, -recent:].reshape(len(members), -1, recent)
-        band = BAND * np.sqrt((errors**2).mean(axis=2))
+        margin = band * np.sqrt((errors**2).mean(axis=2))
         if points < 2:
-            band = np.zeros_like(band)
-        level = np.maximum(0.0, path.max(axis=2) + band)
+            margin = np.zeros_like(margin)
+        level = np.maximum(0.0, path.max(axis=2) + margin)
         nxt = np.maximum(0.0, path[:, :, 0])
         far = np.maximum(0.0, path[:, :, -1])
-        mape = _mape(errors, actual) if points >= 2 else np.zeros_like(band)
+        mape = _mape(errors, actual) if points >= 2 else np.zeros_like(margin)
         peaks = path.argmax(axis=2)
         top = path.max(axis=2)
         rising = top > path[:, :, 0] + 1e-9 * np.maximum(1.0, np.abs(top))

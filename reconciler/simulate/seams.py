@@ -1,6 +1,6 @@
 """Where `dro simulate` meets the prediction and pricing stages, each behind one function.
 
-- `prediction_settings(spec, step)`: horizon and window from `dro.yaml`'s `spec.prediction`
+- `prediction_settings(spec, step)`: horizon, window and band from `dro.yaml`'s `spec.prediction`
   (2h and 7d unless set); the grid step is `spec.prediction.step`, but never finer than the
   trace's step (one pass, one sample per step: a finer grid would only interpolate).
 - `forecast(history, now=…, settings=…)`: one call of `predict.forecast`, as a pass makes it.
@@ -32,19 +32,25 @@ class Settings(NamedTuple):
     horizon: float
     window: float
     step: float
+    band: float
 
 
 def prediction_settings(spec: Spec, step: float) -> Settings:
-    """`spec.prediction`'s horizon and window, and its grid step but at least `step` (the
-    trace's)."""
+    """`spec.prediction`'s horizon, window and band, and its grid step but at least `step`
+    (the trace's)."""
     settings = spec.config.prediction
-    return Settings(settings.horizon, settings.window, max(settings.step, step))
+    return Settings(settings.horizon, settings.window, max(settings.step, step), settings.band)
 
 
 def forecast(history: History, *, now: float, settings: Settings) -> Forecasts:
     """One call of the prediction stage (`predict.forecast`)."""
     return predict.forecast(
-        history, now=now, horizon=settings.horizon, step=settings.step, window=settings.window
+        history,
+        now=now,
+        horizon=settings.horizon,
+        step=settings.step,
+        window=settings.window,
+        band=settings.band,
     )
 
 

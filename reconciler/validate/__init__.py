@@ -274,6 +274,7 @@ def _prediction(doc: Document, spec: Mapping[str, Any], into: _Collector) -> Pre
         horizon=_seconds(raw.get("horizon"), default.horizon),
         window=_seconds(raw.get("window"), default.window),
         step=_seconds(raw.get("step"), default.step),
+        band=float(raw.get("band", default.band)),
     )
     for key in ("horizon", "window", "step"):
         if getattr(result, key) <= 0:
