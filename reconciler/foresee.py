@@ -28,14 +28,7 @@ def forecasts(
         return {}
     past = before.history(now, settings.window) if before.history is not None else {}
     history = with_now(spec, past, before, observations or {}, now)
-    return predict.forecast(
-        history,
-        now=now,
-        horizon=settings.horizon,
-        step=settings.step,
-        window=settings.window,
-        band=settings.band,
-    )
+    return predict.forecast_for(history, now=now, settings=settings)
 
 
 def with_now(

@@ -1,6 +1,6 @@
 """Workloads, dro.yaml's scheduling settings, and the validated Spec.
 
-Called by `domain`.
+Called by `domain`, `predict` and `simulate.seams`.
 """
 
 from __future__ import annotations

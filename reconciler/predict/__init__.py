@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from reconciler.domain.forecast import ClusterForecast, Forecasts, History, Model
+from reconciler.domain.spec import Prediction
 from reconciler.predict import model
 from reconciler.predict.grid import FloatArray, Grid, resample
 
@@ -63,6 +64,18 @@ def forecast(
     """Forecast every cluster in `history` (see the module); one without samples has none."""
     grid = resample(history, now=now, step=step, window=window)
     return forecast_grid(grid, now=now, horizon=horizon, step=step, band=band)
+
+
+def forecast_for(history: History, *, now: float, settings: Prediction) -> Forecasts:
+    """`forecast` with the horizon, step, window and band of `spec.prediction`."""
+    return forecast(
+        history,
+        now=now,
+        horizon=settings.horizon,
+        step=settings.step,
+        window=settings.window,
+        band=settings.band,
+    )
 
 
 def forecast_grid(

@@ -1,9 +1,9 @@
 """Where `dro simulate` meets the prediction and pricing stages, each behind one function.
 
-- `prediction_settings(spec, step)`: horizon, window and band from `dro.yaml`'s `spec.prediction`
-  (2h and 7d unless set); the grid step is `spec.prediction.step`, but never finer than the
+- `prediction_settings(spec, step)`: `dro.yaml`'s `spec.prediction` (horizon, window, band;
+  2h, 7d and 0 unless set), its grid step `spec.prediction.step` but never finer than the
   trace's step (one pass, one sample per step: a finer grid would only interpolate).
-- `forecast(history, now=…, settings=…)`: one call of `predict.forecast`, as a pass makes it.
+- `forecast(history, now=…, settings=…)`: one call of `predict.forecast_for`, as a pass makes it.
 - `point(forecast, resource)`: the background a `ClusterForecast` expects at the horizon
   (`at_horizon`), for the forecast error.
 - `unit_prices(clusters, resources)`: price per base unit-hour of each resource, from
@@ -15,43 +15,27 @@ Called by `simulate`, `simulate.metrics` and `simulate.replay`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import numpy as np
 
 from reconciler import predict
 from reconciler.domain import Cluster, ClusterForecast, Forecasts, History, Spec
+from reconciler.domain.spec import Prediction
 from reconciler.schedule import pricing
 from reconciler.simulate.trace import FloatArray
 
 
-class Settings(NamedTuple):
-    """What the replay forecasts with, in seconds."""
-
-    horizon: float
-    window: float
-    step: float
-    band: float
-
-
-def prediction_settings(spec: Spec, step: float) -> Settings:
-    """`spec.prediction`'s horizon, window and band, and its grid step but at least `step`
-    (the trace's)."""
+def prediction_settings(spec: Spec, step: float) -> Prediction:
+    """`spec.prediction`, its grid step at least `step` (the trace's)."""
     settings = spec.config.prediction
-    return Settings(settings.horizon, settings.window, max(settings.step, step), settings.band)
+    return dataclasses.replace(settings, step=max(settings.step, step))
 
 
-def forecast(history: History, *, now: float, settings: Settings) -> Forecasts:
-    """One call of the prediction stage (`predict.forecast`)."""
-    return predict.forecast(
-        history,
-        now=now,
-        horizon=settings.horizon,
-        step=settings.step,
-        window=settings.window,
-        band=settings.band,
-    )
+def forecast(history: History, *, now: float, settings: Prediction) -> Forecasts:
+    """One call of the prediction stage, as a pass makes it (`predict.forecast_for`)."""
+    return predict.forecast_for(history, now=now, settings=settings)
 
 
 def point(found: ClusterForecast, resource: str) -> float | None:
