@@ -6,6 +6,8 @@
   health (`observe.live`). A cluster that cannot be listed keeps its last committed
   observation, marked stale and unreachable since the first pass that failed; a suspended one
   keeps it too, marked stale only.
+- `Members.survey`, after render: each reachable cluster's drift from the rendered tree
+  (`drift.survey`), for the `status/drift/` files of the same commit.
 - `Members.apply`, after the commit: every cluster's rendered folder (`apply.apply_all`), then
   the fleet-wide prune gate, then `apply.finish` everywhere. Nothing is pruned anywhere when
   any cluster failed or could not be reached: a partial view never deletes. An object a
@@ -44,11 +46,12 @@ from reconciler.domain import (
 )
 from reconciler.domain import fence as fencing
 from reconciler.domain.decision import CUT_OVER, PROVISIONING, SYNCING
+from reconciler.domain.drift import Drifted
 from reconciler.errors import ClusterError
 from reconciler.kube import client as kube
 from reconciler.kube import health
 from reconciler.kube.client import Connection
-from reconciler.live import apply, observe
+from reconciler.live import apply, drift, observe
 from reconciler.live.outcome import ClusterSync
 from reconciler.live.takeover import Provenance
 
@@ -200,6 +203,14 @@ class Members:
         allowed = result.prune_blocked is None
         self._each(lambda c: apply.finish(c, by_name[c.cluster], prune=allowed, hold=hold))
         return result
+
+    def survey(
+        self, tree: Mapping[str, bytes], provenance: Mapping[ResourceKey, Provenance]
+    ) -> dict[str, list[Drifted]]:
+        """Each reachable cluster's drifted objects against its folder of `tree`
+        (`drift.survey`); a cluster that cannot be surveyed is left out."""
+        found = self._each(lambda c: drift.survey(c, cluster_objects(tree, c.cluster), provenance))
+        return {name: r for name, r in found.items() if not isinstance(r, ClusterError)}
 
     def await_moves(
         self,
