@@ -146,3 +146,25 @@ def test_errors_exit_1(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None
     assert code == 1, "an unreachable cluster is an error, even beside a difference"
     assert "--- live/a/v1.ConfigMap.shop.web" in out
     assert any(line.startswith("b: ") for line in err.splitlines()), err
+
+
+def test_an_object_dro_did_not_create_is_unowned(
+    fleet: Fleet, capsys: pytest.CaptureFixture[str]
+) -> None:
+    legacy = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "legacy", "namespace": "shop"},
+        "data": {"mode": "old"},
+    }
+    fleet.apis["a"].put(legacy)
+    rendered = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: legacy, namespace: shop}\n"
+    fleet.repo.write({"workloads/legacy.yaml": rendered + "data: {mode: new}\n"})
+    fleet.repo.commit("manage legacy")
+    code, out, _ = diff(fleet, capsys, "-o", "json")
+    assert code == 2
+    states = {
+        cluster["name"]: [o["state"] for o in cluster["objects"] if o["name"] == "legacy"]
+        for cluster in json.loads(out)["clusters"]
+    }
+    assert states == {"a": ["unowned"], "b": ["missing"], "c": ["missing"]}

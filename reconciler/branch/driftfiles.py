@@ -8,6 +8,9 @@ found it drifted, carried from the previous file while the drift lasts) and eith
 `deleted: true` or its fields: JSON pointer, live and rendered values (a Secret's values are
 masked by `live.drift`, never written here). Objects are sorted by name and fields by
 pointer; `firstSeen` is the only time in the file, so a drift that lasts changes no byte.
+An object that exists but that dro did not create, and that its takeover rule does not adopt,
+is listed too, with `notAdopted: true` and its `takeover` rule in place of `rule`: its fields
+are what the manifest would change, which dro never does.
 
 A cluster that could not be surveyed this pass (unreachable) keeps its last file as it was.
 
@@ -61,11 +64,11 @@ def document(
     objects = []
     for item in sorted(drifted, key=lambda d: inventory.placement_name(d.key)):
         name = inventory.placement_name(item.key)
-        entry: dict[str, Any] = {
-            "resource": name,
-            "rule": item.rule,
-            "firstSeen": seen.get(name, at),
-        }
+        entry: dict[str, Any] = {"resource": name, "firstSeen": seen.get(name, at)}
+        if item.foreign:
+            entry |= {"notAdopted": True, "takeover": item.rule}
+        else:
+            entry["rule"] = item.rule
         if item.deleted:
             entry["deleted"] = True
         else:

@@ -234,8 +234,8 @@ def status_of(path: str, data: bytes) -> Mapping[str, Any]:
     for index, entry in enumerate(_list(status, "objects")):
         where = f"/status/objects/{index}"
         item = _mapping(entry, where)
-        for field in ("resource", "rule"):
-            _text(item, field, where)
+        _text(item, "resource", where)
+        _text(item, "takeover" if item.get("notAdopted") else "rule", where)
         _time(item, "firstSeen", where)
         for number, change in enumerate(_list(item, "fields", where)):
             _text(_mapping(change, f"{where}/fields/{number}"), "pointer", where)

@@ -47,8 +47,8 @@ def add_parser(commands: Any, add_source_args: Any) -> None:
         "reconcile --once` would, then compare each cluster's rendered objects with the live "
         "ones through a server-side dry run (defaulted fields are not differences). Objects "
         "missing on a cluster, and objects dro holds there that are no longer rendered, are "
-        "differences too. Secret values are never shown. Exit 0: no difference; 2: "
-        "differences; 1: an error.",
+        "differences too, as are objects dro did not create that differ. Secret values are "
+        "never shown. Exit 0: no difference; 2: differences; 1: an error.",
     )
     add_source_args(diff)
     diff.add_argument(

@@ -47,10 +47,14 @@ class Change:
 @dataclass(frozen=True, slots=True)
 class Drifted:
     """An object dro applied whose live copy no longer is as applied: the changed fields,
-    or `deleted` when it is gone from the cluster."""
+    or `deleted` when it is gone from the cluster; or a `foreign` object dro may not adopt."""
 
     key: ResourceKey
     rule: str
-    """The object's `placement.apply.drift` rule (Correct or Report)."""
+    """The object's `placement.apply.drift` rule (Correct or Report); for one `foreign`, its
+    `placement.apply.takeover` rule."""
     changes: tuple[Change, ...] = ()
     deleted: bool = False
+    foreign: bool = False
+    """It exists, dro did not create it, and its takeover rule does not adopt it: `changes`
+    are what applying the manifest would change, which dro does not do."""

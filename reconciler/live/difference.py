@@ -10,7 +10,9 @@ Three kinds of difference, as a pass would act on them:
   and rendered values);
 - `missing`: rendered but not on the cluster: the pass would create it;
 - `extra`: the cluster's inventory holds it and it is no longer rendered: the pass would prune
-  it (or release it, when dro adopted it).
+  it (or release it, when dro adopted it);
+- `unowned`: it exists, differs, and dro neither created nor adopted it: the pass changes it
+  only if its takeover rule adopts it (`takeover`), and otherwise reports it.
 
 An object the API server rejects in the dry run is an error, not a difference. A Secret's
 values are masked on both sides (`drift.masked`).
@@ -32,7 +34,7 @@ from reconciler.kube import inventory
 from reconciler.kube.client import Connection, Rejected, UnservedKind
 from reconciler.live import drift, takeover
 
-MODIFIED, MISSING, EXTRA = "modified", "missing", "extra"
+MODIFIED, MISSING, EXTRA, UNOWNED = "modified", "missing", "extra", "unowned"
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +100,9 @@ def compare(connection: Connection, rendered: Sequence[Mapping[str, Any]]) -> Cl
     planned = inventory.plan(rendered, held)
     for obj in planned.apply:
         ref = ObjectRef.of(obj)
+        record = held.get(ref)
         try:
-            found = _one(connection, ref, obj)
+            found = _one(connection, ref, obj, owned=record is not None and record.owned)
         except Rejected as error:
             result.errors.append(str(error))
             continue
@@ -118,7 +121,9 @@ def compare(connection: Connection, rendered: Sequence[Mapping[str, Any]]) -> Cl
     return result
 
 
-def _one(connection: Connection, ref: ObjectRef, obj: Mapping[str, Any]) -> ObjectDifference | None:
+def _one(
+    connection: Connection, ref: ObjectRef, obj: Mapping[str, Any], *, owned: bool
+) -> ObjectDifference | None:
     live = _read(connection, ref)
     if live is None:
         _, shown = drift.masked({}, takeover.comparable(obj))
@@ -129,7 +134,8 @@ def _one(connection: Connection, ref: ObjectRef, obj: Mapping[str, Any]) -> Obje
     if not changes:
         return None
     before, after = drift.masked(takeover.comparable(live), takeover.comparable(preview))
-    return ObjectDifference(ref, MODIFIED, changes, _yaml(before), _yaml(after))
+    state = MODIFIED if owned or takeover.applied_by_dro(live) else UNOWNED
+    return ObjectDifference(ref, state, changes, _yaml(before), _yaml(after))
 
 
 def _read(connection: Connection, ref: ObjectRef) -> dict[str, Any] | None:

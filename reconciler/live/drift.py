@@ -15,9 +15,11 @@ the dry run, so it is never drift either.
 - `survey(connection, rendered, provenance)`: the drifted objects of one cluster, for the
   `status/drift/` files. Only objects dro applied with exactly this manifest count (the
   inventory holds its digest): a live object that differs from a manifest dro has not applied
-  yet is an update, not drift. A steady cluster costs one inventory read and one LIST per
-  kind; a dry run is made only for an object whose live copy does not hold every rendered
-  field (`holds`).
+  yet is an update, not drift. Beside them, the rendered objects that exist but are not dro's
+  and that their takeover rule does not adopt (`foreign`): never written, so listed. A steady
+  cluster costs one inventory read and one LIST per kind (and a read of each object dro does
+  not hold); a dry run is made only for an object whose live copy does not hold every
+  rendered field (`holds`), or that is foreign.
 - `listed` and `holds` are those two shortcuts, shared with `apply`.
 
 Called by `live`, `live.apply` and `live.difference`.
@@ -134,7 +136,7 @@ def survey(
         and record.digest == inventory.digest(obj)
     ]
     applied.sort(key=lambda obj: inventory.apply_order(ObjectRef.of(obj)))
-    found: list[Drifted] = []
+    found = _foreign(connection, rendered, held, sources)
     for stage in inventory.in_stages(applied):
         live = listed(connection, stage)
         for obj in stage:
@@ -153,6 +155,35 @@ def survey(
             differences = changes(now, preview)
             if differences:
                 found.append(Drifted(ref.key, rule, differences))
+    return found
+
+
+def _foreign(
+    connection: Connection,
+    rendered: Sequence[Mapping[str, Any]],
+    held: Mapping[ObjectRef, inventory.Record],
+    sources: Mapping[ResourceKey, Provenance],
+) -> list[Drifted]:
+    """The rendered objects that exist, that dro neither holds nor applied, and that their
+    takeover rule does not let dro adopt (`takeover.refusal`): apply reports them and leaves
+    them as they are, and so they are listed with what the manifest would change."""
+    found: list[Drifted] = []
+    for obj in rendered:
+        ref = ObjectRef.of(obj)
+        record = held.get(ref)
+        if record is not None and record.owned:
+            continue
+        rule = sources.get(ref.key, Provenance()).takeover
+        try:
+            live = _read(connection, ref)
+            if live is None or takeover.applied_by_dro(live):
+                continue
+            if takeover.refusal(connection, obj, live, rule) is None:
+                continue
+            preview = connection.apply(obj, dry_run=True)
+        except Rejected:
+            continue
+        found.append(Drifted(ref.key, rule, changes(live, preview), foreign=True))
     return found
 
 
