@@ -27,12 +27,14 @@ from typing import Any
 
 from reconciler import live, pipeline, settings
 from reconciler.cli import habits as clihabits
+from reconciler.cli import report
 from reconciler.domain import Spec
 from reconciler.errors import UsageError
 from reconciler.laststate import FIRST_PASS
 from reconciler.live.difference import ClusterDifference
 
 DIFFERENCES = 2
+UNREACHABLE = frozenset({"cluster_unreachable"})
 FORMATS = ("text", "json")
 CLUSTERS = settings.pick("kubeconfig", "in-cluster", "cluster-timeout", "parallel")
 """The cluster settings of `dro diff`: how clusters are reached; it applies nothing."""
@@ -73,6 +75,10 @@ def run(args: argparse.Namespace, hook: pipeline.StageHook, conf: settings.Setti
     """Render, compare every chosen cluster, print the differences; the exit code."""
     if not conf.online:
         raise UsageError("diff needs --kubeconfig (or --in-cluster) to reach the clusters")
+    if args.log_format != "json":  # each cluster out of reach is said once, below
+        report.configure_logging(
+            verbose=args.verbose, quiet=args.quiet, log_format="console", omit=UNREACHABLE
+        )
     source = pipeline.read_source(conf)
     before = pipeline.last_pass(conf) if conf.repo is not None else FIRST_PASS
     opened: list[live.Members] = []

@@ -220,7 +220,7 @@ class Members:
     ) -> dict[str, ClusterDifference]:
         """Rendered against live on each cluster dro reaches (of `only`, when given), for
         `dro diff` (`difference.compare`); a cluster that cannot be compared has its error."""
-        chosen = set(self.connections if only is None else only)
+        chosen = {*self.connections, *self.errors} if only is None else set(only)
         found = self._each(
             lambda c: difference.compare(c, cluster_objects(tree, c.cluster)), chosen
         )
