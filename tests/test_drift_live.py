@@ -14,6 +14,7 @@ import yaml
 
 from reconciler import load
 from reconciler.branch import statefiles
+from tests.conftest import git
 from tests.livefleet import POLICY, Fleet, running_fleet
 
 REPORT_POLICY = POLICY + "    apply: {drift: Report}\n"
@@ -35,6 +36,11 @@ def branch(fleet: Fleet) -> dict[str, bytes]:
     """The `decisions/` and `status/` files at the output branch's tip."""
     settings = fleet.settings
     return load.previous_state(settings.repo or "", settings.output_branch, settings.state_dir)
+
+
+def subject(fleet: Fleet) -> str:
+    """The subject of the output branch's last commit."""
+    return git(fleet.repo.bare, "log", "-1", "--format=%s", fleet.settings.output_branch)
 
 
 def drift_file(fleet: Fleet, cluster: str) -> Any:
@@ -82,6 +88,7 @@ def test_under_correct_drift_is_recorded_and_corrected_then_dropped(fleet: Fleet
     assert entry["fields"] == [{"pointer": "/data/greeting", "live": "hacked", "rendered": "hello"}]
     assert drift_file(fleet, "b") is None
     assert drift_file(fleet, "c") is None
+    assert "drift on 1 cluster" in subject(fleet), "the commit says why it was made"
     fleet.repo.commit("an empty commit between passes")
     after = fleet.reconcile()
     assert after.applied is not None
