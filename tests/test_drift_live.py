@@ -179,3 +179,21 @@ def test_a_drifted_secret_never_shows_its_values(fleet: Fleet, tmp_path: Path) -
             "rendered": "<redacted: rendered value>",
         }
     ]
+
+
+def test_dro_yaml_sets_the_default_rule(fleet: Fleet) -> None:
+    dro = (fleet.repo.work / "dro.yaml").read_text()
+    duplicated = "    replicaScheduling: {type: Duplicated}\n"
+    assert duplicated in dro
+    fleet.repo.write(
+        {"dro.yaml": dro.replace(duplicated, duplicated + "    apply: {drift: Report}\n")}
+    )
+    fleet.repo.commit("report drift by default")
+    fleet.reconcile()
+    edit(fleet, "c", "ConfigMap", "web", set_greeting("hacked"))
+    result = fleet.reconcile()
+    assert result.applied is not None
+    assert result.applied.clusters[2].reported == ["ConfigMap shop/web: .data.greeting"]
+    assert fleet.live("c", "ConfigMap", "web")["data"]["greeting"] == "hacked"
+    (entry,) = drift_file(fleet, "c")["status"]["objects"]
+    assert (entry["resource"], entry["rule"]) == ("core/ConfigMap/shop/web", "Report")
