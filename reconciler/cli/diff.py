@@ -3,7 +3,8 @@
 The rendered side is what `dro reconcile --once` would apply now, as `flux diff kustomization`
 builds the source and `argocd app diff --local` renders it: the source (PATH, or `--repo` at
 `--ref`) is validated, the clusters are observed, and the workloads are scheduled from the
-last pass's decisions on the output branch and rendered. Nothing is committed or written. Each
+last pass's decisions on the output branch (a plain PATH has none: placed as on a first pass)
+and rendered. Nothing is committed or written. Each
 cluster's rendered objects are then compared with the live ones through a server-side dry run
 (`live.difference`), so defaulted fields are not differences.
 
