@@ -91,11 +91,16 @@ def run(args: argparse.Namespace, hook: pipeline.StageHook, conf: settings.Setti
         return opened[0].observe(before.statuses, now)
 
     try:
-        planned, _ = pipeline.plan(
+        planned, observed = pipeline.plan(
             source, on_stage=hook, before=before, now=now, observer=observe, ceiling=conf.guard
         )
         hook("diff")
-        found = opened[0].differences(planned.tree, args.cluster)
+        members = opened[0]
+        chosen = set(args.cluster or (*members.connections, *members.errors))
+        down = {name: why for name, why in observed.unreachable.items() if name in chosen}
+        found = members.differences(planned.tree, chosen - set(down))
+        found |= {name: ClusterDifference(name, errors=[why]) for name, why in down.items()}
+        found = dict(sorted(found.items()))
     finally:
         for members in opened:
             members.close()
