@@ -4,7 +4,7 @@ Only this module knows the order of the stages. Each step names the reason it fa
 report says which stage broke. A pass that fails before `commit` changes nothing anywhere: the
 last good state on the output branch stays in force.
 
-Called by `cli`, `cli.plan`, `cli.progress`, `review` and `service`.
+Called by `cli`, `cli.diff`, `cli.plan`, `cli.progress`, `review` and `service`.
 """
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ import contextlib
 import itertools
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 import structlog
 
 from reconciler import audit, commit, foresee, laststate, live, load, render, schedule, validate
+from reconciler.branch import driftfiles, status
 from reconciler.branch import phases as cluster_phases
-from reconciler.branch import status
 from reconciler.commit import describe as commitmessage
-from reconciler.domain import Decision, Observation, ResourceKey, Source, Spec, fence
+from reconciler.domain import Decision, Observation, Source, Spec, durations, fence
 from reconciler.domain.forecast import Forecasts
 from reconciler.errors import Problem
 from reconciler.laststate import FIRST_PASS, LastPass
@@ -339,6 +339,7 @@ def _one_pass(
             observer=clusters.observer(before, now),
             ceiling=settings.guard,
         )
+        planned = _drift_surveyed(clusters.members, planned, before, now)
         audit.removed_clusters(
             Stage.VALIDATE, validate.removed_clusters(planned.spec, before.decisions)
         )
@@ -360,6 +361,19 @@ def _one_pass(
             unreachable=dict(observed.unreachable),
             passes=2 if retire else 1,
         )
+
+
+def _drift_surveyed(
+    members: live.Members | None, planned: Planned, before: LastPass, now: float
+) -> Planned:
+    """Observe, after render: each reachable cluster's drift from the tree, in `status/drift/`."""
+    if members is None:
+        return planned
+    surveyed = members.survey(planned.tree, takeover.provenance(planned.spec))
+    names = [cluster.name for cluster in planned.spec.clusters]
+    at = durations.rfc3339(now)
+    tree = driftfiles.merged(planned.tree, surveyed, before.files, at, names)
+    return replace(planned, tree=tree)
 
 
 def _loaded(settings: Settings, on_stage: StageHook) -> Source:
@@ -476,18 +490,5 @@ def _applied(
     return members.apply(
         planned.tree,
         held_back=f"clusters could not be listed ({down})" if down else None,
-        provenance=provenance(planned.spec),
+        provenance=takeover.provenance(planned.spec),
     )
-
-
-def provenance(spec: Spec) -> dict[ResourceKey, takeover.Provenance]:
-    """Each source object's `FILE:LINE` and takeover rule (from the policy that claims it, or
-    dro.yaml's default placement), for apply's reports and its takeover decisions."""
-    found = {}
-    for workload in spec.workloads:
-        policy = (spec.claims or {}).get(workload.key)
-        placement = policy.placement if policy is not None else spec.config.default_placement
-        found[workload.key] = takeover.Provenance(
-            where=f"{workload.origin.path}:{workload.origin.line}", takeover=placement.takeover
-        )
-    return found

@@ -475,6 +475,33 @@ CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
         "'Sometimes' is not one of 'Always', 'Never'",
     ),
     (
+        "rpp-apply-drift-unknown",
+        {
+            P: RPP.format(name="p") + "  resourceSelector: {apiVersion: v1, kind: ConfigMap}\n"
+            "  placement:\n    apply:\n      drift: Ignore\n"
+        },
+        P,
+        9,
+        "'Ignore' is not one of 'Correct', 'Report'",
+    ),
+    (
+        "rpp-apply-drift-not-a-string",
+        {
+            P: RPP.format(name="p") + "  resourceSelector: {apiVersion: v1, kind: ConfigMap}\n"
+            "  placement:\n    apply: {takeover: Never, drift: true}\n"
+        },
+        P,
+        8,
+        "true is not one of 'Correct', 'Report'",
+    ),
+    (
+        "dro-yaml-default-drift-unknown",
+        {"dro.yaml": DRO_YAML + "  defaultPlacement:\n    apply: {drift: report}\n"},
+        "dro.yaml",
+        7,
+        "'report' is not one of 'Correct', 'Report'",
+    ),
+    (
         "dro-yaml-two-documents",
         {"dro.yaml": DRO_YAML + "  pluginWeights: {Balance: 1}\n---\n" + DRO_YAML},
         "dro.yaml",

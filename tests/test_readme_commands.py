@@ -58,6 +58,9 @@ SKIPPED: dict[str, str] = {
     "dro reconcile --once --repo URL --kubeconfig ~/.kube/fleet/": (
         "URL and the kubeconfigs are the reader's: it needs their remote and real clusters"
     ),
+    "dro diff --repo URL --kubeconfig ~/.kube/fleet/ -o json | jq '.clusters[].objects[]'": (
+        "URL and the kubeconfigs are the reader's: tests/test_diff_live.py runs dro diff"
+    ),
     "kubectl apply -f deploy/namespace.yaml": "it needs a real cluster",
     (
         "kubectl -n dro-system create secret generic dro-git-credentials"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from reconciler import cli
+from reconciler import cli, load
 from tests.livefleet import Fleet, running_fleet
 
 COREDNS = """apiVersion: apps/v1
@@ -149,14 +149,40 @@ def test_the_takeover_rule_of_the_policy_decides(
         "template"
     ]["spec"]["containers"][0]["image"]
     assert image == ("evil.example/dns:1" if adopted else "registry.k8s.io/coredns/coredns:v1.11.1")
+    listed = not_adopted(fleet, "b")
     if not adopted:
         assert preexisting(fleet) == before
         why = "takeover is Never" if rule == "Never" else "differs from the rendered manifest"
         assert why in result.applied.clusters[0].rejected[0]
+        assert list(listed) == ["apps/Deployment/platform/coredns"], "reported in status/drift/"
+        entry = listed["apps/Deployment/platform/coredns"]
+        assert entry["takeover"] == rule
+        pointers = {f["pointer"]: f for f in entry["fields"]}
+        assert "/metadata/labels/app.kubernetes.io~1managed-by" in pointers
+        image = pointers.get("/spec/template/spec/containers/0/image")
+        if manifest == HIJACK:
+            assert image == {
+                "pointer": "/spec/template/spec/containers/0/image",
+                "live": "registry.k8s.io/coredns/coredns:v1.11.1",
+                "rendered": "evil.example/dns:1",
+            }
+        else:
+            assert image is None
+    else:
+        assert listed == {}, "adopted: nothing to report"
     fleet.repo.write({"workloads/coredns.yaml": None, "policies/platform.yaml": None})
     fleet.repo.commit("revert")
     fleet.reconcile()
     assert all(deployment is not None for deployment, _ in preexisting(fleet).values())
+
+
+def not_adopted(fleet: Fleet, cluster: str) -> dict[str, Any]:
+    """The objects `status/drift/<cluster>.yaml` lists as not adopted, by placement name."""
+    settings = fleet.settings
+    state = load.previous_state(settings.repo or "", settings.output_branch, settings.state_dir)
+    data = state.get(f"status/drift/{cluster}.yaml")
+    objects = yaml.safe_load(data)["status"]["objects"] if data else []
+    return {o["resource"]: o for o in objects if o.get("notAdopted")}
 
 
 def test_prune_spares_an_inventory_object_that_lost_dros_label(fleet: Fleet) -> None:

@@ -6,13 +6,14 @@
     decisions/<namespace|_cluster>/<stem>.yaml        a workload's placement decision
     status/clusters/<cluster>.yaml                    a cluster's last observation
     status/workloads/<namespace|_cluster>/<stem>.yaml a workload's health across its clusters
+    status/drift/<cluster>.yaml                       the cluster's drifted objects, if any
 
 `<stem>` is `ResourceKey.file_stem` (`<kind>[.<group>]-<name>`, shortened to fit one path
 component). The paths of workloads are lowercase. `decisions/` and `status/` are the state that
 dro reads back (`STATE_FOLDERS`); everything else is output only. What makes one component safe
 (length, names git refuses) is `domain.paths`, below this layer.
 
-Called by 11 modules, among them `branch.lastpass`, `commit`, `laststate`, `live`.
+Called by 12 modules, among them `branch.driftfiles`, `commit`, `laststate`, `live`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ DECISIONS = "decisions/"
 STATUS = "status/"
 STATUS_CLUSTERS = f"{STATUS}clusters/"
 STATUS_WORKLOADS = f"{STATUS}workloads/"
+STATUS_DRIFT = f"{STATUS}drift/"
 STATE_FOLDERS = (DECISIONS, STATUS)
 """The output branch's folders that dro reads back as state."""
 
@@ -57,6 +59,18 @@ def cluster_status_path(cluster: str) -> str:
 def workload_status_path(key: ResourceKey) -> str:
     """`status/workloads/<namespace|_cluster>/<kind>[.<group>]-<name>.yaml`, lowercase."""
     return f"{STATUS_WORKLOADS}{key.folder}/{key.file_stem}{YAML}".lower()
+
+
+def drift_status_path(cluster: str) -> str:
+    """`status/drift/<cluster>.yaml`: the objects drifted on the cluster."""
+    return f"{STATUS_DRIFT}{cluster}{YAML}"
+
+
+def drift_cluster(path: str) -> str | None:
+    """The cluster whose drift file `path` is (`status/drift/<cluster>.yaml`), else None."""
+    if not path.startswith(STATUS_DRIFT) or not path.endswith(YAML):
+        return None
+    return path[len(STATUS_DRIFT) : -len(YAML)]
 
 
 @dataclass(frozen=True, slots=True)

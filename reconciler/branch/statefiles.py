@@ -20,7 +20,7 @@ division.
 The seal detects edits, not forgery: anyone who can push to the output branch can also
 recompute a sha256. Protect the branch so that only dro pushes to it. This module is pure.
 
-Called by `branch.lastpass`, `branch.status`, `load` and `render`.
+Called by `branch.driftfiles`, `branch.lastpass`, `branch.status`, `load` and `render`.
 """
 
 from __future__ import annotations
@@ -231,6 +231,14 @@ def status_of(path: str, data: bytes) -> Mapping[str, Any]:
         for field in ("name", "health"):
             _text(item, field, where)
         _optional_text(item, "message", where)
+    for index, entry in enumerate(_list(status, "objects")):
+        where = f"/status/objects/{index}"
+        item = _mapping(entry, where)
+        _text(item, "resource", where)
+        _text(item, "takeover" if item.get("notAdopted") else "rule", where)
+        _time(item, "firstSeen", where)
+        for number, change in enumerate(_list(item, "fields", where)):
+            _text(_mapping(change, f"{where}/fields/{number}"), "pointer", where)
     return status
 
 
@@ -243,12 +251,12 @@ def _mapping(value: Any, where: str) -> Mapping[str, Any]:
     return value
 
 
-def _list(parent: Mapping[str, Any], field: str) -> list[Any]:
+def _list(parent: Mapping[str, Any], field: str, where: str = "/status") -> list[Any]:
     value = parent.get(field)
     if value is None:
         return []
     if not isinstance(value, list):
-        raise StateError(f"/status/{field}: not a list")
+        raise StateError(f"{where}/{field}: not a list")
     return value
 
 

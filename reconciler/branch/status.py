@@ -7,8 +7,9 @@
   marked stale, so the scheduler keeps using the last committed figures.
 - `status/workloads/<namespace>/<kind>-<name>.yaml` holds one workload's health across its
   clusters, aggregated like Argo CD's (`health.workload`).
+- `status/drift/<cluster>.yaml` lists the objects drifted on a cluster (`driftfiles`).
 - Status files are committed at most once per `--status-interval` when only they changed,
-  unless health or reachability changed (`urgent`, `due`).
+  unless health, reachability or which fields drifted changed (`urgent`, `due`).
 
 Amounts are written as Kubernetes quantities (`cpu: "96"`, `memory: 300Gi`) and read back in
 base units (cores, bytes), as in an `Observation`; files of earlier versions, which held plain
@@ -24,7 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from reconciler import yamlio
-from reconciler.branch import paths, statefiles
+from reconciler.branch import driftfiles, paths, statefiles
 from reconciler.domain import (
     DRO_API_VERSION,
     Cluster,
@@ -273,7 +274,7 @@ def workload_files(
 
 
 def urgent(before: Mapping[str, bytes], after: Mapping[str, bytes]) -> bool:
-    """Whether health or reachability differ between two sets of `status/` files: such a
+    """Whether health, reachability or drift differ between two sets of `status/` files: such a
     change is committed at once, not held back by `--status-interval`."""
     found = {p for p in (*before, *after) if paths.is_status(p)}
     if any((p in before) != (p in after) for p in found):
@@ -303,6 +304,8 @@ def _vital(path: str, data: bytes) -> Any:
         return None
     if path.startswith(paths.STATUS_WORKLOADS):
         return [(c.get("name"), c.get("health")) for c in status.get("clusters") or ()]
+    if path.startswith(paths.STATUS_DRIFT):
+        return driftfiles.vital(status)
     return [status.get(key) for key in _URGENT_KEYS]
 
 

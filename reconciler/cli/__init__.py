@@ -1,10 +1,12 @@
-"""The `dro` command line: validate, schedule, explain, render, plan, simulate and reconcile.
+"""The `dro` command line: validate, schedule, explain, render, plan, diff, simulate and
+reconcile.
 
 Exit codes: 0 ok, 1 failed (bad input, a usage error, or the world was unavailable), 2
-differences found (`plan --exit-code`, in `cli_plan`). Only data goes to stdout, in the format
-`-o` names (`validate -o json` prints its problems as a JSON list); problems go to stderr one
-per line as `FILE:LINE: POINTER: MESSAGE`, with errors, events and progress. An unexpected
-exception is one line, `dro COMMAND: internal error: …`, with the traceback under `-v`.
+differences found (`plan --exit-code`, in `cli_plan`; `diff`, in `cli_diff`). Only data goes
+to stdout, in the format `-o` names (`validate -o json` prints its problems as a JSON list);
+problems go to stderr one per line as `FILE:LINE: POINTER: MESSAGE`, with errors, events and
+progress. An unexpected exception is one line, `dro COMMAND: internal error: …`, with the
+traceback under `-v`.
 
 Called by `cli.__main__`.
 """
@@ -21,6 +23,7 @@ from typing import Any
 from reconciler import pipeline, redact, settings
 from reconciler.branch import summary
 from reconciler.cli import completion, outdir, progress, report
+from reconciler.cli import diff as cli_diff
 from reconciler.cli import habits as clihabits
 from reconciler.cli import plan as cli_plan
 from reconciler.cli import render as cli_render
@@ -116,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     cli_plan.add_parser(commands)
+    cli_diff.add_parser(commands, _add_source_args)
     cli_run.add_parser(commands)
     cli_simulate.add_parser(commands)
 
@@ -182,14 +186,16 @@ def _cluster_settings(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"--kubeconfig {args.kubeconfig}: no such file or directory")
     if args.parallel < 1:
         raise UsageError("--parallel must be at least 1")
-    return {
+    found = {
         "kubeconfig": args.kubeconfig,
         "in_cluster": args.in_cluster,
         "cluster_timeout": args.cluster_timeout,
         "parallel": args.parallel,
-        "move_wait": args.move_wait,
-        "status_interval": args.status_interval,
     }
+    for name in ("move_wait", "status_interval"):  # reconcile's; dro diff applies nothing
+        if getattr(args, name, None) is not None:
+            found[name] = getattr(args, name)
+    return found
 
 
 def _cmd_validate(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
@@ -339,6 +345,7 @@ _COMMANDS = {
     "reconcile": _cmd_reconcile,
     "explain": _cmd_explain,
     "plan": cli_plan.run,
+    "diff": lambda args, hook: cli_diff.run(args, hook, _settings(args)),
     "run": cli_run.run,
     "simulate": cli_simulate.run,
     "version": clihabits.show_version,
@@ -351,6 +358,7 @@ _SETTINGS = {
     "render": SOURCE,
     "reconcile": SOURCE + OUTPUT_BRANCH + CLUSTERS,
     "plan": cli_plan.OPTIONS,
+    "diff": SOURCE + OUTPUT_BRANCH + cli_diff.CLUSTERS,
 }
 """The settings each one-pass command resolves before it runs (`dro run` resolves its own,
 with its config file)."""

@@ -6,7 +6,7 @@ default). Tables for people are in `tables`. A logged
 traceback carries its frames' file, line and function, never their local variables (a frame
 may hold a token or a Secret's data), and every event passes `redact.scrub_event` last.
 
-Called by `cli`, `cli.habits`, `cli.plan`, `cli.run` and `cli.simulate`.
+Called by `cli`, `cli.diff`, `cli.habits`, `cli.plan`, `cli.run` and `cli.simulate`.
 """
 
 from __future__ import annotations
@@ -228,16 +228,18 @@ def apply_table(clusters: Sequence[ClusterSync]) -> tables.Grid:
 def apply_details(
     clusters: Sequence[ClusterSync], unreachable: Mapping[str, str]
 ) -> tuple[list[str], list[str]]:
-    """(what went as asked, what went wrong): one line per drift corrected and protected
-    object, and one per failure, naming the cluster. Each failure is said once: a cluster that
-    could not be reached is one `unreachable` line, not also one per stage it then skipped."""
+    """(what went as asked, what went wrong): one line per drift corrected or reported and
+    per protected object, and one per failure, naming the cluster. Each failure is said once:
+    a cluster that could not be reached is one `unreachable` line, not also one per stage it
+    then skipped."""
     done: list[str] = []
     wrong: list[str] = [
         f"{name}: unreachable: {_unprefixed(name, why)}"
         for name, why in sorted(unreachable.items())
     ]
     for sync in clusters:
-        done += [f"{sync.cluster}: drift corrected: {line}" for line in sync.drifted]
+        done += [f"{sync.cluster}: drift corrected: {line}" for line in sync.corrected]
+        done += [f"{sync.cluster}: drift reported, not corrected: {line}" for line in sync.reported]
         if sync.cluster not in unreachable:
             wrong += [
                 f"{sync.cluster}: failed: {_unprefixed(sync.cluster, line)}" for line in sync.failed

@@ -43,7 +43,8 @@ def compose(
     first = not before
     levels = _changed(state, tree, paths.STATUS_CLUSTERS)
     health = _changed(state, tree, paths.STATUS_WORKLOADS)
-    status = _status(levels, health)
+    drift = _changed(state, tree, paths.STATUS_DRIFT)
+    status = _status(levels, health, drift)
     if first and changes:
         clusters = {c for change in changes for c in change.after}
         subject = (
@@ -65,6 +66,8 @@ def compose(
         body.append(_listed("water levels", levels))
     if health:
         body.append(_listed("workload health", health))
+    if drift:
+        body.append(_listed("drift", drift))
     return subject + ("\n\n" + "\n".join(body) if body else "") + "\n"
 
 
@@ -217,12 +220,14 @@ def _changed(state: Mapping[str, bytes], tree: Mapping[str, bytes], folder: str)
     return [paths.status_name(p, folder) for p in changed]
 
 
-def _status(levels: Sequence[str], health: Sequence[str]) -> str:
+def _status(levels: Sequence[str], health: Sequence[str], drift: Sequence[str]) -> str:
     parts = []
     if levels:
         parts.append(f"water levels of {len(levels)} {_plural(len(levels), 'cluster')}")
     if health:
         parts.append(f"health of {len(health)} {_plural(len(health), 'workload')}")
+    if drift:
+        parts.append(f"drift on {len(drift)} {_plural(len(drift), 'cluster')}")
     return ", ".join(parts)
 
 

@@ -228,6 +228,9 @@ class Placement:
     """`apply.takeover`: whether apply adopts an object that exists on a cluster and that dro
     did not create (`apply.py`). Karmada's `conflictResolution: Overwrite` is Always, its
     default Abort is Never."""
+    drift: Literal["Correct", "Report"] = "Correct"
+    """`apply.drift`: whether apply writes again an object whose live copy drifted from the
+    manifest dro last applied (Correct), or only reports it in `status/drift/` (Report)."""
     suspended_dispatching: bool = False
     """Karmada's `suspension.dispatching`: changes reach no member cluster (render keeps
     what each already has; scheduling goes on)."""

@@ -6,24 +6,28 @@
   health (`observe.live`). A cluster that cannot be listed keeps its last committed
   observation, marked stale and unreachable since the first pass that failed; a suspended one
   keeps it too, marked stale only.
+- `Members.survey`, after render: each reachable cluster's drift from the rendered tree
+  (`drift.survey`), for the `status/drift/` files of the same commit.
 - `Members.apply`, after the commit: every cluster's rendered folder (`apply.apply_all`), then
   the fleet-wide prune gate, then `apply.finish` everywhere. Nothing is pruned anywhere when
   any cluster failed or could not be reached: a partial view never deletes. An object a
   cluster rejected holds back, everywhere, only the prune of stale objects of its kind in its
   namespace (`apply`'s docstring says why); the rest of the fleet prunes as usual.
+- `Members.differences`, for `dro diff`: rendered against live on each cluster, nothing
+  written (`difference.compare`).
 - `Members.await_moves`: the bounded wait for the new copies of moves to become Healthy, so
   that the next pass may retire the old ones.
 
 Clusters are handled in parallel, at most `Access.parallel` at a time; each request has the
 per-cluster `Access.timeout`.
 
-Called by `audit`, `pipeline` and `review`.
+Called by `audit`, `cli.diff`, `pipeline` and `review`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,11 +48,13 @@ from reconciler.domain import (
 )
 from reconciler.domain import fence as fencing
 from reconciler.domain.decision import CUT_OVER, PROVISIONING, SYNCING
+from reconciler.domain.drift import Drifted
 from reconciler.errors import ClusterError
 from reconciler.kube import client as kube
 from reconciler.kube import health
 from reconciler.kube.client import Connection
-from reconciler.live import apply, observe
+from reconciler.live import apply, difference, drift, observe
+from reconciler.live.difference import ClusterDifference
 from reconciler.live.outcome import ClusterSync
 from reconciler.live.takeover import Provenance
 
@@ -201,6 +207,31 @@ class Members:
         self._each(lambda c: apply.finish(c, by_name[c.cluster], prune=allowed, hold=hold))
         return result
 
+    def survey(
+        self, tree: Mapping[str, bytes], provenance: Mapping[ResourceKey, Provenance]
+    ) -> dict[str, list[Drifted]]:
+        """Each reachable cluster's drifted objects against its folder of `tree`
+        (`drift.survey`); a cluster that cannot be surveyed is left out."""
+        found = self._each(lambda c: drift.survey(c, cluster_objects(tree, c.cluster), provenance))
+        return {name: r for name, r in found.items() if not isinstance(r, ClusterError)}
+
+    def differences(
+        self, tree: Mapping[str, bytes], only: Collection[str] | None = None
+    ) -> dict[str, ClusterDifference]:
+        """Rendered against live on each cluster dro reaches (of `only`, when given), for
+        `dro diff` (`difference.compare`); a cluster that cannot be compared has its error."""
+        chosen = {*self.connections, *self.errors} if only is None else set(only)
+        found = self._each(
+            lambda c: difference.compare(c, cluster_objects(tree, c.cluster)), chosen
+        )
+        result = {
+            name: ClusterDifference(name, errors=[str(r)]) if isinstance(r, ClusterError) else r
+            for name, r in found.items()
+        }
+        for name in sorted(chosen & set(self.errors)):
+            result[name] = ClusterDifference(name, errors=[self.errors[name]])
+        return dict(sorted(result.items()))
+
     def await_moves(
         self,
         decisions: Iterable[Decision],
@@ -260,9 +291,11 @@ class Members:
             fence=self.access.fence,
         )
 
-    def _each(self, work: Callable[[Connection], R]) -> dict[str, R | ClusterError]:
-        """`work` on every connection, at most `parallel` at once; a ClusterError is kept as
-        that cluster's result."""
+    def _each(
+        self, work: Callable[[Connection], R], only: Collection[str] | None = None
+    ) -> dict[str, R | ClusterError]:
+        """`work` on every connection (of the clusters `only` names, when given), at most
+        `parallel` at once; a ClusterError is kept as that cluster's result."""
 
         def guarded(connection: Connection) -> R | ClusterError:
             try:
@@ -270,7 +303,7 @@ class Members:
             except ClusterError as error:
                 return error
 
-        items = sorted(self.connections.items())
+        items = sorted(i for i in self.connections.items() if only is None or i[0] in only)
         if not items:
             return {}
         workers = max(1, min(self.access.parallel, len(items)))

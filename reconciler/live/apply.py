@@ -18,7 +18,9 @@
    as rendered costs no write: a steady pass writes nothing. A difference is an update when
    the manifest changed since dro last applied it (its digest in the inventory), and drift
    when it did not; both are applied (server-side apply, field manager `dro`, conflicts
-   forced), and drift is reported.
+   forced), and drift is reported. Under the drift rule Report (`placement.apply.drift`) a
+   drifted object, or one deleted behind dro's back, is only reported and left as it is; a
+   changed manifest is still applied.
 5. One bad object does not stop the others: an object the API server rejects (`kube.Rejected`:
    422 Invalid, 400, 403, 404 …) or that may not be taken over is reported with its source
    file and line and the server's message, and every other object, in every stage, is still
@@ -51,12 +53,12 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from reconciler.domain import ObjectRef, ResourceKey, group_of
+from reconciler.domain import ObjectRef, ResourceKey
 from reconciler.errors import ClusterError
 from reconciler.kube import inventory
 from reconciler.kube.client import Connection, Rejected, UnservedKind
 from reconciler.kube.inventory import ADOPTED, CREATED, INTENDED, Record
-from reconciler.live import takeover
+from reconciler.live import drift, takeover
 from reconciler.live.outcome import ClusterSync, KindInNamespace, ObjectResult, ResultCode, scope
 from reconciler.live.takeover import Provenance
 
@@ -65,6 +67,7 @@ HELD_BACK = "an object of its kind in its namespace was rejected: not pruned yet
 ADOPTED_RELEASED = "adopted, not created by dro: released, not deleted"
 UNLABELLED_LEFT = "does not carry dro's label: left in place"
 NO_PROVENANCE = Provenance()
+DELETED_LIVE = "deleted on the cluster"
 
 
 def sync(
@@ -115,7 +118,7 @@ def apply_all(
     if not _write_inventory(connection, report, {**held, **intent}):
         return report  # nothing is applied that the inventory could not name first
     for stage in inventory.in_stages(planned.apply):
-        live = _listed(connection, stage)
+        live = drift.listed(connection, stage)
         for obj in stage:
             ref = ObjectRef.of(obj)
             if ref.key in report.refused:
@@ -123,7 +126,7 @@ def apply_all(
             record = owned.get(ref.key) or intent.get(ref) or Record(state=INTENDED)
             where = sources.get(ref.key, NO_PROVENANCE)
             try:
-                _apply_one(connection, obj, record.digest or None, report, live)
+                _apply_one(connection, obj, record.digest or None, report, live, where.drift)
                 state = ADOPTED if record.state == ADOPTED else CREATED
                 report.done[ref] = Record(inventory.digest(obj), state)
             except Rejected as error:
@@ -221,54 +224,26 @@ def _read(connection: Connection, ref: ObjectRef) -> dict[str, Any] | None:
         raise
 
 
-def _listed(
-    connection: Connection, stage: Sequence[Mapping[str, Any]]
-) -> dict[ObjectRef, dict[str, Any] | None]:
-    """The live objects of a stage, by the ref they are listed under, from one LIST per
-    kind of what dro manages (its `managed-by` label): a steady pass reads each kind once
-    instead of every object. A kind that cannot be listed is left out; its objects are then
-    read one by one."""
-    found: dict[ObjectRef, dict[str, Any] | None] = {}
-    kinds = sorted({(str(o["apiVersion"]), str(o["kind"])) for o in stage if takeover.labelled(o)})
-    for api_version, kind in kinds:
-        try:
-            items = connection.list(api_version, kind, label_selector=inventory.MANAGED_BY_SELECTOR)
-        except ClusterError:
-            continue
-        for obj in stage:
-            if (obj["apiVersion"], obj["kind"]) == (api_version, kind) and takeover.labelled(obj):
-                found[ObjectRef.of(obj)] = None  # absent unless listed below
-        for item in items:
-            metadata = item.get("metadata") or {}
-            key = ResourceKey(
-                group_of(api_version),
-                kind,
-                metadata.get("namespace") or "",
-                metadata.get("name", ""),
-            )
-            ref = ObjectRef(key, api_version)
-            if ref in found:
-                found[ref] = {"apiVersion": api_version, "kind": kind, **item}
-    return found
-
-
 def _apply_one(
     connection: Connection,
     obj: Mapping[str, Any],
     recorded: str | None,
     report: ClusterSync,
     listed: Mapping[ObjectRef, dict[str, Any] | None],
+    rule: str = takeover.CORRECT,
 ) -> None:
     """Apply one object unless the live one is already as rendered. An object listed absent
     is applied at once; one listed live that holds every rendered field unchanged, with the
     manifest dro last applied, costs no request; anything else is settled by a server-side
-    dry run compared with the live object."""
+    dry run compared with the live object. Under the drift `rule` Report, an object that
+    drifted from the manifest dro last applied (or was deleted) is reported, not written."""
     ref = ObjectRef.of(obj)
     wanted = inventory.digest(obj)
     outcome = ObjectResult(ref.key, ResultCode.SYNCED)
+    report_only = rule == takeover.REPORT and recorded == wanted
     if ref in listed:
         live = listed[ref]
-        if live is not None and recorded == wanted and _holds(live, obj):
+        if live is not None and recorded == wanted and drift.holds(live, obj):
             report.add(ObjectResult(ref.key, ResultCode.UNCHANGED))
             return
     else:
@@ -285,8 +260,14 @@ def _apply_one(
             report.add(ObjectResult(ref.key, ResultCode.UNCHANGED))
             return
         if live is not None and recorded == wanted:
-            fields = ", ".join(takeover.differences_of(before, after))
-            outcome = ObjectResult(ref.key, ResultCode.DRIFT_CORRECTED, fields or "metadata")
+            fields = ", ".join(takeover.differences_of(before, after)) or "metadata"
+            if report_only:
+                report.add(ObjectResult(ref.key, ResultCode.DRIFT_REPORTED, fields))
+                return
+            outcome = ObjectResult(ref.key, ResultCode.DRIFT_CORRECTED, fields)
+    if live is None and report_only:
+        report.add(ObjectResult(ref.key, ResultCode.DRIFT_REPORTED, DELETED_LIVE))
+        return
     connection.apply(obj)
     report.add(outcome)
     report.writes += 1
@@ -310,22 +291,6 @@ def _get(connection: Connection, ref: ObjectRef) -> dict[str, Any] | None:
 def _failure(ref: ObjectRef, where: Provenance, code: ResultCode, why: str) -> ObjectResult:
     """An object that cannot be applied here, with where it was written."""
     return ObjectResult(ref.key, code, why, where.where)
-
-
-def _holds(live: Any, wanted: Any) -> bool:
-    """Whether `live` has every field of `wanted` with the same value: maps may hold more
-    keys (server defaults, other managers' fields), lists must match item by item."""
-    if isinstance(wanted, Mapping):
-        return isinstance(live, Mapping) and all(
-            key in live and _holds(live[key], value) for key, value in wanted.items()
-        )
-    if isinstance(wanted, list):
-        return (
-            isinstance(live, list)
-            and len(live) == len(wanted)
-            and all(_holds(a, b) for a, b in zip(live, wanted, strict=True))
-        )
-    return bool(live == wanted) and type(live) is type(wanted)
 
 
 def _await_established(

@@ -3,7 +3,8 @@
 
 Each object gets a `ResultCode`, as gitops-engine's sync results do (Synced, SyncFailed,
 Pruned, PruneSkipped), with the codes dro needs besides: an object already as rendered is
-Unchanged, one that had drifted is DriftCorrected, one dro may not take over is Refused, a
+Unchanged, one that had drifted is DriftCorrected (DriftReported under the drift rule
+Report), one dro may not take over is Refused, a
 stale object left in place is Released (not dro's to delete) or Protected (deletion-protected),
 and one whose prune a rejected neighbour holds back is Held.
 
@@ -33,6 +34,9 @@ class ResultCode(enum.StrEnum):
     """Applied: created, or updated because its manifest changed."""
     DRIFT_CORRECTED = "DriftCorrected"
     """Applied again: the live object had drifted from the manifest dro last applied."""
+    DRIFT_REPORTED = "DriftReported"
+    """Left as it is: the live object had drifted (or was deleted), and its drift rule is
+    Report."""
     UNCHANGED = "Unchanged"
     """Already as rendered: nothing written."""
     SYNC_FAILED = "SyncFailed"
@@ -143,8 +147,18 @@ class ClusterSync:
 
     @property
     def drifted(self) -> list[str]:
+        """`Kind ns/name: fields` for each object that had drifted, corrected or reported."""
+        return self.lines(ResultCode.DRIFT_CORRECTED, ResultCode.DRIFT_REPORTED)
+
+    @property
+    def corrected(self) -> list[str]:
         """`Kind ns/name: fields` for each object whose drift was corrected."""
         return self.lines(ResultCode.DRIFT_CORRECTED)
+
+    @property
+    def reported(self) -> list[str]:
+        """`Kind ns/name: fields` for each drifted object left as it is (drift rule Report)."""
+        return self.lines(ResultCode.DRIFT_REPORTED)
 
     @property
     def rejected(self) -> list[str]:

@@ -13,7 +13,7 @@ under a rendered name belongs to someone else, and `placement.apply.takeover` de
 An object that is not adopted is reported, with its source file and line and why, and left
 exactly as it is. An adopted object is never deleted by a prune: it is released.
 
-Called by `live`, `live.apply` and `pipeline`.
+Called by `live`, `live.apply`, `live.difference`, `live.drift` and `pipeline`.
 """
 
 from __future__ import annotations
@@ -22,21 +22,40 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from reconciler.domain import ResourceKey, Spec
 from reconciler.kube import inventory
 from reconciler.kube.client import FIELD_MANAGER, Connection
 
 IF_NO_DIFF, ALWAYS, NEVER = "IfNoDiff", "Always", "Never"
+CORRECT, REPORT = "Correct", "Report"
+"""`placement.apply.drift`: apply a drifted object again, or only report it."""
 VOLATILE = ("managedFields", "resourceVersion", "generation", "creationTimestamp", "uid")
 """Metadata the API server sets on its own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Provenance:
-    """Where a rendered object comes from, and its takeover rule."""
+    """Where a rendered object comes from, and its takeover and drift rules."""
 
     where: str = ""
     """`FILE:LINE` of the source manifest, for reports; empty when not known."""
     takeover: str = IF_NO_DIFF
+    drift: str = CORRECT
+
+
+def provenance(spec: Spec) -> dict[ResourceKey, Provenance]:
+    """Each source object's `FILE:LINE`, takeover and drift rules (from the policy that
+    claims it, or dro.yaml's default placement), for apply's reports and decisions."""
+    found = {}
+    for workload in spec.workloads:
+        policy = (spec.claims or {}).get(workload.key)
+        placement = policy.placement if policy is not None else spec.config.default_placement
+        found[workload.key] = Provenance(
+            where=f"{workload.origin.path}:{workload.origin.line}",
+            takeover=placement.takeover,
+            drift=placement.drift,
+        )
+    return found
 
 
 def labelled(live: Mapping[str, Any]) -> bool:

@@ -105,6 +105,7 @@ def dro_placement(spec: Mapping[str, Any]) -> Placement:
         max_data_latency_ms=placement.get("maxDataLatencyMs"),
         allow_split=bool(placement.get("allowSplit", False)),
         takeover=(placement.get("apply") or {}).get("takeover", "IfNoDiff"),
+        drift=(placement.get("apply") or {}).get("drift", "Correct"),
     )
 
 
