@@ -331,3 +331,39 @@ def _own_policy(workload: Workload, budget: DisruptionBudget | None) -> Placemen
         ),
         placement=Placement(replicas=DYNAMIC, disruption=budget),
     )
+
+
+def test_a_fresh_request_moves_one_pair_of_clusters_at_a_time() -> None:
+    request = "2026-11-23T10:00:00Z"
+
+    def spec(names: str, budget: DisruptionBudget | None, asked: str | None = None) -> Spec:
+        placement = Placement(replicas=DYNAMIC, disruption=budget, rebalance_requested_at=asked)
+        clusters = [cluster(n) for n in names]
+        config = SchedulerConfig(rebalance=Rebalance(max_moves=MoveBudget(count=100)))
+        return replace(spec_of(clusters, [deployment("w", 12)], placement), config=config)
+
+    for budget, expected in ((None, [("a", "c"), ("b", "d")]), (ONE, [("a", "c")])):
+        (first,) = schedule.place(spec("ab", budget))
+        assert counts(first) == {"a": 6, "b": 6}
+        (step,) = schedule.place(spec("abcd", budget, request), {first.key: first}, now=0.0)
+        assert [(s, t) for s, t, _ in moved_at(step, 0.0)] == expected
+    (later,) = schedule.place(spec("abcd", ONE, request), {step.key: step}, now=60.0)
+    assert [(s, t) for s, t, _ in moved_at(later, 60.0)] == [("b", "d")], "then the next pair"
+    assert counts(later) == {"a": 3, "b": 3, "c": 3, "d": 3}
+    assert later.rebalance_served == request
+
+
+def test_filling_takes_from_one_cluster_at_a_time() -> None:
+    def spec(budget: DisruptionBudget | None) -> Spec:
+        placement = Placement(replicas=DYNAMIC, disruption=budget)
+        config = SchedulerConfig(rebalance=Rebalance(max_moves=MoveBudget(count=100)))
+        return replace(spec_of([cluster("a"), cluster("b")], [W], placement), config=config)
+
+    for budget, sources in ((None, {"a", "b"}), (ONE, {"a"})):
+        (first,) = schedule.place(spec(budget))
+        hot = [cluster("a", used=80), cluster("b", used=80), cluster("c", used=0)]
+        grown = replace(spec(budget), clusters=tuple(hot))
+        (filled,) = schedule.place(grown, {first.key: first}, now=0.0, filling={"c"})
+        moved = moved_at(filled, 0.0)
+        assert {s for s, _, _ in moved} == sources
+        assert {t for _, t, _ in moved} == {"c"}
