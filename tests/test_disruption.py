@@ -375,3 +375,15 @@ def test_filling_takes_from_one_cluster_at_a_time() -> None:
         moved = moved_at(filled, 0.0)
         assert {s for s, _, _ in moved} == sources
         assert {t for _, t, _ in moved} == {"c"}
+
+
+def test_in_flight_tells_a_rollout_engine_what_a_decision_has_in_flight() -> None:
+    first = first_placement(ONE)
+    spec = spec_for(ONE, drain="a")
+    (one,) = schedule.place(spec, {first.key: first}, observed(spec, first), now=0.0)
+    progressing = observed(spec, one, {"b": health.PROGRESSING})
+    leaving, entering = disruption.in_flight(one, progressing)
+    assert (leaving, entering) == ({"a"}, {"b"})
+    in_flight = max(len(leaving), len(entering | {"c"}))  # a wave that would change c too
+    assert disruption.room(ONE, len(one.clusters), in_flight) == 0
+    assert disruption.in_flight(first, observed(spec, first)) == (frozenset(), frozenset())

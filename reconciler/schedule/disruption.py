@@ -29,7 +29,7 @@ failures; but the clusters they leave unhealthy count, and hold voluntary moves 
 workload that runs whole moves one cluster to one cluster, within any budget.
 
 `room` is the one question a rollout engine asks: how many more of a workload's clusters may
-start a change now.
+start a change now; `in_flight` gives what a decision already has in flight.
 
 Called by `schedule` and `schedule.rebalance`.
 """
@@ -66,6 +66,18 @@ def room(budget: DisruptionBudget | None, clusters: int, in_flight: int) -> int:
     budget, every cluster not in flight may start; never below 0."""
     allowed = clusters if budget is None else budget.of(clusters)
     return max(0, min(allowed, clusters) - in_flight) if clusters else 0
+
+
+def in_flight(
+    decision: Decision, observations: Mapping[str, Observation]
+) -> tuple[frozenset[str], frozenset[str]]:
+    """(leaving, entering): the clusters a workload's decision is moving off (retiring copies)
+    and those where its copies are not observed Healthy (`unhealthy`), as the budget counts
+    them. A rollout engine adds the clusters its wave is changing to `entering` and passes
+    `max(len(leaving), len(entering))` to `room`."""
+    clusters = [p.cluster for p in decision.clusters]
+    leaving = frozenset(p.cluster for p in decision.retiring)
+    return leaving, frozenset(unhealthy(observations, decision.key, clusters))
 
 
 def unhealthy(
