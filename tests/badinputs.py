@@ -662,6 +662,47 @@ CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
         7,
         "does not match",
     ),
+    (
+        "disruption-zero-clusters",
+        {
+            P: RPP.format(name="p") + "  resourceSelector: {apiVersion: apps/v1, kind: "
+            "Deployment}\n  placement:\n    disruption: {maxUnavailableClusters: 0}\n"
+        },
+        P,
+        8,
+        "0 is less than the minimum of 1",
+    ),
+    (
+        "disruption-percent-over-100",
+        {
+            P: RPP.format(name="p") + "  resourceSelector: {apiVersion: apps/v1, kind: "
+            "Deployment}\n  placement:\n    disruption:\n      maxUnavailableClusters: '150%'\n"
+        },
+        P,
+        9,
+        "'150%': a number of clusters (1 or more) or a percentage",
+    ),
+    (
+        "disruption-zero-percent-in-dro-yaml",
+        {"dro.yaml": DRO_YAML + "  disruption: {maxUnavailableClusters: '0%'}\n"},
+        "dro.yaml",
+        6,
+        "from 1% to 100%",
+    ),
+    (
+        "disruption-fraction",
+        {"dro.yaml": DRO_YAML + "  disruption: {maxUnavailableClusters: 0.5}\n"},
+        "dro.yaml",
+        6,
+        "0.5 is not of type 'integer', 'string'",
+    ),
+    (
+        "disruption-misspelt",
+        {"dro.yaml": DRO_YAML + "  defaultPlacement:\n    disruption: {maxUnavailable: 1}\n"},
+        "dro.yaml",
+        7,
+        "unknown field 'maxUnavailable' (expected one of: maxUnavailableClusters)",
+    ),
     ("set-tag", {W: CM.format(name="x") + "data: !!set {a, b}\n"}, W, 6, "unsupported YAML tag"),
     (
         "python-apply-tag-on-a-sequence",

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -168,14 +169,45 @@ def checked_decision(document: Any) -> Decision:
         _optional_text(status, field, "/status")
     if status.get("rebalanceServed") is not None:
         _time(status, "rebalanceServed", "/status")
-    if status.get("costPerHour") is not None:
-        _price(status, "costPerHour", "/status")
-    if status.get("unpricedReplicas") is not None:
-        _count(status, "unpricedReplicas", "/status", minimum=0)
+    _accounts(status)
     diagnosis = status.get("diagnosis")
     if diagnosis is not None and not isinstance(diagnosis, Mapping | str):
         raise StateError("/status/diagnosis: not a mapping")
     return summary.decision_from_document(root)
+
+
+def _accounts(status: Mapping[str, Any]) -> None:
+    """What a decision's status adds up: its cost, and where it stands against its budget."""
+    if status.get("costPerHour") is not None:
+        _price(status, "costPerHour", "/status")
+    if status.get("unpricedReplicas") is not None:
+        _count(status, "unpricedReplicas", "/status", minimum=0)
+    _disruption(status)
+
+
+def _disruption(status: Mapping[str, Any]) -> None:
+    """`status.disruption`, when there is one, as `summary.disruption_status` writes it."""
+    where = "/status/disruption"
+    if status.get("disruption") is None:
+        return
+    entry = _mapping(status["disruption"], where)
+    budget = entry.get("maxUnavailableClusters")
+    if isinstance(budget, bool) or not isinstance(budget, int | str):
+        raise StateError(f"{where}/maxUnavailableClusters: not a count or a percentage")
+    if isinstance(budget, str) and not re.fullmatch(r"[0-9]{1,3}(\.[0-9]+)?%", budget):
+        raise StateError(f"{where}/maxUnavailableClusters: {budget!r} is not a percentage")
+    if isinstance(budget, int):
+        _count(entry, "maxUnavailableClusters", where, minimum=1)
+    _count(entry, "allowed", where, minimum=1)
+    for field in ("leaving", "entering"):
+        for index, name in enumerate(_list(entry, field)):
+            if not isinstance(name, str):
+                raise StateError(f"{where}/{field}/{index}: not a cluster name")
+    for index, waiting in enumerate(_list(entry, "waiting")):
+        item = _mapping(waiting, f"{where}/waiting/{index}")
+        _text(item, "cluster", f"{where}/waiting/{index}")
+        _text(item, "reason", f"{where}/waiting/{index}")
+        _count(item, "replicas", f"{where}/waiting/{index}", minimum=0)
 
 
 def _resource(status: Mapping[str, Any]) -> tuple[ResourceKey, str]:

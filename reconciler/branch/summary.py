@@ -19,12 +19,15 @@ from reconciler.domain import (
     DRO_API_VERSION,
     Cluster,
     Decision,
+    Disruption,
+    DisruptionBudget,
     Move,
     MoveReason,
     Placed,
     PolicyRef,
     ResourceKey,
     Spec,
+    Waiting,
     durations,
     group_of,
 )
@@ -138,6 +141,8 @@ def decision_document(decision: Decision) -> dict[str, Any]:
         status["costPerHour"] = decision.cost_per_hour
     if decision.unpriced:
         status["unpricedReplicas"] = decision.unpriced
+    if decision.disruption is not None:
+        status["disruption"] = disruption_status(decision.disruption)
     recorded = decision.recorded
     if recorded is None:
         status["diagnosis"] = diagnosis_document(decision)
@@ -149,6 +154,42 @@ def decision_document(decision: Decision) -> dict[str, Any]:
         "metadata": metadata,
         "status": status,
     }
+
+
+def disruption_status(disruption: Disruption) -> dict[str, Any]:
+    """`status.disruption`: the budget as written, in clusters for this workload, the clusters
+    in flight at each end of its moves, and what waits on the budget (each only when any)."""
+    budget = disruption.budget
+    entry: dict[str, Any] = {
+        "maxUnavailableClusters": budget.count if budget.count is not None else str(budget),
+        "allowed": disruption.allowed,
+    }
+    if disruption.leaving:
+        entry["leaving"] = list(disruption.leaving)
+    if disruption.entering:
+        entry["entering"] = list(disruption.entering)
+    if disruption.waiting:
+        entry["waiting"] = [
+            {"cluster": w.cluster, "replicas": w.replicas, "reason": w.reason}
+            for w in disruption.waiting
+        ]
+    return entry
+
+
+def _disruption_from(raw: Mapping[str, Any] | None) -> Disruption | None:
+    """What `disruption_status` wrote, read back."""
+    if raw is None:
+        return None
+    return Disruption(
+        budget=DisruptionBudget.parse(raw["maxUnavailableClusters"]),
+        allowed=int(raw["allowed"]),
+        leaving=tuple(str(c) for c in raw.get("leaving") or ()),
+        entering=tuple(str(c) for c in raw.get("entering") or ()),
+        waiting=tuple(
+            Waiting(str(w["cluster"]), int(w["replicas"]), str(w["reason"]))
+            for w in raw.get("waiting") or ()
+        ),
+    )
 
 
 def retiring_entry(placed: Placed) -> dict[str, Any]:
@@ -219,6 +260,7 @@ def decision_from_document(document: Mapping[str, Any]) -> Decision:
         pending=int(status.get("pending") or 0),
         cost_per_hour=None if status.get("costPerHour") is None else float(status["costPerHour"]),
         unpriced=int(status.get("unpricedReplicas") or 0),
+        disruption=_disruption_from(status.get("disruption")),
         effective={
             str(entry["name"]): int(entry["effectiveReplicas"])
             for entry in (*(status.get("clusters") or ()), *(status.get("retiring") or ()))

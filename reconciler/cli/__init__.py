@@ -261,6 +261,8 @@ def _cmd_explain(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
         "unpricedReplicas": decision.unpriced,
         "diagnosis": summary.diagnosis_document(decision),
     }
+    if decision.disruption is not None:
+        document["disruption"] = summary.disruption_status(decision.disruption)
     if decided.forecasts:
         document["forecasts"] = {
             name: {

@@ -23,8 +23,9 @@ from rich.console import Console
 from reconciler import redact, yamlio
 from reconciler.branch import summary
 from reconciler.cli import shortnames
-from reconciler.domain import Decision, Placed
+from reconciler.domain import Decision, Disruption, Placed
 from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
+from reconciler.domain.disruption import in_flight_text
 from reconciler.domain.forecast import Forecasts
 from reconciler.errors import Problem
 from reconciler.live.outcome import ClusterSync
@@ -354,6 +355,8 @@ def explanation(decision: Decision) -> list[object]:
     elif decision.retiring:
         still = ", ".join(f"{p.cluster} {p.replicas}" for p in decision.retiring)
         lines.append(f"retiring (old copies kept until the new ones are up): {still}")
+    if decision.disruption is not None:
+        lines.extend(disruption_lines(decision.disruption))
     scorers = list(diagnosis.weights)
     rows = []
     for verdict in diagnosis.verdicts:
@@ -377,6 +380,24 @@ def explanation(decision: Decision) -> list[object]:
     lines.append(
         tables.Grid(headers=headers, rows=tuple(rows), right=frozenset(range(2, len(headers))))
     )
+    return lines
+
+
+def disruption_lines(disruption: Disruption) -> list[object]:
+    """`dro explain`'s lines for a workload's disruption budget: what it allows, what is in
+    flight against it, and what waits on it."""
+    count = disruption.allowed
+    in_flight = in_flight_text(disruption.leaving, disruption.entering)
+    lines: list[object] = [
+        f"disruption budget: maxUnavailableClusters {disruption.budget} ({count} cluster"
+        f"{'s' if count != 1 else ''} at once); out of service now: "
+        f"{disruption.out_of_service} ({in_flight})"
+    ]
+    for waiting in disruption.waiting:
+        lines.append(
+            f"[yellow]waiting:[/yellow] {waiting.replicas} replica(s) on {waiting.cluster}, "
+            f"for a later pass: {waiting.reason}"
+        )
     return lines
 
 

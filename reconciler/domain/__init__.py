@@ -11,7 +11,7 @@ decision's trigger and a move's reason, as codes),
 `claims` (which policy claims a workload), `durations`, `fence` (a write only while the Lease is
 held) and `paths`.
 
-Called by 83 modules, among them `audit`, `branch.comparison`, `cli`, `commit.describe`.
+Called by 84 modules, among them `audit`, `branch.comparison`, `cli`, `commit.describe`.
 """
 
 from reconciler.domain.base import (
@@ -40,6 +40,7 @@ from reconciler.domain.decision import (
     Move,
     Placed,
 )
+from reconciler.domain.disruption import Disruption, DisruptionBudget, Waiting
 from reconciler.domain.forecast import (
     ClusterForecast,
     ClusterSample,
@@ -93,6 +94,8 @@ __all__ = [
     "ClusterVerdict",
     "Decision",
     "Diagnosis",
+    "Disruption",
+    "DisruptionBudget",
     "Division",
     "DivisionPreference",
     "Document",
@@ -132,6 +135,7 @@ __all__ = [
     "Toleration",
     "Trigger",
     "TriggerCode",
+    "Waiting",
     "Workload",
     "group_of",
 ]

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from reconciler.domain.base import Manifest, ResourceKey, empty
+from reconciler.domain.disruption import Disruption
 from reconciler.domain.policy import PolicyRef, Strategy
 from reconciler.domain.reasons import MoveReason, Trigger
 
@@ -133,6 +134,9 @@ class Decision:
     every replica runs where no price is declared."""
     unpriced: int = 0
     """Replicas that run on clusters without a price, left out of `cost_per_hour`."""
+    disruption: Disruption | None = None
+    """Where a workload with a disruption budget stands against it (`schedule.disruption`);
+    None without a budget."""
 
     def rendered(self) -> tuple[Placed, ...]:
         """The replicas to render per cluster: the target plus what is still retiring."""

@@ -13,6 +13,7 @@ from typing import Literal
 from reconciler.domain.base import Manifest, Origin, empty
 from reconciler.domain.cluster import Toleration
 from reconciler.domain.data import DataAccess
+from reconciler.domain.disruption import DisruptionBudget
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -236,6 +237,9 @@ class Placement:
     what each already has; scheduling goes on)."""
     suspended_on: tuple[str, ...] = ()
     """Karmada's `suspension.dispatchingOnClusters.clusterNames`: the same, on these only."""
+    disruption: DisruptionBudget | None = None
+    """`disruption.maxUnavailableClusters`: how many of the workload's clusters its voluntary
+    moves may take out of service at once (None: dro.yaml's `spec.disruption`, else no limit)."""
 
     def dispatch_suspended(self, cluster: str) -> bool:
         """Whether changes to the workload are held back from `cluster`."""

@@ -12,6 +12,7 @@ from types import MappingProxyType
 from reconciler.domain.base import EMPTY, Manifest, Origin, ResourceKey, Source, empty
 from reconciler.domain.cluster import Cluster
 from reconciler.domain.data import DataAccess, DataSet, Topology
+from reconciler.domain.disruption import DisruptionBudget
 from reconciler.domain.policy import MoveBudget, OverridePolicy, Placement, PlacementPolicy
 
 
@@ -117,6 +118,8 @@ class SchedulerConfig:
     scoring: Scoring = Scoring()
     rebalance: Rebalance = Rebalance()
     prediction: Prediction = Prediction()
+    disruption: DisruptionBudget | None = None
+    """`spec.disruption`: the budget of workloads whose placement sets none (None: no limit)."""
     kubernetes_version: str | None = None
     raw: Manifest = field(default_factory=empty)
     """The whole spec, for settings later stages read (rebalance, failover …)."""

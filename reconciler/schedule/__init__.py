@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from reconciler.domain import Decision, Observation, ResourceKey, Spec, claims
+from reconciler.domain import Decision, Observation, ResourceKey, Spec, claims, durations
 from reconciler.domain.data import DataAccess
 from reconciler.domain.forecast import Forecasts
 from reconciler.kube import demand
@@ -27,6 +27,7 @@ from reconciler.render import overridden
 from reconciler.schedule import (
     batch,
     bundle,
+    disruption,
     division,
     engine,
     facts,
@@ -215,7 +216,11 @@ def _place(
         foresight=seen,
     )
     decisions = [run.decide(c, matrix[i], scales[i], fits[i]) for i, c in enumerate(order)]
-    decisions = rebalance.run(run, order, decisions, matrix, scales, fits)
+    budgets = disruption.Tracker(
+        spec.config, order, decisions, standing_previous, fleet.observations
+    )
+    decisions = rebalance.run(run, order, decisions, matrix, scales, fits, budgets)
+    decisions = budgets.annotate(decisions, durations.rfc3339(now))
     decisions = moving.place_hooks(spec.sync_hooks, decisions)
     decisions = bundle.follow(spec.dependents, order, decisions)
     decisions = standing.explain(decisions, set_aside)

@@ -22,6 +22,7 @@ Karmada-exact primitive, and this step only moves replicas that a decision alrea
   a workload's data; a pass that moves none in ends it (`still_filling`).
 - Budget: `rebalance.maxMovesPerPass` of all movable replicas (a policy's own lowers it for
   its workloads). Cooldown: nothing moves off a cluster it moved onto within the cooldown.
+  A workload's disruption budget (`disruption.Guard`) limits the clusters its moves touch.
 - A move keeps the old copies running (`retiring`) until a pass observes the new copies
   Healthy (`engine.Pass.decide`); a workload with a move in flight does not move again. Only
   copies that ran before this pass retire: replicas this pass placed just move.
@@ -39,7 +40,7 @@ import numpy as np
 
 from reconciler.domain import Decision, Move, Placed, durations
 from reconciler.domain.reasons import MoveCode, MoveReason, Trigger, TriggerCode
-from reconciler.schedule import economy, engine, express, facts, foresight
+from reconciler.schedule import disruption, economy, engine, express, facts, foresight, levels
 from reconciler.schedule.fleet import BoolArray, FloatArray, IntArray, rows_of
 
 DRAINED, REQUESTED = MoveReason(MoveCode.DRAINED), MoveReason(MoveCode.REQUESTED)
@@ -64,6 +65,7 @@ class _Holding:
     moves: list[Move] = field(default_factory=list)
     served: str | None = None
     """A `rebalance.requestedAt` whose Fresh division this pass completed."""
+    guard: disruption.Guard | None = None  # its disruption budget, when it has one
 
 
 @dataclass(slots=True)
@@ -89,10 +91,12 @@ def run(
     demand: FloatArray,
     scale: FloatArray,
     node_fit: BoolArray,
+    tracker: disruption.Tracker | None = None,
 ) -> list[Decision]:
-    """Re-balance the pass's `decisions` (aligned with `order`) in place of the ledger."""
+    """Re-balance the pass's `decisions` (aligned with `order`) in place of the ledger, each
+    move within its workload's disruption budget (`tracker`)."""
     fleet = ledger.fleet
-    holdings = _holdings(ledger, order, decisions)
+    holdings = _holdings(ledger, order, decisions, tracker)
     if not holdings:
         return decisions
     budget = _budget(ledger, holdings)
@@ -129,7 +133,10 @@ def run(
 
 
 def _holdings(
-    ledger: engine.Pass, order: Sequence[facts.Claimed], decisions: Sequence[Decision]
+    ledger: engine.Pass,
+    order: Sequence[facts.Claimed],
+    decisions: Sequence[Decision],
+    tracker: disruption.Tracker | None,
 ) -> list[_Holding]:
     result = []
     index = ledger.fleet.index
@@ -155,6 +162,7 @@ def _holdings(
                 recent=decision.moves,
                 scaling=decision.diagnosis.trigger.code is TriggerCode.SCALED,
                 over={index[p.cluster]: p.replicas or 0 for p in decision.over_limit},
+                guard=tracker.guard(position) if tracker is not None else None,
             )
         )
     return result
@@ -176,20 +184,12 @@ def _budget(ledger: engine.Pass, holdings: Sequence[_Holding]) -> _Budget:
     )
 
 
-def _level(ledger: engine.Pass) -> FloatArray:
-    """(resources × clusters) ledger levels: 0 for unbounded capacity, 1 for none at all."""
-    capacity = ledger.fleet.capacity_by_resource
-    with np.errstate(divide="ignore", invalid="ignore"):
-        level: FloatArray = np.where(capacity > 0, ledger.usage / capacity, 1.0)
-    return level
-
-
 def _sources(
     ledger: engine.Pass, holdings: Sequence[_Holding], by_cluster: dict[int, list[_Holding]]
 ) -> list[int]:
     """Draining clusters, then clusters above some movable workload's limit, worst first."""
     fleet = ledger.fleet
-    level = _level(ledger)
+    level = levels.level(ledger)
     excess = np.full(fleet.size, -np.inf)
     seen: set[int] = set()
     for holding in holdings:
@@ -270,6 +270,8 @@ def _move_off(
             if data is not None or ledger.pull:
                 continue  # ordered by distance or cost first: a later one may still relieve it
             break
+        if not _admits(ledger, holding, source, row, take):
+            continue
         _apply(ledger, holding, source, row, take, demand)
         names = ledger.fleet.name_list
         holding.moves.append(Move(names[source], names[row], take, reason, at))
@@ -277,6 +279,8 @@ def _move_off(
         if moved >= wanted:
             break
     budget.spend(claimed, moved)
+    if holding.guard is not None:
+        holding.guard.settle(ledger.fleet.name_list[source], wanted - moved)
     return moved
 
 
@@ -293,7 +297,7 @@ def _fill(
     """Move replicas into the Filling cluster `target`, the most loaded sources first, while
     each move beats the threshold; returns the positions of the workloads moved."""
     threshold = ledger.config.rebalance.threshold
-    level = _overall(ledger)
+    level = levels.overall(ledger)
     sources = [r for r in by_cluster if r != target and not ledger.filling[r]]
     moved: set[int] = set()
     for source in sorted(sources, key=lambda r: (-float(level[r]), r)):
@@ -306,13 +310,13 @@ def _fill(
             take, reason = _fill_one(
                 ledger, holding, source, target, demand[i], scale[i], node_fit[i], budget
             )
-            if take and reason is not None:
+            if take and reason is not None and _admits(ledger, holding, source, target, take):
                 _apply(ledger, holding, source, target, take, demand[i])
                 names = ledger.fleet.name_list
                 holding.moves.append(Move(names[source], names[target], take, reason, at))
                 budget.spend(holding.claimed, take)
                 moved.add(i)
-        level = _overall(ledger)
+        level = levels.overall(ledger)
     return moved
 
 
@@ -334,7 +338,7 @@ def _fill_one(
     subject = ledger.facts.newcomer(holding.claimed, demand, scale, node_fit, holding.term)
     if not express.feasible(fleet, subject)[target]:
         return 0, None
-    resource = _decisive(ledger, demand, source)
+    resource = levels.decisive(ledger, demand, source)
     capacity = fleet.capacity_by_resource[resource]
     per = float(demand[resource])
     here, there = float(ledger.usage[resource, source]), float(ledger.usage[resource, target])
@@ -348,8 +352,8 @@ def _fill_one(
         return not left - arrived < ledger.config.rebalance.threshold
 
     take = _first_false(worth, limit)
-    levels = f"{here / capacity[source]:.2f} vs {there / capacity[target]:.2f}"
-    where = f"{fleet.name_list[target]}: water level {levels} ({fleet.resources[resource]})"
+    shown = f"{here / capacity[source]:.2f} vs {there / capacity[target]:.2f}"
+    where = f"{fleet.name_list[target]}: water level {shown} ({fleet.resources[resource]})"
     return take, MoveReason(MoveCode.FILLING, where)
 
 
@@ -365,14 +369,6 @@ def _first_false(holds: Callable[[int], bool], limit: int) -> int:
     return low
 
 
-def _overall(ledger: engine.Pass) -> FloatArray:
-    """Each cluster's water level: the highest of its cpu and memory levels."""
-    fleet = ledger.fleet
-    rows = [fleet.resources.index(r) for r in ("cpu", "memory") if r in fleet.resources]
-    result: FloatArray = _level(ledger)[rows].max(axis=0, initial=0.0)
-    return result
-
-
 def still_filling(decisions: Sequence[Decision], filling: Collection[str], now: float) -> set[str]:
     """The Filling clusters that this pass (at `now`) moved replicas into: they stay Filling."""
     at = durations.rfc3339(now)
@@ -382,16 +378,6 @@ def still_filling(decisions: Sequence[Decision], filling: Collection[str], now: 
         for move in decision.moves
         if move.at == at and move.target in filling and move.reason.code is MoveCode.FILLING
     }
-
-
-def _decisive(ledger: engine.Pass, demand: FloatArray, source: int) -> int:
-    """The requested resource with the highest water level on `source` (cpu when none)."""
-    capacity = ledger.fleet.capacity_by_resource[:, source]
-    rows = rows_of((demand > 0) & np.isfinite(capacity) & (capacity > 0))
-    if not len(rows):
-        return ledger.fleet.resources.index("cpu") if "cpu" in ledger.fleet.resources else 0
-    level = ledger.usage[rows, source] / capacity[rows]
-    return int(rows[int(np.argmax(level))])
 
 
 def _toward(
@@ -414,7 +400,7 @@ def _toward(
     for source in sorted(surplus):
         for row in sorted(short):
             take = min(surplus[source], short[row], allowed - moved)
-            if take <= 0:
+            if take <= 0 or not _admits(ledger, holding, source, row, take):
                 continue
             _apply(ledger, holding, source, row, take, demand)
             holding.moves.append(Move(names[source], names[row], take, REQUESTED, at))
@@ -451,20 +437,17 @@ def _need(
     level = ledger.usage[over, source] / capacity[over]
     worst = int(over[int(np.argmax(level - limit[over]))])
     resource = fleet.resources[worst]
-    shown = _above(float(ledger.usage[worst, source] / capacity[worst]), float(limit[worst]))
+    shown = levels.above(float(ledger.usage[worst, source] / capacity[worst]), float(limit[worst]))
     above = f"{shown} > {float(limit[worst]):g} ({resource})"
     if holding.over.get(source):
         return need, worst, MoveReason(MoveCode.OVER_LIMIT, above)
     return need, worst, foresight.reason(ledger.foresight, worst, source, above)
 
 
-def _above(level: float, limit: float) -> str:
-    """`level` with two decimals, or as many more as it takes to read above `limit`."""
-    for digits in range(2, 7):
-        shown = f"{level:.{digits}f}"
-        if float(shown) > limit:
-            return shown
-    return f"{level:g}"
+def _admits(ledger: engine.Pass, holding: _Holding, source: int, target: int, take: int) -> bool:
+    """Whether the workload's disruption budget lets `take` replicas move now."""
+    names = ledger.fleet.name_list
+    return holding.guard is None or holding.guard.admits(names[source], names[target], take)
 
 
 def _apply(

@@ -324,6 +324,7 @@ def _config(into: _Collector) -> SchedulerConfig:
         scoring=_scoring(spec.get("scoring") or {}),
         rebalance=_rebalance(spec),
         prediction=_prediction(doc, spec, into),
+        disruption=policies.disruption_budget(spec),
         kubernetes_version=version,
         raw=spec,
     )

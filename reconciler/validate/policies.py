@@ -21,6 +21,7 @@ from reconciler.domain import (
     DRO_API_VERSION,
     AffinityTerm,
     ClusterAffinity,
+    DisruptionBudget,
     DivisionPreference,
     Document,
     MoveBudget,
@@ -74,8 +75,9 @@ def dro_placement(spec: Mapping[str, Any]) -> Placement:
     )
     rebalance = placement.get("rebalance") or {}
     moves = rebalance.get("maxMovesPerPass")
-    # neither the churn budget nor the takeover rule changes where replicas go
-    as_written = {k: v for k, v in placement.items() if k not in ("rebalance", "apply")}
+    # neither the budgets nor the takeover rule changes where replicas go
+    paced = ("rebalance", "apply", "disruption")
+    as_written = {k: v for k, v in placement.items() if k not in paced}
     return Placement(
         digest=digest({"targetClusters": spec.get("targetClusters"), "placement": as_written}),
         max_moves=None if moves is None else MoveBudget.parse(moves),
@@ -106,7 +108,14 @@ def dro_placement(spec: Mapping[str, Any]) -> Placement:
         allow_split=bool(placement.get("allowSplit", False)),
         takeover=(placement.get("apply") or {}).get("takeover", "IfNoDiff"),
         drift=(placement.get("apply") or {}).get("drift", "Correct"),
+        disruption=disruption_budget(placement),
     )
+
+
+def disruption_budget(raw: Mapping[str, Any]) -> DisruptionBudget | None:
+    """`disruption.maxUnavailableClusters` of a placement or of dro.yaml's spec, or None."""
+    value = (raw.get("disruption") or {}).get("maxUnavailableClusters")
+    return None if value is None else DisruptionBudget.parse(value)
 
 
 def _rpp(doc: Document) -> PlacementPolicy:
