@@ -12,6 +12,7 @@ from typing import NamedTuple
 from reconciler.domain.base import Manifest, ResourceKey, empty
 from reconciler.domain.policy import PolicyRef, Strategy
 from reconciler.domain.reasons import MoveReason, Trigger
+from reconciler.domain.rollout import RolloutStatus
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -133,6 +134,8 @@ class Decision:
     every replica runs where no price is declared."""
     unpriced: int = 0
     """Replicas that run on clusters without a price, left out of `cost_per_hour`."""
+    rollout: RolloutStatus | None = None
+    """Where the workload's rollout stands (`status.rollout`); None without `rollout`."""
 
     def rendered(self) -> tuple[Placed, ...]:
         """The replicas to render per cluster: the target plus what is still retiring."""

@@ -13,6 +13,7 @@ from typing import Literal
 from reconciler.domain.base import Manifest, Origin, empty
 from reconciler.domain.cluster import Toleration
 from reconciler.domain.data import DataAccess
+from reconciler.domain.rollout import Rollout
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -233,6 +234,9 @@ class Placement:
     what each already has; scheduling goes on)."""
     suspended_on: tuple[str, ...] = ()
     """Karmada's `suspension.dispatchingOnClusters.clusterNames`: the same, on these only."""
+    rollout: Rollout | None = None
+    """`placement.rollout`: a template change reaches the clusters in waves (None: dro.yaml's
+    `spec.rollout`, else every cluster at once)."""
 
     def dispatch_suspended(self, cluster: str) -> bool:
         """Whether changes to the workload are held back from `cluster`."""

@@ -13,6 +13,7 @@ from reconciler.domain.base import EMPTY, Manifest, Origin, ResourceKey, Source,
 from reconciler.domain.cluster import Cluster
 from reconciler.domain.data import DataAccess, DataSet, Topology
 from reconciler.domain.policy import MoveBudget, OverridePolicy, Placement, PlacementPolicy
+from reconciler.domain.rollout import Rollout
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -118,6 +119,8 @@ class SchedulerConfig:
     rebalance: Rebalance = Rebalance()
     prediction: Prediction = Prediction()
     kubernetes_version: str | None = None
+    rollout: Rollout | None = None
+    """`spec.rollout`: the waves of every workload whose policy sets no `rollout`."""
     raw: Manifest = field(default_factory=empty)
     """The whole spec, for settings later stages read (rebalance, failover …)."""
 

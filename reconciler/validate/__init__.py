@@ -50,6 +50,7 @@ from reconciler.validate import (
     names,
     overridecheck,
     policies,
+    rollouts,
     schemacheck,
 )
 from reconciler.validate import references as refs
@@ -187,6 +188,9 @@ def _accept(doc: Document, route: str, into: _Collector) -> None:
         return
     if route == "config":
         into.config_docs.append(doc)
+        raw_rollout = (doc.body.get("spec") or {}).get("rollout")
+        for pointer, message in rollouts.problems(raw_rollout, "/spec/rollout"):
+            into.problem(doc, pointer, message)
     elif route == "topology":
         into.topology = doc
     elif route == "dataset":
@@ -196,7 +200,12 @@ def _accept(doc: Document, route: str, into: _Collector) -> None:
     elif policies.is_placement_kind(doc.body["apiVersion"], doc.body["kind"]):
         into.placement.append(policies.placement_policy(doc))
         into.placement_docs.append(doc)
-        raw = ((doc.body.get("spec") or {}).get("placement") or {}).get("data") or ()
+        placement = (doc.body.get("spec") or {}).get("placement") or {}
+        for pointer, message in rollouts.problems(
+            placement.get("rollout"), "/spec/placement/rollout"
+        ):
+            into.problem(doc, pointer, message)
+        raw = placement.get("data") or ()
         pointer = "/spec/placement/data"
         for index, access in enumerate(datamodel.accesses(raw, doc.origin, pointer, into.problems)):
             into.data_refs.append((access, doc.origin, f"{pointer}/{index}/dataSet"))
@@ -325,6 +334,7 @@ def _config(into: _Collector) -> SchedulerConfig:
         rebalance=_rebalance(spec),
         prediction=_prediction(doc, spec, into),
         kubernetes_version=version,
+        rollout=rollouts.parse(spec.get("rollout")),
         raw=spec,
     )
 

@@ -35,7 +35,7 @@ from reconciler.domain import (
     SpreadConstraint,
     Strategy,
 )
-from reconciler.validate import datamodel, selectors
+from reconciler.validate import datamodel, rollouts, selectors
 
 EXTENSIONS_ANNOTATION = "multicluster.io/extensions"
 KARMADA_OPERATION_ORDER = (
@@ -74,8 +74,10 @@ def dro_placement(spec: Mapping[str, Any]) -> Placement:
     )
     rebalance = placement.get("rebalance") or {}
     moves = rebalance.get("maxMovesPerPass")
-    # neither the churn budget nor the takeover rule changes where replicas go
-    as_written = {k: v for k, v in placement.items() if k not in ("rebalance", "apply")}
+    # neither the churn budget, the takeover rule nor the rollout changes where replicas go
+    as_written = {
+        k: v for k, v in placement.items() if k not in ("rebalance", "apply", "rollout")
+    }
     return Placement(
         digest=digest({"targetClusters": spec.get("targetClusters"), "placement": as_written}),
         max_moves=None if moves is None else MoveBudget.parse(moves),
@@ -105,6 +107,7 @@ def dro_placement(spec: Mapping[str, Any]) -> Placement:
         max_data_latency_ms=placement.get("maxDataLatencyMs"),
         allow_split=bool(placement.get("allowSplit", False)),
         takeover=(placement.get("apply") or {}).get("takeover", "IfNoDiff"),
+        rollout=rollouts.parse(placement.get("rollout")),
     )
 
 
