@@ -75,9 +75,7 @@ def dro_placement(spec: Mapping[str, Any]) -> Placement:
     rebalance = placement.get("rebalance") or {}
     moves = rebalance.get("maxMovesPerPass")
     # neither the churn budget, the takeover rule nor the rollout changes where replicas go
-    as_written = {
-        k: v for k, v in placement.items() if k not in ("rebalance", "apply", "rollout")
-    }
+    as_written = {k: v for k, v in placement.items() if k not in ("rebalance", "apply", "rollout")}
     return Placement(
         digest=digest({"targetClusters": spec.get("targetClusters"), "placement": as_written}),
         max_moves=None if moves is None else MoveBudget.parse(moves),
