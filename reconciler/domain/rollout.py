@@ -87,6 +87,10 @@ class ClusterRollout:
     """The template revision rendered there this pass."""
     commit: str
     """The source commit that template comes from."""
+    from_revision: str
+    """The revision it ran when this rollout started (what a rollback gives back)."""
+    from_commit: str
+    """The source commit of `from_revision`."""
     healthy_since: str | None = None
     """RFC 3339: since when it is observed Healthy with the new revision."""
 
@@ -102,6 +106,8 @@ class RolloutStatus:
     phase: str = COMPLETE
     previous: str | None = None
     """The revision the rollout started from (None when complete)."""
+    previous_commit: str | None = None
+    """The source commit of `previous`."""
     wave: int = 0
     """Waves released so far (the last released is in progress)."""
     waves: int = 0
@@ -110,6 +116,9 @@ class RolloutStatus:
     wave_started_at: str | None = None
     clusters: tuple[ClusterRollout, ...] = ()
     message: str | None = None
+    promote_at_start: str | None = None
+    """`rollout-promote` as the change that started the rollout left it: approving a wave
+    takes a later commit that sets it (or `<wave>@<revision>`)."""
 
     @property
     def in_progress(self) -> bool:

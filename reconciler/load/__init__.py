@@ -224,3 +224,13 @@ def previous_rendered(url: str, branch: str, state_dir: Path) -> Callable[[str],
         return gitrepo.read_files(repo, tip, (path,)).get(path)
 
     return read
+
+
+def source_at(url: str, state_dir: Path, sha: str) -> Source | None:
+    """The source files at commit `sha` of an already fetched cache, without fetching; None
+    when the cache does not hold it (a rollout's template in force, `laststate.templates`)."""
+    repo = gitrepo.open_cache(url, state_dir)
+    try:
+        return _source(repo, gitrepo.resolve(repo, sha))
+    except UsageError:
+        return None
