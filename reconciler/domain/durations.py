@@ -1,8 +1,7 @@
 """Durations (`10m`, `1h30m`, `500ms`, `7d`) and RFC 3339 times, as dro.yaml and decisions
 write them.
 
-Called by 20 modules, among them `branch.statefiles`, `cli.simulate`, `live`,
-`review.followups`.
+Called by 21 modules, among them `branch.statefiles`, `cli.simulate`, `live`, `render.rollout`.
 """
 
 from __future__ import annotations
