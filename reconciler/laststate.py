@@ -4,7 +4,7 @@
 stage that needs it; `review` (dro plan) builds it once for both sides of a change. Nothing
 else parses the output branch's `decisions/` and `status/` files during a pass.
 
-Called by `foresee`, `pipeline` and `review`.
+Called by `cli`, `foresee`, `pipeline` and `review`.
 """
 
 from __future__ import annotations

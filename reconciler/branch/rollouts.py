@@ -1,6 +1,6 @@
 """A decision's `status.rollout`, written and read back.
 
-Called by `branch.summary`.
+Called by `branch.summary` and `cli`.
 """
 
 from __future__ import annotations

@@ -26,8 +26,10 @@ from reconciler.cli import shortnames
 from reconciler.domain import Decision, Placed
 from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
 from reconciler.domain.forecast import Forecasts
+from reconciler.domain.rollout import RolloutStatus
 from reconciler.errors import Problem
 from reconciler.live.outcome import ClusterSync
+from reconciler.render import rollout
 from reconciler.review import tables
 
 TRACEBACKS = structlog.processors.ExceptionRenderer(
@@ -315,6 +317,15 @@ def move_line(decision: Decision, entry: Placed) -> str:
     return f"moving whole {entry.cluster} → {target}: {entry.phase} since {entry.since}; {waiting}"
 
 
+def rollout_lines(status: RolloutStatus) -> list[object]:
+    """Where a rollout stands, and each wave's clusters with their state."""
+    lines: list[object] = [f"rollout: {rollout.standing(status)}"]
+    for number in range(1, status.waves + 1):
+        states = ", ".join(f"{c.cluster} {c.state}" for c in status.clusters if c.wave == number)
+        lines.append(f"  wave {rollout.wave_label(status, number)}: {states}")
+    return lines
+
+
 def explanation(decision: Decision) -> list[object]:
     """The header lines and the per-cluster table `dro explain` prints."""
     diagnosis = decision.diagnosis
@@ -352,6 +363,8 @@ def explanation(decision: Decision) -> list[object]:
     elif decision.retiring:
         still = ", ".join(f"{p.cluster} {p.replicas}" for p in decision.retiring)
         lines.append(f"retiring (old copies kept until the new ones are up): {still}")
+    if decision.rollout is not None:
+        lines += rollout_lines(decision.rollout)
     scorers = list(diagnosis.weights)
     rows = []
     for verdict in diagnosis.verdicts:

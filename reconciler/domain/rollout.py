@@ -5,8 +5,8 @@ A change to a workload's template reaches its clusters wave by wave. `Rollout` i
 (from a policy, else dro.yaml's `spec.rollout`); `RolloutStatus` is the state each pass
 records in the decision and the next pass advances (`reconciler.render.rollout`).
 
-Called by 9 modules, among them `branch.rollouts`, `commit.describe`, `domain.decision`,
-`live.observe`.
+Called by 10 modules, among them `branch.rollouts`, `cli.report`, `commit.describe`,
+`domain.decision`.
 """
 
 from __future__ import annotations

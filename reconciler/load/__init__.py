@@ -171,6 +171,14 @@ class Revisions:
             sourcecheck.require_dro_files(found, f"{self._location} at {ref}")
         return found
 
+    def commit_source(self, sha: str) -> Source | None:
+        """The source files at commit `sha`, or None when it is not here (the template a
+        rollout keeps in force, `laststate.templates`)."""
+        try:
+            return _source(self._repo, gitrepo.resolve(self._repo, sha, local=self.local))
+        except UsageError:
+            return None
+
     def tip(self, branch: str) -> str | None:
         """The sha of the output branch's tip, or None when it does not exist."""
         tip = gitrepo.branch_tip(self._repo, branch)

@@ -371,7 +371,11 @@ def _shared_files(
                 )
             ).encode()
         )
-    files[paths.README] = (summary.readme(spec, decisions) + _crossing_section(crossing)).encode()
+    files[paths.README] = (
+        summary.readme(spec, decisions)
+        + _crossing_section(crossing)
+        + rollout.readme_section(decisions)
+    ).encode()
     return files
 
 
