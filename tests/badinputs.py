@@ -762,6 +762,13 @@ CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
         "wave 'a' is named twice",
     ),
     (
+        "rollout-wave-named-rest",
+        {P: RPP_ROLLOUT + "      waves:\n        - {name: rest, clusters: [eu-west-1]}\n"},
+        P,
+        10,
+        "reserved",
+    ),
+    (
         "rollout-wave-without-clusters",
         {P: RPP_ROLLOUT + "      waves:\n        - {name: a, approval: true}\n"},
         P,

@@ -19,6 +19,8 @@ from reconciler.domain.base import empty
 
 PROMOTE_ANNOTATION = "multicluster.io/rollout-promote"
 """On a workload: the approval wave its rollout may now start (`approval: true`)."""
+REST = "rest"
+"""The name of the last wave: the placed clusters no named wave takes."""
 REVISION_ANNOTATION = "multicluster.io/revision"
 """On a rendered object under a rollout: the template revision it carries, which observe
 reads back so a wave counts as Healthy only with the new revision."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -57,13 +57,15 @@ def revision(manifest: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
-def setting(spec: Spec, decision: Decision) -> r.Rollout | None:
+def settings(spec: Spec) -> Callable[[Decision], r.Rollout | None]:
     """The rollout that applies to a decision's workload: its policy's, else dro.yaml's."""
-    policies = {p.ref: p for p in spec.placement_policies}
-    policy = policies.get(decision.policy) if decision.policy is not None else None
-    if policy is not None and policy.placement.rollout is not None:
-        return policy.placement.rollout
-    return spec.config.rollout
+    own = {p.ref: p.placement.rollout for p in spec.placement_policies}
+
+    def setting(decision: Decision) -> r.Rollout | None:
+        found = own.get(decision.policy) if decision.policy is not None else None
+        return found if found is not None else spec.config.rollout
+
+    return setting
 
 
 def waves(
@@ -88,7 +90,7 @@ def waves(
             result.append((wave.name, members))
     rest = tuple(c for c in names if c not in taken)
     if rest:
-        result.append(("rest", rest))
+        result.append((r.REST, rest))
     return result
 
 
@@ -143,11 +145,16 @@ def advance(
 ) -> tuple[Decision, ...]:
     """The decisions with their `rollout` advanced by one pass (those without a rollout
     setting unchanged)."""
+    if spec.config.rollout is None and not any(
+        p.placement.rollout for p in spec.placement_policies
+    ):
+        return tuple(decisions)
     workloads = {w.key: w for w in spec.workloads}
     labels = {c.name: c.labels for c in spec.clusters}
+    setting = settings(spec)
     result = []
     for decision in decisions:
-        chosen = setting(spec, decision)
+        chosen = setting(decision)
         workload = workloads.get(decision.key)
         if chosen is None or workload is None:
             result.append(decision)

@@ -11,7 +11,7 @@ from types import MappingProxyType
 from typing import Any
 
 from reconciler.domain import durations
-from reconciler.domain.rollout import Rollout, Wave
+from reconciler.domain.rollout import REST, Rollout, Wave
 
 
 def parse(raw: Mapping[str, Any] | None) -> Rollout | None:
@@ -58,6 +58,13 @@ def problems(raw: Mapping[str, Any] | None, pointer: str) -> list[tuple[str, str
         name = str(wave.get("name"))
         if name in seen:
             found.append((f"{pointer}/waves/{index}/name", f"wave {name!r} is named twice"))
+        if name == REST:
+            found.append(
+                (
+                    f"{pointer}/waves/{index}/name",
+                    f"wave name {REST!r} is reserved for the clusters no wave takes",
+                )
+            )
         seen.add(name)
         if not wave.get("clusters") and not wave.get("labels"):
             found.append((f"{pointer}/waves/{index}", f"wave {name!r} names no clusters or labels"))
