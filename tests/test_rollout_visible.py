@@ -10,7 +10,7 @@ import pytest
 
 from reconciler import cli
 from reconciler.branch import summary
-from reconciler.render import rollout
+from reconciler.render import rolloutview
 from reconciler.service.metrics import Metrics
 from tests.conftest import SourceRepo, git, make_source_repo
 from tests.rolloutfleet import NAMES, cluster_file, dro_yaml, web
@@ -110,7 +110,7 @@ def test_metrics_count_rollouts_by_phase(tmp_path: Path) -> None:
         )
         decisions.append(decision)
     metrics = Metrics()
-    metrics.record_plan({}, 0, rollout.counts(decisions))
+    metrics.record_plan({}, 0, rolloutview.counts(decisions))
     text = metrics.exposition().decode()
     assert 'dro_rollouts{phase="Progressing"} 2.0' in text
     assert 'dro_rollouts{phase="Paused"} 1.0' in text

@@ -29,7 +29,7 @@ from reconciler.domain.forecast import Forecasts
 from reconciler.domain.rollout import RolloutStatus
 from reconciler.errors import Problem
 from reconciler.live.outcome import ClusterSync
-from reconciler.render import rollout
+from reconciler.render import rolloutview
 from reconciler.review import tables
 
 TRACEBACKS = structlog.processors.ExceptionRenderer(
@@ -319,10 +319,10 @@ def move_line(decision: Decision, entry: Placed) -> str:
 
 def rollout_lines(status: RolloutStatus) -> list[object]:
     """Where a rollout stands, and each wave's clusters with their state."""
-    lines: list[object] = [f"rollout: {rollout.standing(status)}"]
+    lines: list[object] = [f"rollout: {rolloutview.standing(status)}"]
     for number in range(1, status.waves + 1):
         states = ", ".join(f"{c.cluster} {c.state}" for c in status.clusters if c.wave == number)
-        lines.append(f"  wave {rollout.wave_label(status, number)}: {states}")
+        lines.append(f"  wave {rolloutview.wave_label(status, number)}: {states}")
     return lines
 
 

@@ -37,7 +37,7 @@ from reconciler.domain import (
 from reconciler.domain import rollout as rollouts
 from reconciler.domain.forecast import Forecasts
 from reconciler.kube import demand, inventory, movehooks
-from reconciler.render import overrides, rollout, services
+from reconciler.render import overrides, rollout, rolloutview, services
 
 MANAGED_BY = inventory.MANAGED_BY
 PLACEMENT_ANNOTATION = inventory.PLACEMENT_ANNOTATION
@@ -374,7 +374,7 @@ def _shared_files(
     files[paths.README] = (
         summary.readme(spec, decisions)
         + _crossing_section(crossing)
-        + rollout.readme_section(decisions)
+        + rolloutview.readme_section(decisions)
     ).encode()
     return files
 
