@@ -783,6 +783,18 @@ CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
         "First Wave",
     ),
     (
+        "rollout-promote-unknown-wave",
+        {
+            "dro.yaml": DRO_YAML + "  rollout: {waves: [{name: prod, labels: {a: b}, "
+            "approval: true}]}\n",
+            W: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: shop\n"
+            "  annotations:\n    multicluster.io/rollout-promote: prdo\n",
+        },
+        W,
+        7,
+        "names no approval wave",
+    ),
+    (
         "dro-yaml-rollout-bad-timeout",
         {"dro.yaml": DRO_YAML + "  rollout: {maxClusters: 1, healthTimeout: 15 minutes}\n"},
         "dro.yaml",

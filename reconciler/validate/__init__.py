@@ -370,6 +370,7 @@ def check(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Result:
     refs.check_requested_times(into.placement, config, into.problems)
     refs.check_ceilings(into.placement, config, into.problems)
     claimed_by = refs.check_claims(into.placement, objects, into.problems)
+    into.problems += rollouts.promote_problems(objects, claimed_by, config.rollout)
     into.problems += defaulted.warnings(
         objects, into.placement, claimed_by, bundled.by_dependency, config, cluster_list
     )

@@ -6,12 +6,13 @@ Called by `validate` and `validate.policies`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from reconciler.domain import durations
-from reconciler.domain.rollout import REST, Rollout, Wave
+from reconciler.domain import PlacementPolicy, ResourceKey, Workload, durations
+from reconciler.domain.rollout import PROMOTE_ANNOTATION, REST, Rollout, Wave
+from reconciler.errors import Problem
 
 
 def parse(raw: Mapping[str, Any] | None) -> Rollout | None:
@@ -88,3 +89,40 @@ def _seconds(text: Any, default: float) -> float:
         return durations.seconds(text)
     except ValueError:  # reported by `problems`
         return default
+
+
+def promote_problems(
+    objects: Sequence[Workload],
+    claimed_by: Mapping[ResourceKey, PlacementPolicy | None],
+    default: Rollout | None,
+) -> list[Problem]:
+    """A `multicluster.io/rollout-promote` annotation that names no approval wave of the
+    workload's rollout: it would approve nothing, and the wave would wait for ever."""
+    pointer = "/metadata/annotations/" + PROMOTE_ANNOTATION.replace("/", "~1")
+    found = []
+    for workload in objects:
+        notes = (workload.manifest.get("metadata") or {}).get("annotations") or {}
+        value = notes.get(PROMOTE_ANNOTATION)
+        if value is None:
+            continue
+        policy = claimed_by.get(workload.key)
+        rollout = policy.placement.rollout if policy is not None else None
+        rollout = rollout or default
+        gates = [w.name for w in rollout.waves if w.approval] if rollout is not None else []
+        if str(value).split("@", 1)[0] in gates:
+            continue
+        said = (
+            f"approval waves: {', '.join(gates)}"
+            if gates
+            else "its rollout has no wave with approval: true"
+        )
+        found.append(
+            Problem(
+                path=workload.origin.path,
+                line=workload.origin.line_of(pointer),
+                pointer=pointer,
+                message=f"{value!r} names no approval wave of "
+                f"{workload.key.brief}'s rollout ({said})",
+            )
+        )
+    return found
