@@ -762,6 +762,16 @@ CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
         "wave 'a' is named twice",
     ),
     (
+        "rollout-wave-unknown-cluster",
+        {
+            P: RPP_ROLLOUT
+            + "      waves:\n        - name: a\n          clusters: [eu-west-1, mars-1]\n"
+        },
+        P,
+        11,
+        "unknown cluster 'mars-1'",
+    ),
+    (
         "rollout-wave-named-rest",
         {P: RPP_ROLLOUT + "      waves:\n        - {name: rest, clusters: [eu-west-1]}\n"},
         P,

@@ -349,6 +349,9 @@ def check(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Result:
     objects = refs.check_objects(into.objects, version, into.problems)
     into.problems += names.shared_files(objects)
     cluster_list = refs.unique_clusters(into.cluster_list, into.problems)
+    rollout_docs = [(d, "/spec/placement/rollout") for d in into.placement_docs]
+    rollout_docs += [(d, "/spec/rollout") for d in into.config_docs]
+    into.problems += rollouts.unknown_clusters(rollout_docs, {c.name for c in cluster_list})
     refs.check_cluster_references(
         cluster_list,
         into.placement,

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from reconciler.domain import PlacementPolicy, ResourceKey, Workload, durations
+from reconciler.domain import Document, PlacementPolicy, ResourceKey, Workload, durations
 from reconciler.domain.rollout import PROMOTE_ANNOTATION, REST, Rollout, Wave
 from reconciler.errors import Problem
 
@@ -125,4 +125,31 @@ def promote_problems(
                 f"{workload.key.brief}'s rollout ({said})",
             )
         )
+    return found
+
+
+def unknown_clusters(documents: Sequence[tuple[Document, str]], known: set[str]) -> list[Problem]:
+    """A wave naming a cluster that clusters/ does not declare: it would never take it.
+    `documents` are (document, JSON pointer of its rollout)."""
+    found = []
+    hint = ", ".join(sorted(known)[:8]) or "none declared"
+    for doc, pointer in documents:
+        raw = doc.body
+        for part in pointer.strip("/").split("/"):
+            raw = raw.get(part) if isinstance(raw, Mapping) else None
+        waves = raw.get("waves") if isinstance(raw, Mapping) else None
+        for index, wave in enumerate(waves if isinstance(waves, list) else ()):
+            names = wave.get("clusters") if isinstance(wave, Mapping) else None
+            for place, name in enumerate(names if isinstance(names, list) else ()):
+                if name in known:
+                    continue
+                at = f"{pointer}/waves/{index}/clusters/{place}"
+                found.append(
+                    Problem(
+                        path=doc.origin.path,
+                        line=doc.origin.line_of(at),
+                        pointer=at,
+                        message=f"unknown cluster {name!r} (clusters/ declares: {hint})",
+                    )
+                )
     return found
