@@ -6,6 +6,9 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from reconciler.domain import (
     Decision,
     Observation,
@@ -252,3 +255,73 @@ def test_approval_is_not_taken_from_the_change_itself() -> None:
     assert next_pass.rollout.phase == r.AWAITING_APPROVAL
     assert next_pass.rollout.message is not None
     assert "rollout-promote: all" in next_pass.rollout.message
+
+
+HEALTH = st.sampled_from(("Healthy", "Progressing", "stale", "unobserved"))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(("web:1", "web:2", "web:3")),
+            st.integers(min_value=0, max_value=900),
+            st.lists(HEALTH, min_size=len(NAMES), max_size=len(NAMES)),
+        ),
+        min_size=1,
+        max_size=14,
+    ),
+    on_failure=st.sampled_from(("Pause", "Rollback")),
+)
+def test_no_cluster_ever_runs_anything_but_its_template_or_the_newest(
+    steps: list[tuple[str, int, list[str]]], on_failure: str
+) -> None:
+    """Whatever the changes, health and timing: a cluster keeps its template, takes the
+    newest, or (rolled back) gets back the one it had; only released waves run the newest; a
+    rollout's wave never goes back; a complete rollout leaves every cluster on the newest."""
+    setting = r.Rollout(
+        max_clusters=2,
+        soak=300.0,
+        health_timeout=600.0,
+        on_failure=on_failure,  # type: ignore[arg-type]
+    )
+    passes = Passes(setting)
+    passes.run("web:1", "c0", 0)
+    runs = dict.fromkeys(NAMES, _revision("web:1"))
+    at, last = 0.0, passes.last
+    for index, (image, wait, healths) in enumerate(steps, start=1):
+        at += wait
+        target = _revision(image)
+        seen = {}
+        for name, how in zip(NAMES, healths, strict=True):
+            if how == "unobserved":
+                continue
+            live = runs[name]
+            observed = _healthy("", (name,), revision=live)[name]
+            if how == "stale":
+                observed = replace(observed, stale=True)
+            elif how == "Progressing":
+                observed = replace(observed, health={deployment("web", 5).key: ("Progressing", "")})
+            seen[name] = observed
+        before = last.rollout if last is not None else None
+        status = passes.run(image, f"c{index}", at, seen)
+        last = passes.last
+        assert last is not None
+        for name in NAMES:
+            held = rollout.in_force(last, name)
+            now_runs = held[0] if held is not None else status.revision
+            entry = status.cluster(name)
+            allowed = {runs[name], target}
+            if entry is not None:
+                allowed.add(entry.from_revision)
+            assert now_runs in allowed, (name, runs[name], now_runs, target)
+            if now_runs == target and now_runs != runs[name] and status.in_progress:
+                assert entry is not None
+                assert entry.wave <= status.wave
+            runs[name] = now_runs
+        if not status.in_progress:
+            assert status.clusters == ()
+            assert set(runs.values()) == {status.revision}
+        same = before is not None and before.revision == status.revision
+        if same and before is not None and before.in_progress and status.in_progress:
+            assert status.wave >= before.wave
