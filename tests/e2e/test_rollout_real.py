@@ -76,3 +76,36 @@ def test_a_rollout_moves_wave_by_wave_as_real_clusters_become_healthy(dro: DroFl
 
     eventually("the rollout complete", complete)
     assert _images(dro) == dict.fromkeys(CLUSTERS, "web:2")
+
+
+def test_a_wave_not_healthy_in_time_is_rolled_back_on_the_real_cluster(dro: DroFleet) -> None:
+    """web:2 comes with `paused: true`: the real Deployment stays Suspended, never Healthy,
+    so after healthTimeout its wave gets web:1 back, and the later clusters never see web:2."""
+    setting = "  rollout: {maxClusters: 1, soak: 0s, healthTimeout: 5s, onFailure: Rollback}\n"
+    dro.repo.write({"dro.yaml": DRO + setting})
+    dro.repo.commit("rollouts that roll back")
+    dro.reconcile()
+    dro.wait_available("web")
+
+    paused = WEB.replace("web:1", "web:2").replace(
+        "  replicas: 2\n", "  replicas: 2\n  paused: true\n"
+    )
+    dro.repo.write({"workloads/web.yaml": paused})
+    dro.repo.commit("web:2, paused")
+    dro.reconcile()
+    assert _images(dro) == {"e2e-a": "web:2", "e2e-b": "web:1", "e2e-c": "web:1"}
+
+    def rolled_back() -> dict[str, object] | None:
+        dro.reconcile()
+        state = dro.committed("decisions/shop/deployment-web.yaml")["status"]["rollout"]
+        assert isinstance(state, dict)
+        assert state["wave"] == 1, state  # the next wave never starts
+        return state if state["phase"] == "RolledBack" else None
+
+    state = eventually("wave 1 rolled back", rolled_back)
+    assert "e2e-a" in str(state["message"])
+    assert _images(dro) == dict.fromkeys(CLUSTERS, "web:1")
+    live = dro.deployment("e2e-a", "web")
+    assert live is not None
+    assert not live.spec.paused
+    dro.wait_available("web")
