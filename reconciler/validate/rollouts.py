@@ -134,7 +134,7 @@ def unknown_clusters(documents: Sequence[tuple[Document, str]], known: set[str])
     found = []
     hint = ", ".join(sorted(known)[:8]) or "none declared"
     for doc, pointer in documents:
-        raw = doc.body
+        raw: Any = doc.body
         for part in pointer.strip("/").split("/"):
             raw = raw.get(part) if isinstance(raw, Mapping) else None
         waves = raw.get("waves") if isinstance(raw, Mapping) else None
