@@ -4,7 +4,7 @@
 stage that needs it; `review` (dro plan) builds it once for both sides of a change. Nothing
 else parses the output branch's `decisions/` and `status/` files during a pass.
 
-Called by `cli.diff`, `foresee`, `pipeline` and `review`.
+Called by `cli`, `cli.diff`, `foresee`, `pipeline` and `review`.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler import load, render
+from reconciler import load, render, validate
 from reconciler.branch import lastpass, paths, status
-from reconciler.domain import Decision
+from reconciler.domain import Decision, Manifest, ResourceKey, Source
 from reconciler.domain.forecast import History
 from reconciler.settings import Settings
 
@@ -37,6 +37,9 @@ class LastPass:
     history: Callable[[float, float], History] | None = None
     """Reads the status history on the output branch, (now, window) → History, for
     prediction (`load.history`); called only when prediction is on."""
+    templates: render.Templates | None = None
+    """Reads a workload's manifest at an earlier source commit: the template a rollout keeps
+    in force where it has not arrived yet (`templates`)."""
 
     def held_status(
         self, tree: Mapping[str, bytes], now: float, interval: float
@@ -60,6 +63,7 @@ def of(
     *,
     kept: render.Kept | None = None,
     history: Callable[[float, float], History] | None = None,
+    templates: render.Templates | None = None,
 ) -> LastPass:
     """What the output branch's state `files` say, each file read once (an unreadable one is
     warned about once, by `lastpass`)."""
@@ -70,6 +74,38 @@ def of(
         statuses=status.previous_statuses(files),
         kept=kept,
         history=history,
+        templates=templates,
+    )
+
+
+def templates(read: Callable[[str], Source | None]) -> render.Templates:
+    """A reader of workload manifests at earlier source commits (`read(sha)` gives the source,
+    e.g. `load.source_at`); each commit is read and validated once. A commit that is gone, or
+    that no longer validates, gives None, and the source's own template is rendered."""
+    specs: dict[str, Mapping[ResourceKey, Manifest] | None] = {}
+
+    def manifest(commit: str, key: ResourceKey) -> Manifest | None:
+        if commit not in specs:
+            source = read(commit) if commit else None
+            spec = validate.check(source).spec if source is not None else None
+            specs[commit] = None if spec is None else {w.key: w.manifest for w in spec.workloads}
+        found = specs[commit]
+        return None if found is None else found.get(key)
+
+    return manifest
+
+
+def online(settings: Settings) -> LastPass:
+    """The last pass's state, from the output branch of the fetched cache of `settings.repo`
+    (a pass of `dro reconcile` or `dro run`)."""
+    assert settings.repo is not None
+    url = settings.repo
+    where = (url, settings.output_branch, settings.state_dir)
+    return of(
+        load.previous_state(*where),
+        kept=load.previous_rendered(*where),
+        history=load.history.reader(*where),
+        templates=templates(lambda sha: load.source_at(url, settings.state_dir, sha)),
     )
 
 

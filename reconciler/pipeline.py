@@ -10,6 +10,7 @@ Called by `cli`, `cli.diff`, `cli.plan`, `cli.progress`, `review` and `service`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -27,6 +28,7 @@ from reconciler.domain.forecast import Forecasts
 from reconciler.errors import Problem
 from reconciler.laststate import FIRST_PASS, LastPass
 from reconciler.live import takeover
+from reconciler.render import rollout
 from reconciler.settings import Settings
 from reconciler.validate import guard
 
@@ -86,14 +88,6 @@ class PassResult:
     """2 when the moves' new copies became Healthy and a second pass retired the old ones."""
     skipped: str | None = None
     """Why an online pass applied nothing (`applied` is None), e.g. `NOT_ON_REMOTE`."""
-
-
-def last_pass(settings: Settings) -> LastPass:
-    """The last pass's state, from the output branch of the fetched cache of `settings.repo`."""
-    assert settings.repo is not None
-    where = (settings.repo, settings.output_branch, settings.state_dir)
-    kept, history = load.previous_rendered(*where), load.history.reader(*where)
-    return laststate.of(load.previous_state(*where), kept=kept, history=history)
 
 
 NOT_ON_REMOTE = (
@@ -159,7 +153,7 @@ def _schedule(
     observations: Mapping[str, Observation] | None,
 ) -> schedule.Placement:
     on_stage(Stage.SCHEDULE)
-    return schedule.place_and_project(
+    placed = schedule.place_and_project(
         spec,
         {d.key: d for d in before.decisions} or None,
         observations,
@@ -168,6 +162,9 @@ def _schedule(
         filling=filling(spec, before.phases),
         forecasts=foresee.forecasts(spec, before, observations, pass_time(source, now)),
     )
+    previous = {d.key: d for d in before.decisions}
+    waves = rollout.advance(spec, placed.decisions, previous, observations, pass_time(source, now))
+    return dataclasses.replace(placed, decisions=waves)
 
 
 def pass_time(source: Source, now: float | None) -> float:
@@ -214,6 +211,7 @@ def plan(
         filling=still,
         kept=before.kept,
         forecasts=placement.forecasts,
+        templates=before.templates,
     )
     planned = Planned(
         spec=spec,
@@ -328,7 +326,7 @@ def _one_pass(
     assert settings.repo is not None
     source = _loaded(settings, on_stage)
     with _Clusters(settings, fenced) as clusters, _working_on(source):
-        before = last_pass(settings)
+        before = laststate.online(settings)
         audit.loaded(Stage.LOAD, source, before.decisions, follow_up=follow_up)
         now = time.time()
         planned, observed = plan(

@@ -29,6 +29,10 @@ DEPLOYMENT = (
     "    spec:\n      containers:\n        - name: c\n          image: i\n"
     "          resources: {{requests: {{cpu: {cpu}}}}}\n"
 )
+RPP_ROLLOUT = (
+    RPP.format(name="p")
+    + "  resourceSelector: {apiVersion: apps/v1, kind: Deployment}\n  placement:\n    rollout:\n"
+)
 W = "workloads/shop/bad.yaml"
 P = "policies/bad.yaml"
 C = "clusters/eu-west-3.yaml"
@@ -769,5 +773,110 @@ CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
         W,
         1,
         "use apiVersion: policy/v1",
+    ),
+    (
+        "rollout-bad-on-failure",
+        {P: RPP_ROLLOUT + "      maxClusters: 2\n      onFailure: Retry\n"},
+        P,
+        10,
+        "Retry",
+    ),
+    (
+        "rollout-bad-soak",
+        {P: RPP_ROLLOUT + "      maxClusters: 2\n      soak: ten minutes\n"},
+        P,
+        10,
+        "soak",
+    ),
+    (
+        "rollout-bad-max-clusters",
+        {P: RPP_ROLLOUT + "      maxClusters: 25 percent\n"},
+        P,
+        9,
+        "maxClusters",
+    ),
+    (
+        "rollout-zero-max-clusters",
+        {P: RPP_ROLLOUT + "      maxClusters: '0%'\n"},
+        P,
+        9,
+        "maxClusters must be at least 1",
+    ),
+    (
+        "rollout-waves-and-max-clusters",
+        {
+            P: RPP_ROLLOUT
+            + "      maxClusters: 2\n      waves: [{name: a, clusters: [eu-west-1]}]\n"
+        },
+        P,
+        9,
+        "waves or maxClusters, not both",
+    ),
+    (
+        "rollout-empty",
+        {P: RPP_ROLLOUT + "      soak: 5m\n"},
+        P,
+        8,
+        "rollout needs waves or maxClusters",
+    ),
+    (
+        "rollout-wave-named-twice",
+        {
+            P: RPP_ROLLOUT + "      waves:\n        - {name: a, clusters: [eu-west-1]}\n"
+            "        - {name: a, labels: {region: eu-west}}\n"
+        },
+        P,
+        11,
+        "wave 'a' is named twice",
+    ),
+    (
+        "rollout-wave-unknown-cluster",
+        {
+            P: RPP_ROLLOUT
+            + "      waves:\n        - name: a\n          clusters: [eu-west-1, mars-1]\n"
+        },
+        P,
+        11,
+        "unknown cluster 'mars-1'",
+    ),
+    (
+        "rollout-wave-named-rest",
+        {P: RPP_ROLLOUT + "      waves:\n        - {name: rest, clusters: [eu-west-1]}\n"},
+        P,
+        10,
+        "reserved",
+    ),
+    (
+        "rollout-wave-without-clusters",
+        {P: RPP_ROLLOUT + "      waves:\n        - {name: a, approval: true}\n"},
+        P,
+        10,
+        "wave 'a' names no clusters or labels",
+    ),
+    (
+        "rollout-wave-bad-name",
+        {P: RPP_ROLLOUT + "      waves:\n        - {name: First Wave, clusters: [eu-west-1]}\n"},
+        P,
+        10,
+        "First Wave",
+    ),
+    (
+        "rollout-promote-unknown-wave",
+        {
+            "dro.yaml": DRO_YAML + "  rollout: {waves: [{name: prod, labels: {a: b}, "
+            "approval: true}]}\n",
+            W: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: shop\n"
+            "  annotations:\n    multicluster.io/rollout-promote: prdo\n",
+        },
+        W,
+        7,
+        "names no approval wave",
+    ),
+    (
+        "dro-yaml-rollout-bad-timeout",
+        {"dro.yaml": DRO_YAML + "  rollout: {maxClusters: 1, healthTimeout: 15 minutes}\n"},
+        "dro.yaml",
+        6,
+        "15 minutes",
     ),
 ]

@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reconciler.branch import phases
+from reconciler.branch import phases, rollouts
 from reconciler.branch import status as observed
 from reconciler.domain import (
     DRO_API_VERSION,
@@ -143,6 +143,8 @@ def decision_document(decision: Decision) -> dict[str, Any]:
         status["unpricedReplicas"] = decision.unpriced
     if decision.disruption is not None:
         status["disruption"] = disruption_status(decision.disruption)
+    if decision.rollout is not None:
+        status["rollout"] = rollouts.document(decision.rollout)
     recorded = decision.recorded
     if recorded is None:
         status["diagnosis"] = diagnosis_document(decision)
@@ -261,6 +263,7 @@ def decision_from_document(document: Mapping[str, Any]) -> Decision:
         cost_per_hour=None if status.get("costPerHour") is None else float(status["costPerHour"]),
         unpriced=int(status.get("unpricedReplicas") or 0),
         disruption=_disruption_from(status.get("disruption")),
+        rollout=rollouts.read(status.get("rollout")),
         effective={
             str(entry["name"]): int(entry["effectiveReplicas"])
             for entry in (*(status.get("clusters") or ()), *(status.get("retiring") or ()))

@@ -14,14 +14,15 @@ Called by `cli.__main__`.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reconciler import pipeline, redact, settings
-from reconciler.branch import summary
+from reconciler import laststate, pipeline, redact, settings
+from reconciler.branch import rollouts, summary
 from reconciler.cli import completion, outdir, progress, report
 from reconciler.cli import diff as cli_diff
 from reconciler.cli import habits as clihabits
@@ -248,6 +249,7 @@ def _cmd_explain(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
         close = report.suggestions(decisions, args.workload)
         hint = f"; did you mean {' or '.join(close)}?" if close else " (NAMESPACE/KIND/NAME)"
         raise UsageError(f"no workload {args.workload} in the source{hint}")
+    decision = _standing(_settings(args), decision)
     clusters = [v.cluster for v in decision.diagnosis.verdicts] or [
         p.cluster for p in decision.clusters
     ]
@@ -263,6 +265,8 @@ def _cmd_explain(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
     }
     if decision.disruption is not None:
         document["disruption"] = summary.disruption_status(decision.disruption)
+    if decision.rollout is not None:
+        document["rollout"] = rollouts.document(decision.rollout)
     if decided.forecasts:
         document["forecasts"] = {
             name: {
@@ -274,6 +278,15 @@ def _cmd_explain(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
         }
     report.write_document(document, args.output)
     return 0
+
+
+def _standing(where: settings.Settings, decision: Decision) -> Decision:
+    """The decision with its rollout as the last pass left it (observed health included),
+    unless the source has a new template: then the rollout it starts."""
+    last = {d.key: d.rollout for d in laststate.offline(where).decisions}.get(decision.key)
+    if decision.rollout is None or last is None or last.revision != decision.rollout.revision:
+        return decision
+    return dataclasses.replace(decision, rollout=last)
 
 
 def _cmd_render(args: argparse.Namespace, hook: pipeline.StageHook) -> int:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from reconciler import live, pipeline, settings
+from reconciler import laststate, live, pipeline, settings
 from reconciler.cli import habits as clihabits
 from reconciler.cli import report
 from reconciler.domain import Spec
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace, hook: pipeline.StageHook, conf: settings.Setti
             verbose=args.verbose, quiet=args.quiet, log_format="console", omit=UNREACHABLE
         )
     source = pipeline.read_source(conf)
-    before = pipeline.last_pass(conf) if conf.repo is not None else FIRST_PASS
+    before = laststate.online(conf) if conf.repo is not None else FIRST_PASS
     opened: list[live.Members] = []
     now = time.time()
 

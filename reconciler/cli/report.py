@@ -27,8 +27,10 @@ from reconciler.domain import Decision, Disruption, Placed
 from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
 from reconciler.domain.disruption import in_flight_text
 from reconciler.domain.forecast import Forecasts
+from reconciler.domain.rollout import RolloutStatus
 from reconciler.errors import Problem
 from reconciler.live.outcome import ClusterSync
+from reconciler.render import rolloutview
 from reconciler.review import tables
 
 TRACEBACKS = structlog.processors.ExceptionRenderer(
@@ -318,6 +320,15 @@ def move_line(decision: Decision, entry: Placed) -> str:
     return f"moving whole {entry.cluster} → {target}: {entry.phase} since {entry.since}; {waiting}"
 
 
+def rollout_lines(status: RolloutStatus) -> list[object]:
+    """Where a rollout stands, and each wave's clusters with their state."""
+    lines: list[object] = [f"rollout: {rolloutview.standing(status)}"]
+    for number in range(1, status.waves + 1):
+        states = ", ".join(f"{c.cluster} {c.state}" for c in status.clusters if c.wave == number)
+        lines.append(f"  wave {rolloutview.wave_label(status, number)}: {states}")
+    return lines
+
+
 def explanation(decision: Decision) -> list[object]:
     """The header lines and the per-cluster table `dro explain` prints."""
     diagnosis = decision.diagnosis
@@ -357,6 +368,8 @@ def explanation(decision: Decision) -> list[object]:
         lines.append(f"retiring (old copies kept until the new ones are up): {still}")
     if decision.disruption is not None:
         lines.extend(disruption_lines(decision.disruption))
+    if decision.rollout is not None:
+        lines += rollout_lines(decision.rollout)
     scorers = list(diagnosis.weights)
     rows = []
     for verdict in diagnosis.verdicts:

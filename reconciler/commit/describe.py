@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 
 from reconciler.branch import comparison, paths
 from reconciler.domain import Decision, Move, MoveCode
+from reconciler.domain import rollout as r
 
 SUBJECT_LIMIT = 72
 BODY_ENTRIES = 200
@@ -45,7 +46,11 @@ def compose(
     health = _changed(state, tree, paths.STATUS_WORKLOADS)
     drift = _changed(state, tree, paths.STATUS_DRIFT)
     status = _status(levels, health, drift)
-    if first and changes:
+    rollouts = rollout_events(before, after)
+    if rollouts and not first:
+        more = len(rollouts) - 1 + len(changes)
+        subject = rollouts[0] + (f" (and {more} more)" if more else "")
+    elif first and changes:
         clusters = {c for change in changes for c in change.after}
         subject = (
             f"first placement: {len(changes)} {_plural(len(changes), 'workload')} on "
@@ -59,7 +64,8 @@ def compose(
     else:
         shown = f"source {source[:12]}" if source else "a local source"
         subject = f"update manifests from {shown}: placements unchanged"
-    body = [_entry(change, first) for change in changes[:BODY_ENTRIES]]
+    body = [f"- {event}" for event in rollouts[1:]] if not first else []
+    body += [_entry(change, first) for change in changes[:BODY_ENTRIES]]
     if len(changes) > BODY_ENTRIES:
         body.append(f"- … and {len(changes) - BODY_ENTRIES} more workload changes")
     if levels:
@@ -69,6 +75,45 @@ def compose(
     if drift:
         body.append(_listed("drift", drift))
     return subject + ("\n\n" + "\n".join(body) if body else "") + "\n"
+
+
+def rollout_events(before: Sequence[Decision], after: Sequence[Decision]) -> list[str]:
+    """A line per rollout this pass moved on: the wave released (`rollout shop/web 2/4:
+    eu-west-1, eu-west-2`), a wave waiting for approval, failed, or rolled back, and a
+    rollout completed; in workload order."""
+    old = {d.key: d.rollout for d in before}
+    events = []
+    for decision in sorted(after, key=lambda d: d.key.sort_key):
+        now, then = decision.rollout, old.get(decision.key)
+        if now is None or then is None or now == then:
+            continue
+        name = label(str(decision.key))
+        same = then.revision == now.revision
+        if not now.in_progress:
+            if then.in_progress or not same:
+                events.append(f"rollout {name} complete: revision {now.revision}")
+        elif now.phase != then.phase or now.wave != then.wave or not same:
+            events.append(_rollout_event(name, now))
+    return events
+
+
+def _rollout_event(name: str, status: r.RolloutStatus) -> str:
+    wave = f"{status.wave}/{status.waves}"
+    if status.phase == r.AWAITING_APPROVAL:
+        waiting = status.wave_name(status.wave + 1)
+        return f"rollout {name}: wave {waiting} waits for approval"
+    if status.phase == r.PAUSED:
+        return f"rollout {name} {wave} paused: wave {status.wave_name(status.wave)} not Healthy"
+    if status.phase == r.ROLLED_BACK:
+        return f"rollout {name} {wave} rolled back: {_few(status.wave_clusters(status.wave))}"
+    return f"rollout {name} {wave}: {_few(status.wave_clusters(status.wave))}"
+
+
+def _few(names: Sequence[str]) -> str:
+    """Up to `LISTED_CLUSTERS` names, and how many more."""
+    shown = ", ".join(names[:LISTED_CLUSTERS])
+    extra = len(names) - LISTED_CLUSTERS
+    return shown + (f" and {extra} more" if extra > 0 else "")
 
 
 def _subject(

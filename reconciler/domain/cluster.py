@@ -124,3 +124,6 @@ class Observation:
     """Workloads dro applied here whose live object carries `multicluster.io/data-synced`
     (set by a data-sync job or by hand): key → the annotation's value. A stateful move
     leaves its Syncing phase on it (`reconciler.schedule.moving`)."""
+    revisions: Mapping[ResourceKey, str] = field(default_factory=dict)
+    """Workloads dro applied here whose live object carries `multicluster.io/revision`: key →
+    the template revision it runs (a rollout's wave is Healthy only with the new one)."""

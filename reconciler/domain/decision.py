@@ -13,6 +13,7 @@ from reconciler.domain.base import Manifest, ResourceKey, empty
 from reconciler.domain.disruption import Disruption
 from reconciler.domain.policy import PolicyRef, Strategy
 from reconciler.domain.reasons import MoveReason, Trigger
+from reconciler.domain.rollout import RolloutStatus
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -137,6 +138,8 @@ class Decision:
     disruption: Disruption | None = None
     """Where a workload with a disruption budget stands against it (`schedule.disruption`);
     None without a budget."""
+    rollout: RolloutStatus | None = None
+    """Where the workload's rollout stands (`status.rollout`); None without `rollout`."""
 
     def rendered(self) -> tuple[Placed, ...]:
         """The replicas to render per cluster: the target plus what is still retiring."""

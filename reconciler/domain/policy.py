@@ -14,6 +14,7 @@ from reconciler.domain.base import Manifest, Origin, empty
 from reconciler.domain.cluster import Toleration
 from reconciler.domain.data import DataAccess
 from reconciler.domain.disruption import DisruptionBudget
+from reconciler.domain.rollout import Rollout
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -240,6 +241,9 @@ class Placement:
     disruption: DisruptionBudget | None = None
     """`disruption.maxUnavailableClusters`: how many of the workload's clusters its voluntary
     moves may take out of service at once (None: dro.yaml's `spec.disruption`, else no limit)."""
+    rollout: Rollout | None = None
+    """`placement.rollout`: a template change reaches the clusters in waves (None: dro.yaml's
+    `spec.rollout`, else every cluster at once)."""
 
     def dispatch_suspended(self, cluster: str) -> bool:
         """Whether changes to the workload are held back from `cluster`."""

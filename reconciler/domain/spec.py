@@ -14,6 +14,7 @@ from reconciler.domain.cluster import Cluster
 from reconciler.domain.data import DataAccess, DataSet, Topology
 from reconciler.domain.disruption import DisruptionBudget
 from reconciler.domain.policy import MoveBudget, OverridePolicy, Placement, PlacementPolicy
+from reconciler.domain.rollout import Rollout
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -121,6 +122,8 @@ class SchedulerConfig:
     disruption: DisruptionBudget | None = None
     """`spec.disruption`: the budget of workloads whose placement sets none (None: no limit)."""
     kubernetes_version: str | None = None
+    rollout: Rollout | None = None
+    """`spec.rollout`: the waves of every workload whose policy sets no `rollout`."""
     raw: Manifest = field(default_factory=empty)
     """The whole spec, for settings later stages read (rebalance, failover …)."""
 

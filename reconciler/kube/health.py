@@ -21,8 +21,8 @@ from its rollout status, by the rules `kubectl rollout status` follows:
 Missing < Degraded < Unknown, and the worst one wins. `workload` does so across a workload's
 clusters and names the clusters that decided it.
 
-Called by `branch.status`, `live`, `live.observe`, `schedule.disruption`, `schedule.fleet` and
-`schedule.moving`.
+Called by 7 modules, among them `branch.status`, `live`, `render.rollout`,
+`schedule.disruption`.
 """
 
 from __future__ import annotations

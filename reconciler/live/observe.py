@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from reconciler.domain import Observation, ResourceKey
+from reconciler.domain import Observation, ResourceKey, rollout
 from reconciler.kube import demand, health, inventory, quantity
 from reconciler.kube.client import Connection
 from reconciler.kube.movehooks import DATA_SYNCED
@@ -96,7 +96,12 @@ def live(connection: Connection, *, observed_at: str) -> Observation:
         for api_version, kind in health.ROLLOUT_KINDS
         for item in connection.list(api_version, kind, label_selector=inventory.MANAGED_BY_SELECTOR)
     ]
-    return replace(observed, health=workload_health(rolled), synced=data_synced(rolled))
+    return replace(
+        observed,
+        health=workload_health(rolled),
+        synced=data_synced(rolled),
+        revisions=annotated(rolled, rollout.REVISION_ANNOTATION),
+    )
 
 
 def workload_health(objects: Iterable[Mapping[str, Any]]) -> dict[ResourceKey, tuple[str, str]]:
@@ -117,11 +122,17 @@ def workload_health(objects: Iterable[Mapping[str, Any]]) -> dict[ResourceKey, t
 def data_synced(objects: Iterable[Mapping[str, Any]]) -> dict[ResourceKey, str]:
     """Workload → the value of its live object's `multicluster.io/data-synced` annotation,
     for the objects dro applied that carry one."""
+    return annotated(objects, DATA_SYNCED)
+
+
+def annotated(objects: Iterable[Mapping[str, Any]], name: str) -> dict[ResourceKey, str]:
+    """Workload → the value of the annotation `name` on its live object, for the objects dro
+    applied that carry one (`multicluster.io/revision`: the template a rollout gave it)."""
     result: dict[ResourceKey, str] = {}
     for obj in objects:
         key = _workload_of(obj)
         annotations = (obj.get("metadata") or {}).get("annotations") or {}
-        value = annotations.get(DATA_SYNCED)
+        value = annotations.get(name)
         if key is not None and isinstance(value, str) and value:
             result[key] = value
     return dict(sorted(result.items(), key=lambda item: item[0].sort_key))

@@ -171,6 +171,14 @@ class Revisions:
             sourcecheck.require_dro_files(found, f"{self._location} at {ref}")
         return found
 
+    def commit_source(self, sha: str) -> Source | None:
+        """The source files at commit `sha`, or None when it is not here (the template a
+        rollout keeps in force, `laststate.templates`)."""
+        try:
+            return _source(self._repo, gitrepo.resolve(self._repo, sha, local=self.local))
+        except UsageError:
+            return None
+
     def tip(self, branch: str) -> str | None:
         """The sha of the output branch's tip, or None when it does not exist."""
         tip = gitrepo.branch_tip(self._repo, branch)
@@ -224,3 +232,13 @@ def previous_rendered(url: str, branch: str, state_dir: Path) -> Callable[[str],
         return gitrepo.read_files(repo, tip, (path,)).get(path)
 
     return read
+
+
+def source_at(url: str, state_dir: Path, sha: str) -> Source | None:
+    """The source files at commit `sha` of an already fetched cache, without fetching; None
+    when the cache does not hold it (a rollout's template in force, `laststate.templates`)."""
+    repo = gitrepo.open_cache(url, state_dir)
+    try:
+        return _source(repo, gitrepo.resolve(repo, sha))
+    except UsageError:
+        return None

@@ -34,9 +34,10 @@ from reconciler.domain import (
     Workload,
     claims,
 )
+from reconciler.domain import rollout as rollouts
 from reconciler.domain.forecast import Forecasts
 from reconciler.kube import demand, inventory, movehooks
-from reconciler.render import overrides, services
+from reconciler.render import overrides, rollout, rolloutview, services
 
 MANAGED_BY = inventory.MANAGED_BY
 PLACEMENT_ANNOTATION = inventory.PLACEMENT_ANNOTATION
@@ -190,6 +191,7 @@ def tree(
     filling: Collection[str] = (),
     kept: Kept | None = None,
     forecasts: Forecasts | None = None,
+    templates: Templates | None = None,
 ) -> dict[str, bytes]:
     """The output-branch tree: manifests, kustomizations, decisions, status, README.
 
@@ -210,6 +212,10 @@ def tree(
     suspended, so nothing reaches the member). Without `kept` no earlier file is known.
     A cluster that leaves the placement is pruned as usual: Karmada deletes a removed
     cluster's Work whether or not dispatching is suspended.
+
+    A cluster that a decision's rollout has not reached yet keeps the template in force:
+    `templates(commit, key)` gives the workload's manifest at that source commit
+    (`render.rollout.in_force`); without it every cluster gets the source's template.
     """
     part, parts = shard
     workloads = {w.key: w for w in spec.workloads}
@@ -224,7 +230,7 @@ def tree(
         move = hooked.get(decision.key)
         if move is not None:
             workload = replace(workload, manifest=movehooks.with_move_env(workload.manifest, *move))
-        files.update(_render_decision(spec, workload, decision, index, held))
+        files.update(_render_decision(spec, workload, decision, index, held, templates))
     seen = observations or {}
     files.update(status.workload_files(mine, seen))
     if part == 0:
@@ -238,6 +244,8 @@ def tree(
 
 Kept = Callable[[str], bytes | None]
 """The last rendered file at an output-branch path, or None (`pipeline` reads it lazily)."""
+Templates = Callable[[str, ResourceKey], Mapping[str, Any] | None]
+"""A workload's manifest at a source commit, or None (`laststate` reads it lazily)."""
 
 
 class _Held:
@@ -267,15 +275,20 @@ class _Held:
 
 
 def _render_decision(
-    spec: Spec, workload: Workload, decision: Decision, index: RuleIndex, held: _Held
+    spec: Spec,
+    workload: Workload,
+    decision: Decision,
+    index: RuleIndex,
+    held: _Held,
+    templates: Templates | None,
 ) -> dict[str, bytes]:
     document = yamlio.dump(summary.decision_document(decision)).encode()
     files = {paths.decision_path(decision.key): statefiles.seal(document)}
     if not decision.clusters and not decision.retiring:
         return files
-    base = base_manifest(workload)
+    bases: dict[tuple[str, str] | None, dict[str, Any]] = {}
     applicable = index.by_cluster(rules_for(workload, spec.override_policies))
-    rendered: dict[tuple[int | None, tuple[str, ...]], bytes] = {}
+    rendered: dict[tuple[object, int | None, tuple[str, ...]], bytes] = {}
     for placed in decision.rendered():
         path = paths.object_path(placed.cluster, decision.key)
         if held.suspended(decision, placed.cluster):
@@ -284,13 +297,40 @@ def _render_decision(
                 files[path] = previous
             continue
         applied = applicable.get(placed.cluster, ())
-        fingerprint = (placed.replicas, tuple(index.key(rule) for _, _, rule in applied))
+        force = rollout.in_force(decision, placed.cluster)
+        if force not in bases:
+            bases[force] = _rollout_base(workload, decision, force, templates)
+        keys = tuple(index.key(rule) for _, _, rule in applied)
+        fingerprint = (force, placed.replicas, keys)
         if fingerprint not in rendered:
             rendered[fingerprint] = _render_one(
-                base, placed.replicas, applied, placed.cluster, decision.key
+                bases[force], placed.replicas, applied, placed.cluster, decision.key
             )
         files[path] = rendered[fingerprint]
     return files
+
+
+def _rollout_base(
+    workload: Workload,
+    decision: Decision,
+    force: tuple[str, str] | None,
+    templates: Templates | None,
+) -> dict[str, Any]:
+    """The base manifest of one template: the source's, or under a rollout the one in force
+    (`force`: revision and source commit), marked with its revision for observe."""
+    if decision.rollout is None:
+        return base_manifest(workload)
+    revision = decision.rollout.revision
+    old = templates(force[1], decision.key) if force is not None and templates else None
+    if force is not None and old is not None:
+        workload, revision = replace(workload, manifest=old), force[0]
+    base = base_manifest(workload)
+    meta = base["metadata"]
+    meta["annotations"] = {
+        **(meta.get("annotations") or {}),
+        rollouts.REVISION_ANNOTATION: revision,
+    }
+    return base
 
 
 def _shared_files(
@@ -331,7 +371,11 @@ def _shared_files(
                 )
             ).encode()
         )
-    files[paths.README] = (summary.readme(spec, decisions) + _crossing_section(crossing)).encode()
+    files[paths.README] = (
+        summary.readme(spec, decisions)
+        + _crossing_section(crossing)
+        + rolloutview.readme_section(decisions)
+    ).encode()
     return files
 
 

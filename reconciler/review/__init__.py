@@ -59,7 +59,11 @@ def plan_review(
     state = revisions.state(output_branch)
     sources = revisions.source(base, may_be_empty=True), revisions.source(head)
     now = float(max(s.commit_time or 0 for s in sources))
-    last = laststate.of(state, history=revisions.history(output_branch))
+    last = laststate.of(
+        state,
+        history=revisions.history(output_branch),
+        templates=laststate.templates(revisions.commit_source),
+    )
     log.info(
         "review_loaded",
         base=sources[0].commit,

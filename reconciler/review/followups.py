@@ -18,6 +18,7 @@ from collections.abc import Collection, Sequence
 
 from reconciler.domain import Decision, MoveBudget, durations
 from reconciler.domain.decision import MOVE_PHASES
+from reconciler.render import rolloutview
 
 SHOWN = 5
 """Workloads named per sentence; the rest are counted."""
@@ -38,6 +39,9 @@ def sentences(
             found.append(_moving(decision, entry.cluster, entry.phase or ""))
     if filling:
         found.append(_filling(decisions, sorted(filling), budget, durations.rfc3339(now)))
+    found += [
+        rolloutview.plan_sentence(d) for d in decisions if d.rollout and d.rollout.in_progress
+    ]
     return tuple(found)
 
 

@@ -41,6 +41,7 @@ import tenacity
 from reconciler import pipeline
 from reconciler.domain import fence
 from reconciler.errors import DroError, PermanentError, TransientError, ValidationFailed
+from reconciler.render import rolloutview
 from reconciler.service import metrics
 from reconciler.settings import Settings
 
@@ -294,7 +295,9 @@ class Runner:
     def _finished_pass(self, outcome: pipeline.PassResult) -> str:
         planned = outcome.planned
         unschedulable = sum(1 for d in planned.decisions if d.unschedulable)
-        self.metrics.record_plan(planned.water_levels, unschedulable)
+        self.metrics.record_plan(
+            planned.water_levels, unschedulable, rolloutview.counts(planned.decisions)
+        )
         if outcome.applied is None:
             log.warning(
                 "apply_skipped",

@@ -60,6 +60,13 @@ class Metrics:
             "Workloads the last pass could not place.",
             registry=registry,
         )
+        self.rollouts = Gauge(
+            "dro_rollouts",
+            "Workloads under a rollout setting, by where their rollout stands after the last "
+            "pass (Progressing, AwaitingApproval, Paused, RolledBack, Complete).",
+            ["phase"],
+            registry=registry,
+        )
         self.last_success = Gauge(
             "dro_last_success_timestamp_seconds",
             "When the last pass succeeded (Unix time).",
@@ -101,9 +108,15 @@ class Metrics:
         return counts
 
     def record_plan(
-        self, water_levels: Mapping[str, Mapping[str, float]], unschedulable: int
+        self,
+        water_levels: Mapping[str, Mapping[str, float]],
+        unschedulable: int,
+        rollouts: Mapping[str, int] | None = None,
     ) -> None:
-        """The water levels and the unschedulable count a finished pass left."""
+        """The water levels, the unschedulable count and the rollouts by phase
+        (`render.rollout.counts`) a finished pass left."""
+        for phase, count in (rollouts or {}).items():
+            self.rollouts.labels(phase=phase).set(count)
         self.water_level.clear()
         for cluster, levels in water_levels.items():
             for resource, level in levels.items():

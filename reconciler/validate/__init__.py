@@ -6,7 +6,7 @@ then checked as a whole: duplicate objects, references to unknown clusters, and 
 policies that claim one workload with the same precedence. Any error fails the whole source:
 nothing is scheduled, committed or applied from it.
 
-Called by `pipeline` and `simulate.trace`.
+Called by `laststate`, `pipeline` and `simulate.trace`.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from reconciler.validate import (
     names,
     overridecheck,
     policies,
+    rollouts,
     schemacheck,
 )
 from reconciler.validate import references as refs
@@ -187,6 +188,9 @@ def _accept(doc: Document, route: str, into: _Collector) -> None:
         return
     if route == "config":
         into.config_docs.append(doc)
+        raw_rollout = (doc.body.get("spec") or {}).get("rollout")
+        for pointer, message in rollouts.problems(raw_rollout, "/spec/rollout"):
+            into.problem(doc, pointer, message)
     elif route == "topology":
         into.topology = doc
     elif route == "dataset":
@@ -196,7 +200,12 @@ def _accept(doc: Document, route: str, into: _Collector) -> None:
     elif policies.is_placement_kind(doc.body["apiVersion"], doc.body["kind"]):
         into.placement.append(policies.placement_policy(doc))
         into.placement_docs.append(doc)
-        raw = ((doc.body.get("spec") or {}).get("placement") or {}).get("data") or ()
+        placement = (doc.body.get("spec") or {}).get("placement") or {}
+        for pointer, message in rollouts.problems(
+            placement.get("rollout"), "/spec/placement/rollout"
+        ):
+            into.problem(doc, pointer, message)
+        raw = placement.get("data") or ()
         pointer = "/spec/placement/data"
         for index, access in enumerate(datamodel.accesses(raw, doc.origin, pointer, into.problems)):
             into.data_refs.append((access, doc.origin, f"{pointer}/{index}/dataSet"))
@@ -326,6 +335,7 @@ def _config(into: _Collector) -> SchedulerConfig:
         prediction=_prediction(doc, spec, into),
         disruption=policies.disruption_budget(spec),
         kubernetes_version=version,
+        rollout=rollouts.parse(spec.get("rollout")),
         raw=spec,
     )
 
@@ -340,6 +350,9 @@ def check(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Result:
     objects = refs.check_objects(into.objects, version, into.problems)
     into.problems += names.shared_files(objects)
     cluster_list = refs.unique_clusters(into.cluster_list, into.problems)
+    rollout_docs = [(d, "/spec/placement/rollout") for d in into.placement_docs]
+    rollout_docs += [(d, "/spec/rollout") for d in into.config_docs]
+    into.problems += rollouts.unknown_clusters(rollout_docs, {c.name for c in cluster_list})
     refs.check_cluster_references(
         cluster_list,
         into.placement,
@@ -361,6 +374,7 @@ def check(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Result:
     refs.check_requested_times(into.placement, config, into.problems)
     refs.check_ceilings(into.placement, config, into.problems)
     claimed_by = refs.check_claims(into.placement, objects, into.problems)
+    into.problems += rollouts.promote_problems(objects, claimed_by, config.rollout)
     into.problems += defaulted.warnings(
         objects, into.placement, claimed_by, bundled.by_dependency, config, cluster_list
     )

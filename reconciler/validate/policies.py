@@ -36,7 +36,7 @@ from reconciler.domain import (
     SpreadConstraint,
     Strategy,
 )
-from reconciler.validate import datamodel, selectors
+from reconciler.validate import datamodel, rollouts, selectors
 
 EXTENSIONS_ANNOTATION = "multicluster.io/extensions"
 KARMADA_OPERATION_ORDER = (
@@ -75,8 +75,8 @@ def dro_placement(spec: Mapping[str, Any]) -> Placement:
     )
     rebalance = placement.get("rebalance") or {}
     moves = rebalance.get("maxMovesPerPass")
-    # neither the budgets nor the takeover rule changes where replicas go
-    paced = ("rebalance", "apply", "disruption")
+    # neither the budgets, the takeover rule nor the rollout changes where replicas go
+    paced = ("rebalance", "apply", "disruption", "rollout")
     as_written = {k: v for k, v in placement.items() if k not in paced}
     return Placement(
         digest=digest({"targetClusters": spec.get("targetClusters"), "placement": as_written}),
@@ -109,6 +109,7 @@ def dro_placement(spec: Mapping[str, Any]) -> Placement:
         takeover=(placement.get("apply") or {}).get("takeover", "IfNoDiff"),
         drift=(placement.get("apply") or {}).get("drift", "Correct"),
         disruption=disruption_budget(placement),
+        rollout=rollouts.parse(placement.get("rollout")),
     )
 
 
