@@ -163,7 +163,10 @@ def _schedule(
         forecasts=foresee.forecasts(spec, before, observations, pass_time(source, now)),
     )
     previous = {d.key: d for d in before.decisions}
-    waves = rollout.advance(spec, placed.decisions, previous, observations, pass_time(source, now))
+    budgets = schedule.disruption.rollout_room(spec, observations)
+    waves = rollout.advance(
+        spec, placed.decisions, previous, observations, pass_time(source, now), room=budgets
+    )
     return dataclasses.replace(placed, decisions=waves)
 
 

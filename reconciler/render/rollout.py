@@ -15,7 +15,11 @@ runs where. Each pass `advance`s the state from the last pass's:
 - a wave not done within `healthTimeout` fails: `Pause` holds the rollout there (it goes on
   if the wave becomes Healthy later), `Rollback` gives its clusters their previous template;
 - a new revision mid-rollout starts a new rollout from what each cluster runs, so a cluster
-  only ever switches between the template it has and the newest one.
+  only ever switches between the template it has and the newest one;
+- under a disruption budget (`placement.disruption`), a wave's clusters start in batches of
+  at most the workload's `room` (what the budget leaves after its moves, drains and clusters
+  not yet Healthy: `schedule.disruption.rollout_room`); the rest of the wave waits for a later
+  pass, and the next wave starts only when the whole wave is done.
 
 Nothing here reads a clock or does I/O: `now` is passed in.
 
@@ -106,6 +110,8 @@ class _Pass:
     waves: list[tuple[str, tuple[str, ...]]]
     observations: Mapping[str, Observation]
     now: float
+    room: int | None = None
+    """How many more of the workload's clusters may start the change now (None: no budget)."""
 
     def approved(self, name: str, status: r.RolloutStatus) -> bool:
         """Whether the wave `name` may start: no approval needed, or promoted by a commit
@@ -142,9 +148,11 @@ def advance(
     previous: Mapping[ResourceKey, Decision],
     observations: Mapping[str, Observation] | None,
     now: float,
+    room: Callable[[Decision], int | None] | None = None,
 ) -> tuple[Decision, ...]:
     """The decisions with their `rollout` advanced by one pass (those without a rollout
-    setting unchanged)."""
+    setting unchanged); `room` says how many of a decision's clusters its disruption budget
+    lets start a change now (None: no budget)."""
     if spec.config.rollout is None and not any(
         p.placement.rollout for p in spec.placement_policies
     ):
@@ -169,6 +177,7 @@ def advance(
             waves=waves(chosen, placed, labels),
             observations=observations or {},
             now=now,
+            room=room(decision) if room is not None else None,
         )
         before = previous.get(decision.key)
         status = _next(state, before.rollout if before is not None else None)
@@ -250,25 +259,33 @@ def _release(state: _Pass, status: r.RolloutStatus) -> r.RolloutStatus:
             message=f"wave {name} waits for approval: set the annotation "
             f"{r.PROMOTE_ANNOTATION}: {name} on the workload",
         )
+    released = replace(status, phase=r.PROGRESSING, wave=number, message=None)
+    if all(c.from_revision == state.revision for c in status.clusters if c.wave == number):
+        return _release(state, released)  # nothing changes there: on to the next wave
+    return _admit(state, released)
+
+
+def _admit(state: _Pass, status: r.RolloutStatus) -> r.RolloutStatus:
+    """Start the wave in flight on its clusters not yet started, as many as `room` allows
+    (all without a budget), in name order; the others wait for a later pass."""
+    pending = [c for c in status.clusters if c.wave == status.wave and c.revision != state.revision]
+    take = len(pending) if state.room is None else min(len(pending), state.room)
+    chosen = {c.cluster for c in pending[:take]}
     clusters = tuple(
         replace(c, state=r.UPDATING, revision=state.revision, commit=state.commit)
-        if c.wave == number
+        if c.cluster in chosen
         else c
         for c in status.clusters
     )
-    released = replace(
-        status,
-        phase=r.PROGRESSING,
-        wave=number,
-        wave_started_at=durations.rfc3339(state.now),
-        clusters=clusters,
-        message=None,
+    waiting = len(pending) - take
+    message = (
+        f"wave {status.wave_name(status.wave)}: {waiting} "
+        f"{'cluster waits' if waiting == 1 else 'clusters wait'} for the disruption budget"
+        if waiting
+        else None
     )
-    if all(c.revision == state.revision for c in clusters if c.wave == number) and all(
-        c.from_revision == state.revision for c in clusters if c.wave == number
-    ):
-        return _release(state, released)  # nothing changes there: on to the next wave
-    return released
+    started = durations.rfc3339(state.now) if chosen else status.wave_started_at
+    return replace(status, clusters=clusters, message=message, wave_started_at=started)
 
 
 def _complete(status: r.RolloutStatus) -> r.RolloutStatus:
@@ -293,6 +310,8 @@ def _continue(state: _Pass, before: r.RolloutStatus) -> r.RolloutStatus:
         stage = r.UPDATED if ready else (r.SOAKING if since else waiting)
         updated.append(replace(entry, state=stage, healthy_since=since))
     status = replace(status, clusters=tuple(updated))
+    if done and any(c.wave == status.wave and c.revision != state.revision for c in updated):
+        return _admit(state, replace(status, phase=r.PROGRESSING))  # the wave's next batch
     if done:
         return _release(state, replace(status, phase=r.PROGRESSING, message=None))
     started = durations.epoch(status.wave_started_at or durations.rfc3339(state.now))

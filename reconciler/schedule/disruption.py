@@ -29,14 +29,16 @@ failures; but the clusters they leave unhealthy count, and hold voluntary moves 
 workload that runs whole moves one cluster to one cluster, within any budget.
 
 `room` is the one question a rollout engine asks: how many more of a workload's clusters may
-start a change now; `in_flight` gives what a decision already has in flight.
+start a change now; `in_flight` gives what a decision already has in flight, and
+`rollout_room` asks both for each decision of a pass (`render.rollout` starts a wave's
+clusters in batches of that size, so a drain and a rollout share one budget).
 
 Called by `schedule` and `schedule.rebalance`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from reconciler.domain import (
@@ -47,6 +49,7 @@ from reconciler.domain import (
     Placement,
     ResourceKey,
     SchedulerConfig,
+    Spec,
     Waiting,
 )
 from reconciler.domain.disruption import in_flight_text
@@ -78,6 +81,25 @@ def in_flight(
     clusters = [p.cluster for p in decision.clusters]
     leaving = frozenset(p.cluster for p in decision.retiring)
     return leaving, frozenset(unhealthy(observations, decision.key, clusters))
+
+
+def rollout_room(
+    spec: Spec, observations: Mapping[str, Observation] | None
+) -> Callable[[Decision], int | None]:
+    """For each decision of a pass: how many more of its clusters may start a template change
+    now under its budget (`room` of what it has `in_flight`), or None without a budget."""
+    placements = {p.ref: p.placement for p in spec.placement_policies}
+    seen = observations or {}
+
+    def ask(decision: Decision) -> int | None:
+        placement = placements.get(decision.policy) if decision.policy is not None else None
+        budget = budget_of(placement or spec.config.default_placement, spec.config)
+        if budget is None:
+            return None
+        leaving, entering = in_flight(decision, seen)
+        return room(budget, len(decision.clusters), max(len(leaving), len(entering)))
+
+    return ask
 
 
 def unhealthy(
