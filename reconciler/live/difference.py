@@ -31,7 +31,7 @@ from reconciler import yamlio
 from reconciler.domain import ObjectRef
 from reconciler.domain.drift import Change
 from reconciler.kube import inventory
-from reconciler.kube.client import Connection, Rejected, UnservedKind
+from reconciler.kube.client import Connection, Rejected
 from reconciler.live import drift, takeover
 
 MODIFIED, MISSING, EXTRA, UNOWNED = "modified", "missing", "extra", "unowned"
@@ -110,7 +110,7 @@ def compare(connection: Connection, rendered: Sequence[Mapping[str, Any]]) -> Cl
             result.objects.append(found)
     for ref in reversed(planned.prune):
         try:
-            live = _read(connection, ref)
+            live = drift.read(connection, ref)
         except Rejected as error:
             result.errors.append(str(error))
             continue
@@ -124,7 +124,7 @@ def compare(connection: Connection, rendered: Sequence[Mapping[str, Any]]) -> Cl
 def _one(
     connection: Connection, ref: ObjectRef, obj: Mapping[str, Any], *, owned: bool
 ) -> ObjectDifference | None:
-    live = _read(connection, ref)
+    live = drift.read(connection, ref)
     if live is None:
         _, shown = drift.masked({}, takeover.comparable(obj))
         change = Change("", rendered=shown)
@@ -136,14 +136,6 @@ def _one(
     before, after = drift.masked(takeover.comparable(live), takeover.comparable(preview))
     state = MODIFIED if owned or takeover.applied_by_dro(live) else UNOWNED
     return ObjectDifference(ref, state, changes, _yaml(before), _yaml(after))
-
-
-def _read(connection: Connection, ref: ObjectRef) -> dict[str, Any] | None:
-    key = ref.key
-    try:
-        return connection.get(ref.api_version, key.kind, key.name, key.namespace or None)
-    except UnservedKind:
-        return None
 
 
 def _yaml(obj: Mapping[str, Any]) -> str:

@@ -142,7 +142,7 @@ def survey(
         for obj in stage:
             ref = ObjectRef.of(obj)
             rule = sources.get(ref.key, Provenance()).drift
-            now = live[ref] if ref in live else _read(connection, ref)
+            now = live[ref] if ref in live else read(connection, ref)
             if now is None:
                 found.append(Drifted(ref.key, rule, deleted=True))
                 continue
@@ -175,7 +175,7 @@ def _foreign(
             continue
         rule = sources.get(ref.key, Provenance()).takeover
         try:
-            live = _read(connection, ref)
+            live = read(connection, ref)
             if live is None or takeover.applied_by_dro(live):
                 continue
             if takeover.refusal(connection, obj, live, rule) is None:
@@ -187,7 +187,9 @@ def _foreign(
     return found
 
 
-def _read(connection: Connection, ref: ObjectRef) -> dict[str, Any] | None:
+def read(connection: Connection, ref: ObjectRef) -> dict[str, Any] | None:
+    """The live object `ref` names, or None where it does not exist or its kind is not
+    served."""
     key = ref.key
     try:
         return connection.get(ref.api_version, key.kind, key.name, key.namespace or None)
