@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from reconciler import cli
-from reconciler.cli import report
+from reconciler.cli import progress, report
 from reconciler.domain import Decision, Placed, ResourceKey
 from reconciler.review import tables
 from tests.conftest import EXAMPLE, SourceRepo, git
@@ -138,3 +138,20 @@ def test_plan_in_a_terminal_cuts_no_name(source_repo: SourceRepo, columns: int) 
     assert "replicas changed from 6 to 9" in text
     # the spinner redraws its line with a carriage return: each frame is a line of its own
     assert max(len(line) for line in re.split(r"[\r\n]", text)) <= columns
+
+
+def test_writelines_on_stdout_stops_the_spinner_first() -> None:
+    """`dro diff` writes its unified diffs with `writelines`: the spinner must stop before
+    them as it does before `write`, or its last frame stays on the data's first line."""
+    written: list[str] = []
+    stops: list[int] = []
+
+    class Stream:
+        def write(self, text: str) -> int:
+            written.append(("stopped " if stops else "spinning ") + text)
+            return len(text)
+
+    out = progress._StopOnWrite(Stream(), lambda: stops.append(1))  # type: ignore[arg-type]
+    out.writelines(["--- live\n", "+++ rendered\n"])
+    assert stops == [1]
+    assert written == ["stopped --- live\n", "stopped +++ rendered\n"]

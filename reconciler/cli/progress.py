@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
 from reconciler import pipeline
@@ -33,6 +33,11 @@ class _StopOnWrite:
             stop, self._stop = self._stop, None
             stop()
         return self._stream.write(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        """`write` each line (so the first one stops the spinner, as `write` does)."""
+        for line in lines:
+            self.write(line)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
