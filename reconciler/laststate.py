@@ -81,7 +81,8 @@ def of(
 def templates(read: Callable[[str], Source | None]) -> render.Templates:
     """A reader of workload manifests at earlier source commits (`read(sha)` gives the source,
     e.g. `load.source_at`); each commit is read and validated once. A commit that is gone, or
-    that no longer validates, gives None, and the source's own template is rendered."""
+    that no longer validates, gives None: the clusters that keep it keep the objects last
+    rendered (`render.rolloutgone`), never the source's own template."""
     specs: dict[str, Mapping[ResourceKey, Manifest] | None] = {}
 
     def manifest(commit: str, key: ResourceKey) -> Manifest | None:
