@@ -42,6 +42,7 @@ def test_a_gone_template_commit_keeps_the_objects_last_rendered(
         git(fleet.repo.bare, "gc", "--quiet", "--prune=now")
         assert first not in git(fleet.repo.bare, "rev-list", "--all").split()
         fleet.settings = dataclasses.replace(fleet.settings, state_dir=tmp_path / "fresh")
+        laststate.MEMO.clear()  # a new dro process: nothing remembered from earlier passes
         with capture_logs() as events:
             fleet.reconcile(200)
         assert fleet.rendered_images() == reached, "never the new template, silently"
