@@ -12,9 +12,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from structlog.testing import capture_logs
 
-from reconciler import laststate, load, pipeline
+from reconciler import cli, laststate, load, pipeline
 from reconciler.branch import paths
 from reconciler.domain import ResourceKey
 from tests.conftest import git
@@ -109,3 +110,24 @@ def fleet_tree(fleet: object) -> dict[str, bytes]:
 
 def pipeline_now(fleet: object) -> float:
     return float(fleet.clock[0]) + 100  # type: ignore[attr-defined]
+
+
+def test_dro_render_renders_every_rollout_at_its_end_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["render", "--help"])
+    assert "rendered at its end state" in " ".join(capsys.readouterr().out.split())
+    with rollout_fleet(tmp_path, monkeypatch, "{maxClusters: 1}") as fleet:
+        fleet.reconcile(0)
+        fleet.change({"workloads/web.yaml": web("web:2")}, "web:2")
+        fleet.reconcile(100)
+        assert fleet.rendered_images() == {n: "web:2" if n == NAMES[0] else "web:1" for n in NAMES}
+        out = tmp_path / "out"
+        settings = ["--state-dir", str(tmp_path / "cli")]
+        assert (
+            cli.main(["render", "--repo", str(fleet.repo.bare), "--out", str(out), *settings]) == 0
+        )
+    for name in NAMES:
+        (doc,) = yaml.safe_load_all((out / paths.object_path(name, KEY)).read_text())
+        assert doc["spec"]["template"]["spec"]["containers"][0]["image"] == "web:2"
