@@ -9,6 +9,7 @@ Called by `cli`, `cli.diff`, `foresee`, `pipeline` and `review`.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -93,25 +94,29 @@ class TemplateMemo:
     def __init__(self, size: int = 16) -> None:
         self.size = size
         self._found: OrderedDict[tuple[str, str], Workloads] = OrderedDict()
+        self._lock = threading.Lock()  # a pass and a REST request may read at once
 
     def get(self, repo: str, commit: str) -> tuple[bool, Workloads]:
         """(known, its workloads) for `commit` of `repo`, marking it used last."""
         key = (repo, commit)
-        if key not in self._found:
-            return False, None
-        self._found.move_to_end(key)
-        return True, self._found[key]
+        with self._lock:
+            if key not in self._found:
+                return False, None
+            self._found.move_to_end(key)
+            return True, self._found[key]
 
     def put(self, repo: str, commit: str, workloads: Workloads) -> None:
         """Remember what `commit` gave, dropping the commit used longest ago past `size`."""
-        self._found[(repo, commit)] = workloads
-        self._found.move_to_end((repo, commit))
-        while len(self._found) > self.size:
-            self._found.popitem(last=False)
+        with self._lock:
+            self._found[(repo, commit)] = workloads
+            self._found.move_to_end((repo, commit))
+            while len(self._found) > self.size:
+                self._found.popitem(last=False)
 
     def clear(self) -> None:
         """Forget every commit."""
-        self._found.clear()
+        with self._lock:
+            self._found.clear()
 
 
 MEMO = TemplateMemo()

@@ -61,12 +61,16 @@ def waiting(decision: Decision) -> list[tuple[str, int, str]]:
     return [(w.cluster, w.replicas, w.reason) for w in decision.disruption.waiting]
 
 
-def test_a_static_weight_workload_leaves_two_draining_clusters_one_step_at_a_time() -> None:
-    (first,) = schedule.place(spec_for(STATIC))
+@pytest.mark.parametrize("diagnose", [True, False], ids=["diagnosed", "large-fleet"])
+def test_a_static_weight_workload_leaves_two_draining_clusters_one_step_at_a_time(
+    diagnose: bool,
+) -> None:
+    (first,) = schedule.place(spec_for(STATIC), diagnose=diagnose)
     assert counts(first) == {"a": 2, "b": 2, "c": 2, "d": 2}
     spec = spec_for(STATIC, drain="ab")
     # step 1: a goes, its replicas re-divided onto c and d; b is kept as it was
-    (one,) = schedule.place(spec, {first.key: first}, observed(spec, first), now=0.0)
+    seen = observed(spec, first)
+    (one,) = schedule.place(spec, {first.key: first}, seen, now=0.0, diagnose=diagnose)
     assert counts(one) == {"b": 2, "c": 3, "d": 3}
     assert one.disruption is not None
     assert (one.disruption.leaving, one.disruption.entering) == (("a",), ("c", "d"))
@@ -74,13 +78,13 @@ def test_a_static_weight_workload_leaves_two_draining_clusters_one_step_at_a_tim
     assert waiting(one) == [("b", 2, reason)]
     assert any("on b, for a later pass: " + reason in str(line) for line in report.explanation(one))
     # c is still rolling out the replica it gained: b stays
-    (two,) = schedule.place(
-        spec, {one.key: one}, observed(spec, one, {"c": health.PROGRESSING}), now=60.0
-    )
+    seen = observed(spec, one, {"c": health.PROGRESSING})
+    (two,) = schedule.place(spec, {one.key: one}, seen, now=60.0, diagnose=diagnose)
     assert counts(two) == {"b": 2, "c": 3, "d": 3}
     assert [c for c, _, _ in waiting(two)] == ["b"]
     # c and d Healthy, a empty: step 2, b goes
-    (three,) = schedule.place(spec, {two.key: two}, observed(spec, two), now=120.0)
+    seen = observed(spec, two)
+    (three,) = schedule.place(spec, {two.key: two}, seen, now=120.0, diagnose=diagnose)
     assert counts(three) == {"c": 4, "d": 4}
     assert three.disruption is not None
     assert (three.disruption.leaving, three.disruption.waiting) == (("b",), ())
@@ -138,3 +142,13 @@ def test_an_unobserved_fleet_proves_nothing_and_moves_one_step_per_pass() -> Non
     assert set(counts(one)) == {"b", "c", "d"}
     (two,) = schedule.place(spec, {one.key: one}, None, now=60.0)
     assert set(counts(two)) == {"c", "d"}
+
+
+def test_a_duplicated_workload_of_zero_replicas_keeps_its_draining_cluster_too() -> None:
+    idle = replace(W, replicas=0)
+    spec = replace(spec_for(DUPLICATED), workloads=(idle,))
+    (first,) = schedule.place(spec)
+    drained = replace(spec_for(DUPLICATED, drain="ab"), workloads=(idle,))
+    (one,) = schedule.place(drained, {first.key: first}, observed(drained, first), now=0.0)
+    assert counts(one) == {"b": 0, "c": 0, "d": 0}
+    assert [c for c, _, _ in waiting(one)] == ["b"]

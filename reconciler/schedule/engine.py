@@ -164,7 +164,7 @@ class Pass:
     ) -> Decision:
         """A workload re-balancing does not move leaves draining clusters step by step."""
         budget = disruption.budget_of(claimed.placement, self.config)
-        step = stepwise.hold(self.fleet, budget, before, decided)
+        step = stepwise.hold(self.fleet, budget, before, decided, divides=claimed.strategy.divides)
         if step is None:
             return decided
         self.steps[decided.key] = step

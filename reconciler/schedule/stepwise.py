@@ -62,9 +62,12 @@ def hold(
     budget: DisruptionBudget | None,
     before: Decision | None,
     decided: Decision,
+    *,
+    divides: bool,
 ) -> Step | None:
     """The step of a workload that re-balancing does not move, under `budget`; None without a
-    budget, a previous decision, or anything in flight or draining."""
+    budget, a previous decision, or anything in flight or draining. `divides`: its replicas
+    are divided (StaticWeight), not duplicated."""
     if budget is None or before is None or decided.unschedulable is not None:
         return None
     was = {p.cluster: p.replicas for p in before.clusters}
@@ -72,7 +75,9 @@ def hold(
     dropped = sorted(
         name
         for name in was
-        if name in fleet.index and fleet.draining[fleet.index[name]] and not now.get(name)
+        if name in fleet.index
+        and fleet.draining[fleet.index[name]]
+        and (name not in now or (divides and not now[name]))
     )
     observations = fleet.observations
     leaving = _still_there(observations, decided.key, fleet, set(was))
@@ -83,7 +88,7 @@ def hold(
     allowed = budget.of(len(was))
     room = disruption.room(budget, len(was), max(len(leaving), len(entering)))
     left, kept = dropped[:room], dropped[room:]
-    clusters, taken = _keep(decided, before, kept)
+    clusters, taken = _keep(fleet, decided, before, kept, divides=divides)
     gained = {
         p.cluster
         for p in clusters
@@ -113,23 +118,26 @@ def hold(
 
 
 def _keep(
-    decided: Decision, before: Decision, kept: list[str]
+    fleet: Fleet, decided: Decision, before: Decision, kept: list[str], *, divides: bool
 ) -> tuple[tuple[Placed, ...], dict[str, int]]:
-    """The decision's clusters with `kept` back as `before` had them, and the replicas taken
-    from each other cluster to pay for them (a divided workload's total stays)."""
+    """The decision's clusters with `kept` back as `before` had them (in the fleet's order),
+    and the replicas taken from each other cluster to pay for them: a divided workload's
+    total stays; a duplicated one's clusters each run the whole count anyway."""
     if not kept:
         return decided.clusters, {}
     was = {p.cluster: p for p in before.clusters}
     counts = {p.cluster: p.replicas for p in decided.clusters}
     taken: dict[str, int] = {}
-    divided = decided.diagnosis.strategy.divides
     for name in kept:
         owed = was[name].replicas or 0
-        if divided:
-            owed = _take(counts, was, owed, taken)
-        counts[name] = (was[name].replicas or 0) - (owed if divided else 0)
+        unpaid = _take(counts, was, owed, taken) if divides else 0
+        counts[name] = was[name].replicas if not divides else owed - unpaid
+    emptied = {n for n in counts if (n in taken or n in kept) and divides and not counts[n]}
+    placed = {p.cluster: p for p in decided.clusters}
     clusters = tuple(
-        Placed(name, replicas) for name, replicas in sorted(counts.items()) if replicas != 0
+        placed[name]._replace(replicas=replicas) if name in placed else Placed(name, replicas)
+        for name, replicas in sorted(counts.items(), key=lambda item: fleet.index[item[0]])
+        if name not in emptied
     )
     return clusters, taken
 
