@@ -1,6 +1,7 @@
 """Two clusters drained at once under `maxUnavailableClusters: 1`, through `reconcile --once`
 against four API emulators with git commits between passes, for workloads that re-balancing
-does not move (Duplicated under dro's placement, and under a Karmada PropagationPolicy): no
+does not move (Duplicated and StaticWeight under dro's placement, and Duplicated under a Karmada
+PropagationPolicy): no
 commit of the output branch takes the workload off more than one cluster, and the cluster
 kept says why; without a budget one commit takes it off both."""
 
@@ -14,7 +15,7 @@ import pytest
 
 from reconciler import yamlio
 from tests.conftest import git
-from tests.rolloutfleet import NAMES, RolloutFleet, cluster_file, rollout_fleet
+from tests.rolloutfleet import NAMES, RolloutFleet, cluster_file, rollout_fleet, web
 
 BUDGET = "  disruption: {maxUnavailableClusters: 1}\n"
 DRO = """apiVersion: multicluster.io/v1alpha1
@@ -56,7 +57,9 @@ def history(fleet: RolloutFleet) -> list[tuple[set[str], dict[str, Any]]]:
     return found
 
 
-@pytest.mark.parametrize(("kind", "budget"), [("dro", True), ("dro", False), ("karmada", True)])
+@pytest.mark.parametrize(
+    ("kind", "budget"), [("dro", True), ("dro", False), ("static", True), ("karmada", True)]
+)
 def test_two_drained_clusters_leave_one_commit_at_a_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, budget: bool
 ) -> None:
@@ -64,6 +67,11 @@ def test_two_drained_clusters_leave_one_commit_at_a_time(
         files = {"dro.yaml": DRO + (BUDGET if budget else "")}
         if kind == "karmada":
             files["policies/web.yaml"] = KARMADA
+        if kind == "static":  # eight replicas divided evenly: two per cluster
+            files["dro.yaml"] = files["dro.yaml"].replace(
+                "{type: Duplicated}", "{type: Divided, division: StaticWeight}"
+            )
+            files["workloads/web.yaml"] = web("web:1", replicas=8)
         fleet.change(files, "the budget")
         fleet.reconcile(0)
         drained = {
@@ -87,6 +95,7 @@ def test_two_drained_clusters_leave_one_commit_at_a_time(
         kept = [w for _, status in commits for w in status.get("disruption", {}).get("waiting", [])]
         assert kept, "the kept cluster is recorded as waiting"
         assert {w["cluster"] for w in kept} == {NAMES[1]}
-        assert kept[0]["reason"].startswith("disruption budget: 1 cluster in flight of 1 allowed")
+        assert kept[0]["reason"].startswith("disruption budget: ")
+        assert f"in flight of 1 allowed (leaving {NAMES[0]}" in kept[0]["reason"]
         live = fleet.live_images()
         assert [name for name in NAMES if live[name]] == list(NAMES[2:])

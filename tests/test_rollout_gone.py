@@ -25,7 +25,7 @@ KEY = ResourceKey("apps", "Deployment", "shop", "web")
 
 
 def test_a_gone_template_commit_keeps_the_objects_last_rendered(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with rollout_fleet(tmp_path, monkeypatch, "{maxClusters: 2}") as fleet:
         fleet.reconcile(0)
@@ -55,6 +55,11 @@ def test_a_gone_template_commit_keeps_the_objects_last_rendered(
         message = fleet.rollout()["message"]
         assert f"the template of commit {first[:12]} is gone" in message
         assert ", ".join(NAMES[2:]) + " keep the objects last rendered" in message
+        capsys.readouterr()
+        where = ["--repo", str(fleet.repo.bare), "--state-dir", str(fleet.settings.state_dir)]
+        assert cli.main(["explain", *where, "shop/deploy/web"]) == 0
+        explained = " ".join(capsys.readouterr().out.split())
+        assert f"the template of commit {first[:12]} is gone" in explained
         at = 300.0
         while fleet.rollout()["phase"] != "Complete":
             assert at < 2000, "the rollout goes on from there"
