@@ -70,7 +70,9 @@ def _anchored(
                     cluster=cluster,
                     error=f"{decision.key}: the rollout's template commit {commit} is gone "
                     f"and the output branch has no object of revision {revisions[cluster]} "
-                    f"on {cluster}: the workload is left as the last pass rendered it",
+                    f"on {cluster}: the workload is left as the last pass rendered it (push "
+                    "the commit back, or remove the rollout setting to render the new "
+                    "template everywhere)",
                 )
                 return before if before is not None else decision
     said = "; ".join(
