@@ -152,3 +152,14 @@ def test_a_duplicated_workload_of_zero_replicas_keeps_its_draining_cluster_too()
     (one,) = schedule.place(drained, {first.key: first}, observed(drained, first), now=0.0)
     assert counts(one) == {"b": 0, "c": 0, "d": 0}
     assert [c for c, _, _ in waiting(one)] == ["b"]
+
+
+def test_a_drain_with_a_scale_down_keeps_the_total_and_the_step() -> None:
+    (first,) = schedule.place(spec_for(STATIC))
+    smaller = replace(W, replicas=4, manifest={**W.manifest, "spec": {"replicas": 4}})
+    spec = replace(spec_for(STATIC, drain="ab"), workloads=(smaller,))
+    (one,) = schedule.place(spec, {first.key: first}, observed(spec, first), now=0.0)
+    assert sum(p.replicas or 0 for p in one.clusters) == 4
+    assert "a" not in counts(one)
+    assert counts(one)["b"] == 2, "b is kept while a leaves, though the workload shrank"
+    assert [(c, n) for c, n, _ in waiting(one)] == [("b", 2)]

@@ -28,7 +28,7 @@ Called by `schedule.disruption` and `schedule.engine`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -101,8 +101,9 @@ def hold(
         f"disruption budget: {count} cluster{'s' if count != 1 else ''} in flight of "
         f"{allowed} allowed ({in_flight_text(leaving, entering)})"
     )
-    waiting = tuple(Waiting(name, was[name] or 0, reason) for name in kept)
-    changes = {name: was[name] or 0 for name in kept}
+    now_kept = {p.cluster: p.replicas or 0 for p in clusters if p.cluster in kept}
+    waiting = tuple(Waiting(name, now_kept.get(name, 0), reason) for name in kept)
+    changes = dict(now_kept)
     for name, count in taken.items():
         changes[name] = changes.get(name, 0) - count
     names = sorted(n for n, c in changes.items() if c)
@@ -130,7 +131,7 @@ def _keep(
     taken: dict[str, int] = {}
     for name in kept:
         owed = was[name].replicas or 0
-        unpaid = _take(counts, was, owed, taken) if divides else 0
+        unpaid = _take(counts, was, owed, taken, kept) if divides else 0
         counts[name] = was[name].replicas if not divides else owed - unpaid
     emptied = {n for n in counts if (n in taken or n in kept) and divides and not counts[n]}
     placed = {p.cluster: p for p in decided.clusters}
@@ -143,15 +144,23 @@ def _keep(
 
 
 def _take(
-    counts: dict[str, int | None], was: Mapping[str, Placed], owed: int, taken: dict[str, int]
+    counts: dict[str, int | None],
+    was: Mapping[str, Placed],
+    owed: int,
+    taken: dict[str, int],
+    kept: Collection[str],
 ) -> int:
     """Take `owed` replicas, one at a time, from the clusters that gained the most over `was`
-    (ties by name); returns what could not be taken (the workload scaled down meanwhile)."""
+    (ties by name), then, when the workload scaled down meanwhile, from those that run the
+    most, never from the `kept` clusters; returns what could not be taken."""
     while owed > 0:
         gains = {
             name: (count or 0) - ((was[name].replicas or 0) if name in was else 0)
             for name, count in counts.items()
+            if name not in kept
         }
+        if not any(g > 0 for g in gains.values()):
+            gains = {n: c or 0 for n, c in counts.items() if n not in kept}
         name = min(
             (n for n, g in gains.items() if g > 0), key=lambda n: (-gains[n], n), default=None
         )
