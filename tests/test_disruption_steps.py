@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reconciler import schedule
 from reconciler.cli import report
@@ -163,3 +165,34 @@ def test_a_drain_with_a_scale_down_keeps_the_total_and_the_step() -> None:
     assert "a" not in counts(one)
     assert counts(one)["b"] == 2, "b is kept while a leaves, though the workload shrank"
     assert [(c, n) for c, n, _ in waiting(one)] == [("b", 2)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    replicas=st.integers(min_value=1, max_value=20),
+    drain=st.sets(st.sampled_from("abcd"), min_size=1, max_size=3),
+    budget=st.integers(min_value=1, max_value=3),
+    scheduling=st.sampled_from([STATIC, DUPLICATED]),
+)
+def test_a_step_keeps_the_total_and_leaves_no_more_than_the_budget(
+    replicas: int, drain: set[str], budget: int, scheduling: ReplicaScheduling
+) -> None:
+    workload = replace(W, replicas=replicas)
+    start = replace(
+        spec_for(scheduling, budget=DisruptionBudget(count=budget)), workloads=(workload,)
+    )
+    (first,) = schedule.place(start)
+    drained = replace(
+        spec_for(scheduling, drain="".join(sorted(drain)), budget=DisruptionBudget(count=budget)),
+        workloads=(workload,),
+    )
+    (one,) = schedule.place(drained, {first.key: first}, observed(drained, first), now=0.0)
+    before, after = counts(first), counts(one)
+    held = {c for c, n in before.items() if n}
+    left = {c for c in held & drain if c not in after}
+    assert len(left) <= budget
+    assert len(left) == min(budget, len(held & drain)), "the budget's room is used"
+    if scheduling is STATIC:
+        assert sum(n or 0 for n in after.values()) == replicas
+    for name in (held & drain) - left:
+        assert after[name] == before[name], "a kept cluster keeps what it ran"
