@@ -9,6 +9,8 @@ Called by `cli`, `cli.diff`, `foresee`, `pipeline` and `review`.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,19 +80,74 @@ def of(
     )
 
 
-def templates(read: Callable[[str], Source | None]) -> render.Templates:
+Workloads = Mapping[ResourceKey, Manifest] | None
+"""A source commit's workload manifests by key; None when the commit no longer validates."""
+
+
+class TemplateMemo:
+    """What earlier source commits gave `templates`, kept across the passes of one process
+    (`dro run`), so that a rollout's old commit is read and validated once, not on every pass.
+    Keyed by the repository and the commit's sha: a commit's content never changes, and it is
+    validated with the built-in settings alone. Bounded: the `size` commits used last are kept.
+    A commit the cache does not hold is not remembered (it may be fetched later)."""
+
+    def __init__(self, size: int = 16) -> None:
+        self.size = size
+        self._found: OrderedDict[tuple[str, str], Workloads] = OrderedDict()
+        self._lock = threading.Lock()  # a pass and a REST request may read at once
+
+    def get(self, repo: str, commit: str) -> tuple[bool, Workloads]:
+        """(known, its workloads) for `commit` of `repo`, marking it used last."""
+        key = (repo, commit)
+        with self._lock:
+            if key not in self._found:
+                return False, None
+            self._found.move_to_end(key)
+            return True, self._found[key]
+
+    def put(self, repo: str, commit: str, workloads: Workloads) -> None:
+        """Remember what `commit` gave, dropping the commit used longest ago past `size`."""
+        with self._lock:
+            self._found[(repo, commit)] = workloads
+            self._found.move_to_end((repo, commit))
+            while len(self._found) > self.size:
+                self._found.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget every commit."""
+        with self._lock:
+            self._found.clear()
+
+
+MEMO = TemplateMemo()
+"""The process's memo of old template commits, shared by every `online` pass."""
+
+
+def templates(
+    read: Callable[[str], Source | None],
+    *,
+    memo: TemplateMemo | None = None,
+    repo: str = "",
+) -> render.Templates:
     """A reader of workload manifests at earlier source commits (`read(sha)` gives the source,
-    e.g. `load.source_at`); each commit is read and validated once. A commit that is gone, or
-    that no longer validates, gives None, and the source's own template is rendered."""
-    specs: dict[str, Mapping[ResourceKey, Manifest] | None] = {}
+    e.g. `load.source_at`); each commit is read and validated once per reader, and once per
+    process with a `memo` (keyed by `repo` and the sha). A commit that is gone, or that no
+    longer validates, gives None: the clusters that keep it keep the objects last rendered
+    (`render.rolloutgone`), never the source's own template."""
+    specs: dict[str, Workloads] = {}
 
     def manifest(commit: str, key: ResourceKey) -> Manifest | None:
         if commit not in specs:
-            source = read(commit) if commit else None
-            spec = validate.check(source).spec if source is not None else None
-            specs[commit] = None if spec is None else {w.key: w.manifest for w in spec.workloads}
-        found = specs[commit]
-        return None if found is None else found.get(key)
+            known, found = memo.get(repo, commit) if memo is not None else (False, None)
+            if not known:
+                source = read(commit) if commit else None
+                spec = validate.check(source).spec if source is not None else None
+                found = None if spec is None else {w.key: w.manifest for w in spec.workloads}
+                if memo is not None and source is not None:
+                    memo.put(repo, commit, found)
+            specs[commit] = found
+        workloads = specs[commit]
+        return None if workloads is None else workloads.get(key)
 
     return manifest
 
@@ -105,7 +162,9 @@ def online(settings: Settings) -> LastPass:
         load.previous_state(*where),
         kept=load.previous_rendered(*where),
         history=load.history.reader(*where),
-        templates=templates(lambda sha: load.source_at(url, settings.state_dir, sha)),
+        templates=templates(
+            lambda sha: load.source_at(url, settings.state_dir, sha), memo=MEMO, repo=url
+        ),
     )
 
 

@@ -28,7 +28,7 @@ from reconciler.domain.forecast import Forecasts
 from reconciler.errors import Problem
 from reconciler.laststate import FIRST_PASS, LastPass
 from reconciler.live import takeover
-from reconciler.render import rollout
+from reconciler.render import rollout, rolloutgone
 from reconciler.settings import Settings
 from reconciler.validate import guard
 
@@ -167,6 +167,7 @@ def _schedule(
     waves = rollout.advance(
         spec, placed.decisions, previous, observations, pass_time(source, now), room=budgets
     )
+    waves = rolloutgone.anchored(waves, previous, before.templates, before.kept)
     return dataclasses.replace(placed, decisions=waves)
 
 

@@ -106,7 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
         "render",
         help="write the output-branch tree to a directory",
         description="Validate, schedule and render the per-cluster "
-        "manifests and decisions into DIR.",
+        "manifests and decisions into DIR. It reads no earlier pass: every workload is "
+        "placed as on a first pass, and every rollout is rendered at its end state (the new "
+        "template on every cluster). `dro plan` shows the waves a change takes; dro/rendered "
+        "holds what reconcile committed.",
     )
     _add_source_args(rend)
     rend.add_argument(

@@ -5,8 +5,7 @@ once for a voluntary change, and where a workload stands against it.
 `DisruptionBudget`; `schedule.disruption` says what counts as out of service and enforces it,
 and each decision of a workload with a budget carries a `Disruption` (`status.disruption`).
 
-Called by `cli.report`, `domain`, `domain.decision`, `domain.policy`, `domain.spec` and
-`schedule.disruption`.
+Called by 7 modules, among them `cli.report`, `domain`, `schedule.disruption`.
 """
 
 from __future__ import annotations

@@ -10,8 +10,7 @@ Fields a server owns (status, uid, resourceVersion …) are dropped. Nothing tim
 commit-dependent is written: provenance lives in the commit trailers, so a steady pass renders
 the same bytes and makes no commit.
 
-Called by `cli.render`, `foresee`, `laststate`, `pipeline`, `render.overridden` and
-`validate.overridecheck`.
+Called by 7 modules, among them `cli.render`, `foresee`, `laststate`, `pipeline`.
 """
 
 from __future__ import annotations
@@ -215,12 +214,14 @@ def tree(
 
     A cluster that a decision's rollout has not reached yet keeps the template in force:
     `templates(commit, key)` gives the workload's manifest at that source commit
-    (`render.rollout.in_force`); without it every cluster gets the source's template.
+    (`render.rollout.in_force`); without it every cluster gets the source's template. When it
+    gives None (the commit is gone) the cluster keeps the file last rendered there (`kept`),
+    or nothing (`render.rolloutgone`).
     """
     part, parts = shard
     workloads = {w.key: w for w in spec.workloads}
     index = RuleIndex(spec.clusters)
-    held = _Held(spec, kept)
+    held = _Held(spec, kept, templates)
     files: dict[str, bytes] = {}
     ordered = sorted(decisions, key=lambda d: d.key.sort_key)
     hooked = movehooks.hook_env(spec.sync_hooks, ordered) if spec.sync_hooks else {}
@@ -251,7 +252,8 @@ Templates = Callable[[str, ResourceKey], Mapping[str, Any] | None]
 class _Held:
     """Which rendered paths a suspended dispatch holds back, and what they keep."""
 
-    def __init__(self, spec: Spec, kept: Kept | None) -> None:
+    def __init__(self, spec: Spec, kept: Kept | None, templates: Templates | None = None) -> None:
+        self._templates = templates
         self._placements = {
             p.ref: p.placement
             for p in spec.placement_policies
@@ -264,6 +266,17 @@ class _Held:
         """Whether changes to the decision's workload are held back from `cluster`."""
         placement = self._placements.get(decision.policy) if decision.policy else None
         return placement is not None and placement.dispatch_suspended(cluster)
+
+    def gone(self, decision: Decision, cluster: str) -> bool:
+        """Whether `cluster` keeps a rollout's template in force from a source commit that is
+        gone: it keeps the file last rendered there, if any (`rolloutgone`), never the new
+        template."""
+        force = rollout.in_force(decision, cluster)
+        return (
+            force is not None
+            and self._templates is not None
+            and self._templates(force[1], decision.key) is None
+        )
 
     def previous(self, path: str) -> bytes | None:
         """The file last rendered at `path`, read once."""
@@ -291,7 +304,7 @@ def _render_decision(
     rendered: dict[tuple[object, int | None, tuple[str, ...]], bytes] = {}
     for placed in decision.rendered():
         path = paths.object_path(placed.cluster, decision.key)
-        if held.suspended(decision, placed.cluster):
+        if held.suspended(decision, placed.cluster) or held.gone(decision, placed.cluster):
             previous = held.previous(path)
             if previous is not None:
                 files[path] = previous
@@ -345,7 +358,8 @@ def _shared_files(
     for decision in decisions:
         for placed in decision.rendered():
             path = paths.object_path(placed.cluster, decision.key)
-            if held.suspended(decision, placed.cluster) and held.previous(path) is None:
+            kept = held.suspended(decision, placed.cluster) or held.gone(decision, placed.cluster)
+            if kept and held.previous(path) is None:
                 continue
             per_cluster[placed.cluster].append(_in_cluster(path).relative)
     files: dict[str, bytes] = {}

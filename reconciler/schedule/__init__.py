@@ -217,7 +217,7 @@ def _place(
     )
     decisions = [run.decide(c, matrix[i], scales[i], fits[i]) for i, c in enumerate(order)]
     budgets = disruption.Tracker(
-        spec.config, order, decisions, standing_previous, fleet.observations
+        spec.config, order, decisions, standing_previous, fleet.observations, run.steps
     )
     decisions = rebalance.run(run, order, decisions, matrix, scales, fits, budgets)
     decisions = budgets.annotate(decisions, durations.rfc3339(now))

@@ -20,6 +20,10 @@ the larger of the clusters left and the clusters entered. So with a budget of 1 
 at a time, one cluster to one cluster; a second destination, or a second source, waits. Under a
 budget no move enters a cluster where the workload's copies are already not Healthy.
 
+Workloads that re-balancing does not move (StaticWeight, Duplicated, Karmada's kinds) leave
+draining clusters one step at a time instead (`stepwise`): the clusters kept wait in
+`status.disruption.waiting` as moves do.
+
 Re-balancing (drains, clusters above their limit, filling, Fresh requests) asks a `Guard` before
 each move; a move the budget refuses waits for a later pass, recorded in the decision's
 `status.disruption.waiting` with its reason (`disruption budget: 1 cluster in flight of 1
@@ -33,13 +37,14 @@ start a change now; `in_flight` gives what a decision already has in flight, and
 `rollout_room` asks both for each decision of a pass (`render.rollout` starts a wave's
 clusters in batches of that size, so a drain and a rollout share one budget).
 
-Called by `schedule` and `schedule.rebalance`.
+Called by `schedule`, `schedule.engine`, `schedule.rebalance` and `schedule.stepwise`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from reconciler.domain import (
     Decision,
@@ -55,6 +60,9 @@ from reconciler.domain import (
 from reconciler.domain.disruption import in_flight_text
 from reconciler.kube import health
 from reconciler.schedule import facts
+
+if TYPE_CHECKING:
+    from reconciler.schedule import stepwise
 
 
 def budget_of(placement: Placement, config: SchedulerConfig) -> DisruptionBudget | None:
@@ -132,6 +140,8 @@ class Guard:
     sick: frozenset[str] = frozenset()
     """Where its copies were already not Healthy: no move enters them (nor would turn
     Healthy there)."""
+    left: frozenset[str] = frozenset()
+    """Clusters a drain step left (`stepwise`), out of service until observed empty."""
 
     def admits(self, source: str, target: str, replicas: int) -> bool:
         """Whether a move of `replicas` from `source` to `target` fits the budget; if so it
@@ -173,6 +183,7 @@ class Tracker:
         decided: Sequence[Decision],
         previous: Mapping[ResourceKey, Decision],
         observations: Mapping[str, Observation],
+        steps: Mapping[ResourceKey, stepwise.Step] | None = None,
     ) -> None:
         self.guards: dict[int, Guard] = {}
         """Scheduling position → its workload's guard (workloads with a budget only)."""
@@ -184,6 +195,17 @@ class Tracker:
             before = previous.get(claimed.workload.key)
             held = [p.cluster for p in before.clusters] if before is not None else []
             sick = unhealthy(observations, claimed.workload.key, held)
+            step = (steps or {}).get(claimed.workload.key)
+            if step is not None:  # a drain step of a workload re-balancing does not move
+                self.guards[position] = Guard(
+                    budget=budget,
+                    allowed=step.allowed,
+                    leaving=set(step.leaving),
+                    entering=set(step.entering),
+                    waiting={w.cluster: w for w in step.waiting},
+                    left=step.leaving,
+                )
+                continue
             self.guards[position] = Guard(
                 budget=budget,
                 allowed=budget.of(clusters),
@@ -206,7 +228,7 @@ class Tracker:
                     decisions[position] = replace(decision, disruption=None)
                 continue
             now = [m for m in decision.moves if m.at == at]
-            leaving = {p.cluster for p in decision.retiring} | {m.source for m in now}
+            leaving = {p.cluster for p in decision.retiring} | {m.source for m in now} | guard.left
             decisions[position] = replace(
                 decision,
                 disruption=Disruption(

@@ -33,6 +33,7 @@ from reconciler.domain import (
 from reconciler.kube import movehooks
 from reconciler.render import overridden
 from reconciler.schedule import (
+    disruption,
     economy,
     express,
     facts,
@@ -44,6 +45,7 @@ from reconciler.schedule import (
     runs,
     selecting,
     stci,
+    stepwise,
     triggers,
 )
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, rows_of, some
@@ -116,6 +118,7 @@ class Pass:
         self.nowhere: dict[tuple[int, bytes, str | None, int], int] = {}
         """Re-balancing: (placement, demand, term, data row) → the `clock` at which a replica
         of such a workload found no destination (none appears until the ledger changes)."""
+        self.steps: dict[ResourceKey, stepwise.Step] = {}  # drain steps, for their budgets
         self.lane = express.Lane(fleet, self.facts, previous, self.changed, diagnose=diagnose)
 
     def _adapted(self, key: ResourceKey) -> dict[str, float]:
@@ -144,6 +147,8 @@ class Pass:
             )
         elif before is not None and before.retiring:
             decided = moving.keep_retiring(self.fleet, before, decided)
+        elif not claimed.movable and workload.replicas is not None:
+            decided = self._step(claimed, before, decided, demand)
         kept = [
             (self.fleet.index[p.cluster], p.running)
             for p in decided.retiring
@@ -153,6 +158,19 @@ class Pass:
             rows = np.array([row for row, _ in kept], dtype=np.int64)
             self.add(rows, demand, np.array([n for _, n in kept], dtype=np.int64))
         return self._charge_overrides(before, decided, demand)
+
+    def _step(
+        self, claimed: facts.Claimed, before: Decision | None, decided: Decision, demand: FloatArray
+    ) -> Decision:
+        """A workload re-balancing does not move leaves draining clusters step by step."""
+        budget = disruption.budget_of(claimed.placement, self.config)
+        step = stepwise.hold(self.fleet, budget, before, decided, divides=claimed.strategy.divides)
+        if step is None:
+            return decided
+        self.steps[decided.key] = step
+        if len(step.rows):
+            self.add(step.rows, demand, step.replicas)
+        return step.decision
 
     def _charge_overrides(
         self, before: Decision | None, decided: Decision, demand: FloatArray
