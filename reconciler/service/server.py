@@ -34,6 +34,7 @@ from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import Receive, Scope, Send
 
 from reconciler import service as runner
 from reconciler.service import bodylimit, deliveries, guarded, listener, webhook
@@ -106,7 +107,7 @@ class Server:
             for path, endpoint in endpoints.items()
         ]
         # every other method on a built-in path is 405, whatever `routes` adds
-        routes += [Route(path, _not_allowed(methods)) for path, methods in BUILT_IN.items()]
+        routes += [Route(path, _NotAllowed(methods)) for path, methods in BUILT_IN.items()]
         return routes
 
     async def _readyz(self, _request: Request) -> Response:
@@ -208,13 +209,14 @@ def _text(status: int, text: str, *, close: bool = False) -> Response:
     return Response(text, status_code=status, media_type="text/plain", headers=headers)
 
 
-def _not_allowed(methods: Sequence[str]) -> Callable[[Request], Awaitable[Response]]:
-    allowed = ", ".join([*methods, "HEAD"] if "GET" in methods else methods)
+class _NotAllowed:
+    """An ASGI app (so that its route takes every method) answering 405 with `Allow`."""
 
-    async def endpoint(_request: Request) -> Response:
-        raise HTTPException(405, headers={"Allow": allowed})
+    def __init__(self, methods: Sequence[str]) -> None:
+        self.allowed = ", ".join([*methods, "HEAD"] if "GET" in methods else methods)
 
-    return endpoint
+    async def __call__(self, _scope: Scope, _receive: Receive, _send: Send) -> None:
+        raise HTTPException(405, headers={"Allow": self.allowed})
 
 
 async def _http_error(request: Request, error: Exception) -> Response:
