@@ -257,8 +257,10 @@ def test_a_bad_tls_setting_is_one_line_and_exit_1(tmp_path: Path) -> None:
     _, other_key = make_certificate(tmp_path, "other")
     cases = {
         ("--tls-cert-file", str(cert)): "--tls-cert-file needs --tls-key-file too",
-        ("--tls-cert-file", "nope.crt", "--tls-key-file", str(key)): "nope.crt: no such file",
-        ("--tls-cert-file", str(cert), "--tls-key-file", str(other_key)): "KEY_VALUES_MISMATCH",
+        ("--tls-cert-file", "nope.crt", "--tls-key-file", str(key)): "nope.crt: No such file",
+        ("--tls-cert-file", str(key), "--tls-key-file", str(key)): "not a PEM certificate",
+        ("--tls-cert-file", str(cert), "--tls-key-file", str(cert)): "not a PEM private key",
+        ("--tls-cert-file", str(cert), "--tls-key-file", str(other_key)): "does not match",
     }
     for args, said in cases.items():
         done = run_dro(tmp_path, *args)

@@ -161,7 +161,9 @@ def run(args: argparse.Namespace, _hook: Any) -> int:
             tls=tls,
         )
     except ssl.SSLError as error:
-        raise UsageError(f"--tls-cert-file/--tls-key-file: {error.reason or error}") from None
+        if error.reason == "KEY_VALUES_MISMATCH":
+            raise UsageError("--tls-key-file: the key does not match --tls-cert-file") from None
+        raise UsageError(f"--tls-cert-file, --tls-key-file: {error}") from None
     except OSError as error:
         # a busy or forbidden port is the operator's to fix: one line, no traceback
         raise UsageError(f"--listen {values['listen']}: {error.strerror or error}") from None
@@ -193,9 +195,17 @@ def _tls(values: Mapping[str, Any]) -> listener.Tls | None:
     if cert is None or key is None:
         given, missing = ("cert", "key") if key is None else ("key", "cert")
         raise UsageError(f"--tls-{given}-file needs --tls-{missing}-file too")
-    for name, file in (("cert", cert), ("key", key)):
-        if not file.is_file():
-            raise UsageError(f"--tls-{name}-file {file}: no such file")
+    for name, file, marker in (("cert", cert, "CERTIFICATE-----"), ("key", key, "KEY-----")):
+        try:
+            text = file.read_bytes()[:1_000_000].decode("ascii", errors="replace")
+        except OSError as error:
+            raise UsageError(f"--tls-{name}-file {file}: {error.strerror or error}") from None
+        if f"-----BEGIN {marker}" not in text and f" {marker}" not in text:
+            what = "certificate" if name == "cert" else "private key"
+            raise UsageError(f"--tls-{name}-file {file}: not a PEM {what}")
+        if name == "key" and "ENCRYPTED" in text:
+            # OpenSSL would ask for its passphrase on the terminal
+            raise UsageError(f"--tls-key-file {file}: an encrypted key; mount it unencrypted")
     return listener.Tls(cert_file=cert, key_file=key)
 
 
