@@ -158,15 +158,18 @@ def test_close_stops_the_thread_and_frees_the_port() -> None:
     before = {t.ident for t in threading.enumerate()}
     http = started()
     port = http.port
-    with httpx.Client(timeout=5) as client:
-        assert client.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
+    content = b'{"ref": "refs/heads/elsewhere"}'
+    signed = rawhttp.signed(SECRET, content)
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
+        assert client.get("/healthz").status_code == 200
+        assert client.post("/webhook", content=content, headers=signed).status_code == 200
     idle = rawhttp.connect(port)  # an open connection does not hold the stop
     began = time.monotonic()
     http.close()
     assert time.monotonic() - began < listener.SHUTDOWN_SECONDS + 1
     idle.close()
     left = [t for t in threading.enumerate() if t.ident not in before and t.is_alive()]
-    assert [t.name for t in left if t.name == "dro-http"] == []
+    assert [t.name for t in left] == [], "the server's thread and its workers are gone"
     with pytest.raises(ConnectionRefusedError):
         rawhttp.connect(port).close()
 
@@ -208,6 +211,21 @@ def test_https_with_a_mounted_certificate_is_verified_by_a_real_client(tmp_path:
             client.get(f"https://127.0.0.1:{http.port}/healthz")
         plain = rawhttp.exchange(http.port, rawhttp.request("GET", "/healthz", {}), timeout=3)
         assert rawhttp.status(plain) == 0, "no plain HTTP answer on the TLS port"
+    finally:
+        http.close()
+
+
+def test_a_tls_handshake_that_stalls_is_cut_off_at_the_header_deadline(tmp_path: Path) -> None:
+    cert, key = make_certificate(tmp_path)
+    http = started(tls=listener.Tls(cert_file=cert, key_file=key))
+    try:
+        with rawhttp.connect(http.port) as conn:
+            conn.sendall(b"\x16\x03\x01\x02\x00\x01")  # the start of a ClientHello
+            began = time.monotonic()
+            done, _ = rawhttp.closed_by_server(conn, 10)
+            seconds = time.monotonic() - began
+        assert done
+        assert seconds <= HEADER_TIMEOUT + 1.0, seconds
     finally:
         http.close()
 

@@ -3,7 +3,8 @@
 `Listener` binds the socket at once (a busy port is the caller's `OSError`), reads the
 certificate at once (a bad one is the caller's `ssl.SSLError`), and runs `uvicorn.Server` on
 its own event loop in a thread, signal handlers off (`dro run` has its own), with
-`guarded.GuardedProtocol` for every connection. uvicorn's log records become dro's events:
+`guarded.GuardedProtocol` for every connection. A TLS handshake has the header deadline too
+(uvicorn leaves asyncio's 60s). uvicorn's log records become dro's events:
 nothing of uvicorn's reaches stdout, which carries only dro's JSON events.
 
 `plain_http_refusal` is the rule for plain HTTP: fine on loopback, or for the probes, metrics
@@ -122,7 +123,20 @@ class Listener:
         return "https" if self.tls else "http"
 
     def _serve(self) -> None:
-        asyncio.run(self.server.serve(sockets=[self.socket]))
+        loop = asyncio.new_event_loop()
+        create_server = loop.create_server
+        seconds = self.connections.limits.header_timeout
+
+        async def with_handshake_deadline(*args: Any, **kwargs: Any) -> asyncio.Server:
+            # uvicorn passes no handshake timeout (asyncio's default is 60s): a client that
+            # stops in the middle of its TLS handshake has the header deadline instead
+            if kwargs.get("ssl") is not None:
+                kwargs["ssl_handshake_timeout"] = seconds
+            return await create_server(*args, **kwargs)
+
+        loop.create_server = with_handshake_deadline  # type: ignore[method-assign]
+        with asyncio.Runner(loop_factory=lambda: loop) as runner:
+            runner.run(self.server.serve(sockets=[self.socket]))
 
     def start(self) -> None:
         """Serve in the background; returns once connections are accepted."""
