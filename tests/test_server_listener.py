@@ -17,12 +17,13 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from structlog.testing import capture_logs
 
 from reconciler import service as runner
 from reconciler.service import guarded, listener, metrics, server
 from reconciler.settings import Settings
 from tests import rawhttp
-from tests.service import DRO
+from tests.service import DRO, wait_for
 
 SECRET = b"listener-secret"
 HEADER_TIMEOUT = 0.5
@@ -111,6 +112,29 @@ def test_a_mounted_route_reading_a_body_beyond_the_limit_gets_413(served: server
             return
     assert answer.status_code == 413
     assert answer.json()["code"] == "PAYLOAD_TOO_LARGE"
+
+
+def test_a_failing_route_is_500_and_one_event_not_uvicorn_text(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    async def broken(_request: Request) -> Response:
+        raise RuntimeError("a bug in a route")
+
+    http = started(routes=[Route("/api/v1/broken", broken)])
+    try:
+        with capture_logs() as events:
+            with httpx.Client(timeout=5) as client:
+                answer = client.get(f"http://127.0.0.1:{http.port}/api/v1/broken")
+            assert answer.status_code == 500
+            wait_for(lambda: [e for e in events if e["event"] == "http_handler_failed"], "event")
+    finally:
+        http.close()
+    (failed,) = [e for e in events if e["event"] == "http_handler_failed"]
+    assert failed["log_level"] == "error"
+    assert failed["exc_info"][1].args == ("a bug in a route",)
+    printed = capsys.readouterr()
+    assert "Exception in ASGI application" not in printed.out + printed.err
+    assert "Traceback" not in printed.out + printed.err
 
 
 # --- connections ------------------------------------------------------------------------------
