@@ -157,6 +157,22 @@ def test_a_kept_alive_connection_has_the_header_deadline_for_its_next_request(
     assert rawhttp.status(answer) == 408, answer
 
 
+def test_answers_on_a_kept_alive_connection_do_not_wait_for_a_delayed_ack(
+    served: server.Server,
+) -> None:
+    # with Nagle on, the body waits for the ACK of the headers: ~40 ms each on Linux
+    seconds = []
+    with rawhttp.connect(served.port) as conn:
+        for _ in range(21):
+            began = time.monotonic()
+            conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: dro\r\n\r\n")
+            answer = b""
+            while not answer.endswith(b"\r\n\r\nok\n"):
+                answer += conn.recv(65536)
+            seconds.append(time.monotonic() - began)
+    assert sorted(seconds)[10] < 0.03, sorted(seconds)
+
+
 def test_a_client_that_half_closes_after_its_request_gets_the_answer(
     served: server.Server,
 ) -> None:

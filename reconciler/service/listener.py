@@ -101,7 +101,9 @@ class Listener:
         self.config.load()  # the certificate is read now: its errors are the caller's
         _route_logs()
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        self.socket = socket.socket(family, socket.SOCK_STREAM)
+        # IPPROTO_TCP named: asyncio turns Nagle off (TCP_NODELAY) only on sockets that say so,
+        # else a kept-alive client waits ~40 ms for each answer's body (delayed ACK)
+        self.socket = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         try:
             self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             self.socket.bind((self.host, port))
