@@ -43,13 +43,13 @@ async def shadow(_request: Request) -> Response:
     return Response("not the built-in one\n")
 
 
-def started(**options: object) -> server.Server:
+def started(limits: guarded.Limits | None = None, **options: object) -> server.Server:
     http = server.Server(
         make_runner(),
         host="127.0.0.1",
         port=0,
         webhook_secret=SECRET,
-        limits=guarded.Limits(header_timeout=HEADER_TIMEOUT, body_timeout=2.0),
+        limits=limits or guarded.Limits(header_timeout=HEADER_TIMEOUT, body_timeout=2.0),
         **options,  # type: ignore[arg-type]
     )
     http.start()
@@ -192,6 +192,21 @@ def test_an_early_answer_is_read_before_the_close(served: server.Server) -> None
         conn.sendall(head + b"x" * (256 * 1024))
         answer = rawhttp.read_all(conn)
     assert rawhttp.status(answer) == 413, answer[:200]
+
+
+def test_an_answer_sent_before_the_body_ends_the_connection() -> None:
+    # a GET that announces a body it sends slowly: answered, then closed, not kept waiting
+    http = started(guarded.Limits(header_timeout=30, body_timeout=30))
+    try:
+        with rawhttp.connect(http.port) as conn:
+            conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: dro\r\nContent-Length: 1000000\r\n\r\n")
+            conn.sendall(b"x" * 10)
+            began = time.monotonic()
+            answer = rawhttp.read_all(conn, timeout=5)  # until the server's FIN
+            assert time.monotonic() - began < 2.5, "closed at once, not at a deadline"
+            assert rawhttp.status(answer) == 200
+    finally:
+        http.close()
 
 
 def test_close_stops_the_thread_and_frees_the_port() -> None:

@@ -171,8 +171,8 @@ class GuardedProtocol(H11Protocol):
             if not self.draining:
                 self.transport.close()
             return
-        if self.phase == "headers":
-            self.head += data
+        if self.phase == "headers" and len(self.head) <= self.limits.max_header_bytes:
+            self.head += data[: self.limits.max_header_bytes + 1 - len(self.head)]
         super().data_received(data)
         self.follow()
 
@@ -190,7 +190,12 @@ class GuardedProtocol(H11Protocol):
         return None
 
     def on_response_complete(self) -> None:
-        """The answer is sent: the next request's headers have their own deadline."""
+        """The answer is sent: the next request's headers have their own deadline. An answer
+        sent before the body was read ends the connection (after a short drain): the rest of
+        the body is not waited for."""
+        if self.conn.their_state is h11.SEND_BODY and not self.transport.is_closing():
+            self.settled = True
+            self.transport.close()
         super().on_response_complete()
         if self.transport.is_closing():
             return
