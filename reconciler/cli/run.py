@@ -174,7 +174,10 @@ def run(args: argparse.Namespace, _hook: Any) -> int:
         http.close()
 
     _on_signals(loop, abandoned)
-    http.start()
+    try:
+        http.start()
+    except OSError as error:
+        raise UsageError(f"--listen {values['listen']}: {error}") from None
     if elector is not None:
         elector.start()
     try:

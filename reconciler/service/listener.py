@@ -144,9 +144,9 @@ class Listener:
         """Serve in the background; returns once connections are accepted."""
         self.thread.start()
         deadline = time.monotonic() + 10
-        while not self.server.started and self.thread.is_alive():
-            if time.monotonic() > deadline:
-                raise OSError("the HTTP server did not start within 10s")
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise OSError("the HTTP server did not start")
             time.sleep(0.01)
 
     def close(self) -> None:
