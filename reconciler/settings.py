@@ -190,6 +190,14 @@ _ENTRIES = (
     ),
     Setting("http-max-connections", "128", whole, "connections open at once on --listen"),
     Setting("webhook-concurrency", "4", whole, "webhook bodies (25 MB at most) read at once"),
+    Setting("tls-cert-file", None, path, "PEM certificate (chain) to serve HTTPS on --listen"),
+    Setting("tls-key-file", None, path, "PEM private key of --tls-cert-file"),
+    Setting(
+        "allow-plain-http",
+        "false",
+        parse_bool,
+        "serve the REST API over plain HTTP on a non-loopback address (TLS ends before dro)",
+    ),
     Setting("webhook-secret-file", None, path, "the shared secret of GitHub/GitLab webhooks"),
     Setting(
         "leader-elect",

@@ -55,8 +55,10 @@ def body(response: bytes) -> str:
 
 
 def request(method: str, path: str, headers: dict[str, str], content: bytes = b"") -> bytes:
-    """A raw HTTP/1.1 request, headers written exactly as given."""
-    lines = [f"{method} {path} HTTP/1.1", "Host: dro", *(f"{k}: {v}" for k, v in headers.items())]
+    """A raw HTTP/1.1 request, headers written exactly as given, asking the server to close
+    the connection after its answer (`exchange` reads until the close)."""
+    lines = [f"{method} {path} HTTP/1.1", "Host: dro", "Connection: close"]
+    lines += [f"{k}: {v}" for k, v in headers.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + content
 
 

@@ -27,6 +27,7 @@ from reconciler.validate import schemacheck
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
 COMPONENT = DEPLOY / "in-cluster-target"
+TLS_COMPONENT = DEPLOY / "tls"
 SECRET_TEMPLATES = sorted((DEPLOY / "secrets").glob("*.example.yaml"))
 KUBE_VERSIONS = ("1.31", "1.32")
 """The Kubernetes versions of the e2e matrix (.github/workflows/e2e.yaml)."""
@@ -77,7 +78,10 @@ def built() -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def with_component(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    overlay = tmp_path_factory.mktemp("overlay")
+    return with_overlay(tmp_path_factory.mktemp("overlay"), COMPONENT)
+
+
+def with_overlay(overlay: Path, component: Path) -> list[dict[str, Any]]:
     # kustomize takes relative paths only, and no overlay inside its base.
     (overlay / "kustomization.yaml").write_text(
         yaml.safe_dump(
@@ -85,7 +89,7 @@ def with_component(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, A
                 "apiVersion": "kustomize.config.k8s.io/v1beta1",
                 "kind": "Kustomization",
                 "resources": [os.path.relpath(DEPLOY, overlay)],
-                "components": [os.path.relpath(COMPONENT, overlay)],
+                "components": [os.path.relpath(component, overlay)],
             }
         )
     )
@@ -360,6 +364,27 @@ def test_in_cluster_component_builds_validates_and_turns_on_in_cluster(
     assert env_of(container)["DRO_IN_CLUSTER"]["value"] == "true"
     readme = (COMPONENT / "README.md").read_text(encoding="utf-8")
     assert "broad" in readme.lower()
+
+
+def test_tls_component_mounts_the_secret_and_probes_use_https(tmp_path: Path) -> None:
+    built = with_overlay(tmp_path, TLS_COMPONENT)
+    problems = [p for obj in built for p in schema_errors(obj)]
+    assert not problems, "\n".join(problems)
+    pod = one(built, "Deployment")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    env = env_of(container)
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "tls"]
+    assert volume["secret"]["secretName"] == "dro-tls"
+    assert env["DRO_TLS_CERT_FILE"]["value"] == f"{mounts['tls']}/tls.crt"
+    assert env["DRO_TLS_KEY_FILE"]["value"] == f"{mounts['tls']}/tls.key"
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        assert container[probe]["httpGet"]["scheme"] == "HTTPS", probe
+        assert container[probe]["httpGet"]["port"] == "http", "the rest of the probe is kept"
+    assert "DRO_WEBHOOK_SECRET_FILE" in env, "the base's settings are kept"
+    readme = (DEPLOY / "README.md").read_text(encoding="utf-8")
+    assert "`dro-tls`" in readme
+    assert "kubectl -n dro-system create secret tls dro-tls" in readme
 
 
 def test_secret_templates_are_valid_secrets_outside_the_kustomization(

@@ -209,26 +209,42 @@ def test_probes_answer_while_slow_clients_hold_every_connection(service: Service
             conn.close()
 
 
-def test_webhooks_beyond_the_cap_get_503_and_probes_still_answer(service: Service) -> None:
+def test_webhooks_beyond_the_cap_get_503_and_probes_still_answer(tmp_path: Path) -> None:
+    # its own service, with a body deadline far beyond the test: the held webhooks cannot
+    # time out before the one beyond the cap is sent, however loaded the machine is
+    (tmp_path / "secret").write_bytes(SECRET)
+    running = Service(
+        tmp_path,
+        *("--repo", str(make_source_repo(tmp_path / "src").bare), "--interval", "10m"),
+        *("--state-dir", str(tmp_path / "state"), "--leader-elect=false"),
+        *("--webhook-secret-file", str(tmp_path / "secret"), "--http-body-timeout", "5m"),
+        *("--webhook-concurrency", str(WEBHOOKS)),
+    )
     content = b"{" + b" " * 100 + b"}"
     headers = {**rawhttp.signed(SECRET, content), "Content-Length": str(len(content))}
     slow = []
     try:
         for _ in range(WEBHOOKS):
-            conn = rawhttp.connect(service.port)
+            conn = rawhttp.connect(running.port)
             conn.sendall(post(headers, content[:10]))  # headers done, body pending
             slow.append(conn)
-        # the server is reading those bodies once a request behind them is answered
-        wait_for(
-            lambda: rawhttp.status(rawhttp.exchange(service.port, post(headers, content))) == 503,
-            "a webhook beyond the cap to be refused",
-            timeout=BODY_TIMEOUT,
-        )
-        answer = rawhttp.exchange(service.port, rawhttp.request("GET", "/healthz", {}))
-        assert rawhttp.status(answer) == 200
+        held = "dro_webhook_requests_in_flight"
+        wait_for(lambda: running.metric(held) == WEBHOOKS, "the webhooks to hold every slot")
+        answer = rawhttp.exchange(running.port, post(headers, content))
+        assert rawhttp.status(answer) == 503, answer
+        assert b"\r\nretry-after: " in answer.lower()
+        assert running.metric("dro_webhook_requests_total", result="busy") == 1
+        probe = rawhttp.exchange(running.port, rawhttp.request("GET", "/healthz", {}))
+        assert rawhttp.status(probe) == 200
+        for conn in slow:
+            rawhttp.reset(conn)
+        wait_for(lambda: running.metric(held) == 0, "the slots of the clients that left")
+        answer = rawhttp.exchange(running.port, post(headers, content))
+        assert rawhttp.status(answer) == 200, "a slot is free again"
     finally:
         for conn in slow:
             conn.close()
+        running.close()
 
 
 # --- clients that go away ---------------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import ssl
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -28,7 +29,7 @@ from reconciler.cli import habits as clihabits
 from reconciler.cli import report
 from reconciler.errors import ClusterError, UsageError
 from reconciler.kube import client as kube
-from reconciler.service import httpguard, leader, metrics, server
+from reconciler.service import guarded, leader, listener, metrics, server
 from reconciler.validate import guard
 from reconciler.yamlio import plain
 
@@ -50,6 +51,9 @@ OPTIONS = settings.pick(
     "http-max-connections",
     "webhook-concurrency",
     "webhook-secret-file",
+    "tls-cert-file",
+    "tls-key-file",
+    "allow-plain-http",
     "leader-elect",
     "lease-name",
     "lease-namespace",
@@ -125,6 +129,13 @@ def run(args: argparse.Namespace, _hook: Any) -> int:
     host, _, port = str(values["listen"]).rpartition(":")
     if not host or not port.isdigit():
         raise UsageError(f"--listen {values['listen']}: expected ADDR:PORT")
+    tls = _tls(values)
+    # the REST API is not served yet: plain HTTP stays allowed on any address until it is
+    refusal = listener.plain_http_refusal(
+        host, tls is not None, api_enabled=False, allow_plain_http=values["allow_plain_http"]
+    )
+    if refusal is not None:
+        raise UsageError(refusal)
     loop = runner.Runner(
         _settings(values),
         runner.RunOptions(
@@ -147,7 +158,12 @@ def run(args: argparse.Namespace, _hook: Any) -> int:
             webhook_secret=secret,
             limits=_limits(values),
             max_webhooks=values["webhook_concurrency"],
+            tls=tls,
         )
+    except ssl.SSLError as error:
+        if error.reason == "KEY_VALUES_MISMATCH":
+            raise UsageError("--tls-key-file: the key does not match --tls-cert-file") from None
+        raise UsageError(f"--tls-cert-file, --tls-key-file: {error}") from None
     except OSError as error:
         # a busy or forbidden port is the operator's to fix: one line, no traceback
         raise UsageError(f"--listen {values['listen']}: {error.strerror or error}") from None
@@ -158,7 +174,10 @@ def run(args: argparse.Namespace, _hook: Any) -> int:
         http.close()
 
     _on_signals(loop, abandoned)
-    http.start()
+    try:
+        http.start()
+    except OSError as error:
+        raise UsageError(f"--listen {values['listen']}: {error}") from None
     if elector is not None:
         elector.start()
     try:
@@ -170,14 +189,37 @@ def run(args: argparse.Namespace, _hook: Any) -> int:
     return 0
 
 
-def _limits(values: Mapping[str, Any]) -> httpguard.Limits:
+def _tls(values: Mapping[str, Any]) -> listener.Tls | None:
+    """The certificate and key to serve HTTPS with; None for plain HTTP; UsageError when
+    only one of the two is set."""
+    cert, key = values["tls_cert_file"], values["tls_key_file"]
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None:
+        given, missing = ("cert", "key") if key is None else ("key", "cert")
+        raise UsageError(f"--tls-{given}-file needs --tls-{missing}-file too")
+    for name, file, marker in (("cert", cert, "CERTIFICATE-----"), ("key", key, "KEY-----")):
+        try:
+            text = file.read_bytes()[:1_000_000].decode("ascii", errors="replace")
+        except OSError as error:
+            raise UsageError(f"--tls-{name}-file {file}: {error.strerror or error}") from None
+        if f"-----BEGIN {marker}" not in text and f" {marker}" not in text:
+            what = "certificate" if name == "cert" else "private key"
+            raise UsageError(f"--tls-{name}-file {file}: not a PEM {what}")
+        if name == "key" and "ENCRYPTED" in text:
+            # OpenSSL would ask for its passphrase on the terminal
+            raise UsageError(f"--tls-key-file {file}: an encrypted key; mount it unencrypted")
+    return listener.Tls(cert_file=cert, key_file=key)
+
+
+def _limits(values: Mapping[str, Any]) -> guarded.Limits:
     """The HTTP limits, or UsageError naming the one that cannot work."""
     for name in ("http-header-timeout", "http-body-timeout", "http-max-connections"):
         if values[name.replace("-", "_")] <= 0:
             raise UsageError(f"--{name} must be greater than zero")
     if values["webhook_concurrency"] < 1:
         raise UsageError("--webhook-concurrency must be at least 1")
-    return httpguard.Limits(
+    return guarded.Limits(
         header_timeout=values["http_header_timeout"],
         body_timeout=values["http_body_timeout"],
         max_connections=values["http_max_connections"],

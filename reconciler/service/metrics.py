@@ -80,6 +80,11 @@ class Metrics:
         self.webhooks = Counter(
             "dro_webhook_requests", "Webhook requests by result.", ["result"], registry=registry
         )
+        self.webhooks_in_flight = Gauge(
+            "dro_webhook_requests_in_flight",
+            "Webhook requests being read and verified now (at most --webhook-concurrency).",
+            registry=registry,
+        )
         build = Gauge(
             "dro_build_info",
             "dro's version, as a label.",

@@ -1,4 +1,4 @@
-"""Server: the HTTP side of `dro run`, on one port.
+"""Server: the HTTP side of `dro run`, one Starlette app on one uvicorn listener.
 
 - `GET /healthz`: 200 while the process serves requests (liveness).
 - `GET /readyz`: 200 while the runner is ready (`Runner.ready`), 503 otherwise, with the reason.
@@ -9,27 +9,43 @@
   secret the endpoint answers 403: dro never acts on an unsigned request. A delivery whose id
   was served lately (`deliveries`) gets 200 and starts no second pass.
 
-Every connection is held to `httpguard.Limits` (deadlines for headers and body, a body and
-header size limit, a cap on connections). Webhooks are read at most `max_webhooks` at a time
-(beyond that 503 with `Retry-After`, before the body is read), so the memory they can take is
-bounded; the probes and `/metrics` are never queued behind them.
+More routes (the REST API) are mounted beside these with `routes`; the built-in ones win on
+their paths. An unknown path gets 404 and a wrong method 405 with `Allow`, both with a JSON
+body `{"code", "message", "details"}`.
+
+Every connection is held to `guarded.Limits` (deadlines for headers and body, a header size
+limit, a cap on connections) and every body to `bodylimit`. Webhooks are read at most
+`max_webhooks` at a time (beyond that 503 with `Retry-After`, before the body is read), so the
+memory they can take is bounded; the probes and `/metrics` are never queued behind them.
 
 Called by `cli.run`.
 """
 
 from __future__ import annotations
 
-import threading
+from collections.abc import Awaitable, Callable, Sequence
+from http import HTTPStatus
 
 import structlog
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+from starlette.types import Receive, Scope, Send
 
 from reconciler import service as runner
-from reconciler.service import deliveries, httpbody, httpguard, webhook
+from reconciler.service import bodylimit, deliveries, guarded, listener, webhook
 
 log = structlog.get_logger("dro")
 
 MAX_WEBHOOKS = 4
 """Webhook requests read at once: with 25 MB bodies, at most 100 MB held by webhooks."""
+RETRY_AFTER = 5
+"""Seconds a client is asked to wait after a 503."""
+BUILT_IN = {"/healthz": ("GET",), "/readyz": ("GET",), "/metrics": ("GET",), "/webhook": ("POST",)}
 
 
 class Server:
@@ -42,34 +58,89 @@ class Server:
         host: str,
         port: int,
         webhook_secret: bytes | None,
-        limits: httpguard.Limits | None = None,
+        limits: guarded.Limits | None = None,
         max_webhooks: int = MAX_WEBHOOKS,
+        routes: Sequence[BaseRoute] = (),
+        tls: listener.Tls | None = None,
     ) -> None:
         self.loop = loop
         self.host = host
         self.webhook_secret = webhook_secret
         self.recent = deliveries.RecentDeliveries()
-        self.webhook_slots = threading.BoundedSemaphore(max_webhooks)
-        self.httpd = httpguard.GuardedServer(
-            (host, port), _handler_for(self), limits or httpguard.Limits()
+        self.max_webhooks = max_webhooks
+        self.webhooks_reading = 0  # only the event loop's thread counts
+        limits = limits or guarded.Limits()
+        self.app = Starlette(
+            routes=[*self._built_in(), *routes],
+            middleware=[Middleware(bodylimit.BodyLimit, max_body=limits.max_body)],
+            exception_handlers={
+                HTTPException: _http_error,
+                bodylimit.TooLarge: _too_large,
+            },
         )
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.listener = listener.Listener(self.app, host=host, port=port, limits=limits, tls=tls)
 
     @property
     def port(self) -> int:
         """The port actually bound (useful with port 0)."""
-        return int(self.httpd.server_address[1])
+        return self.listener.port
 
     def start(self) -> None:
         """Serve in a background thread."""
-        self._thread.start()
-        log.info("serving", address=f"{self.host}:{self.port}")
+        self.listener.start()
+        scheme = self.listener.scheme
+        log.info("serving", address=f"{self.host}:{self.port}", scheme=scheme)
 
     def close(self) -> None:
         """Stop serving and free the port."""
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self._thread.join(timeout=5)
+        self.listener.close()
+
+    def _built_in(self) -> list[BaseRoute]:
+        endpoints: dict[str, Callable[[Request], Awaitable[Response]]] = {
+            "/healthz": _healthz,
+            "/readyz": self._readyz,
+            "/metrics": self._metrics,
+            "/webhook": self._webhook,
+        }
+        routes: list[BaseRoute] = [
+            Route(path, endpoint, methods=list(BUILT_IN[path]))
+            for path, endpoint in endpoints.items()
+        ]
+        # every other method on a built-in path is 405, whatever `routes` adds
+        routes += [Route(path, _NotAllowed(methods)) for path, methods in BUILT_IN.items()]
+        return routes
+
+    async def _readyz(self, _request: Request) -> Response:
+        ready, why = self.loop.ready()
+        return _text(200 if ready else 503, why + "\n")
+
+    async def _metrics(self, _request: Request) -> Response:
+        body = self.loop.metrics.exposition()
+        return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    async def _webhook(self, request: Request) -> Response:
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        settled = self.precheck(headers)
+        if settled is not None:
+            return _text(*settled, close=True)
+        if self.webhooks_reading >= self.max_webhooks:
+            self.loop.metrics.webhooks.labels(result="busy").inc()
+            log.info("http_refused", status=503, reason="too many webhooks at once")
+            return _text(503, "too many webhooks at once; retry later\n", close=True)
+        self.webhooks_reading += 1
+        self.loop.metrics.webhooks_in_flight.inc()
+        try:  # the slot is held until the body is verified and dropped
+            try:
+                body = await request.body()
+            except bodylimit.TooLarge as refused:
+                return _text(413, f"{refused}\n", close=True)
+            except ClientDisconnect:
+                return _text(400, "the client went away\n", close=True)  # sent to no one
+            status, text = await run_in_threadpool(self.receive, headers, body)
+            return _text(status, text)
+        finally:
+            self.webhooks_reading -= 1
+            self.loop.metrics.webhooks_in_flight.dec()
 
     def receive(self, headers: dict[str, str], body: bytes) -> tuple[int, str]:
         """The answer to one webhook request and its body."""
@@ -125,40 +196,48 @@ class Server:
         return rejected.status, rejected.reason + "\n"
 
 
-def _handler_for(server: Server) -> type[httpguard.GuardedHandler]:
-    class Handler(httpguard.GuardedHandler):
-        def do_GET(self) -> None:  # noqa: N802 (the library's name)
-            path = self.path.split("?", 1)[0]
-            if path == "/healthz":
-                self.answer(200, "ok\n")
-            elif path == "/readyz":
-                ready, why = server.loop.ready()
-                self.answer(200 if ready else 503, why + "\n")
-            elif path == "/metrics":
-                body = server.loop.metrics.exposition()
-                self.answer(200, body, "text/plain; version=0.0.4; charset=utf-8")
-            else:
-                self.answer(404, "not found\n")
+async def _healthz(_request: Request) -> Response:
+    return _text(200, "ok\n")
 
-        def do_POST(self) -> None:  # noqa: N802 (the library's name)
-            if self.path.split("?", 1)[0] != "/webhook":
-                self.refuse(404, "not found\n")
-                return
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            settled = server.precheck(headers)
-            if settled is not None:
-                self.refuse(*settled)
-                return
-            if not server.webhook_slots.acquire(blocking=False):
-                server.loop.metrics.webhooks.labels(result="busy").inc()
-                self.refuse(503, "too many webhooks at once; retry later\n")
-                return
-            try:  # the slot is held until the answer is sent and the body dropped
-                body = self.read_body()
-                self.answer(*server.receive(headers, body))
-            except httpbody.Refused as refused:
-                self.refuse(refused.status, refused.reason + "\n")
-            finally:
-                server.webhook_slots.release()
 
-    return Handler
+def _text(status: int, text: str, *, close: bool = False) -> Response:
+    """A plain-text answer; `close` when the request's body was not read (the connection
+    cannot serve another request), and `Retry-After` on a 503."""
+    headers = {"Retry-After": str(RETRY_AFTER)} if status == 503 else {}
+    if close:
+        headers["Connection"] = "close"
+    return Response(text, status_code=status, media_type="text/plain", headers=headers)
+
+
+class _NotAllowed:
+    """An ASGI app (so that its route takes every method) answering 405 with `Allow`."""
+
+    def __init__(self, methods: Sequence[str]) -> None:
+        self.allowed = ", ".join([*methods, "HEAD"] if "GET" in methods else methods)
+
+    async def __call__(self, _scope: Scope, _receive: Receive, _send: Send) -> None:
+        raise HTTPException(405, headers={"Allow": self.allowed})
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    """404, 405 and other HTTP errors of the routing, as `{code, message, details}`."""
+    assert isinstance(error, HTTPException)
+    status = error.status_code
+    path = request.url.path
+    headers = dict(error.headers or {})
+    if status == 404:
+        code, message = "NOT_FOUND", f"nothing is served at {path}"
+    elif status == 405:
+        allowed = headers.get("Allow", "")
+        code = "METHOD_NOT_ALLOWED"
+        message = f"{request.method} is not allowed on {path}; allowed: {allowed}"
+    else:
+        code, message = HTTPStatus(status).name, str(error.detail)
+    body = {"code": code, "message": message, "details": {}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+async def _too_large(_request: Request, error: Exception) -> Response:
+    """A body that grew past the limit while a route read it."""
+    body = {"code": "PAYLOAD_TOO_LARGE", "message": str(error), "details": {}}
+    return JSONResponse(body, status_code=413, headers={"Connection": "close"})
