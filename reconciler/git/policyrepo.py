@@ -72,8 +72,8 @@ def ids_under(repo: pygit2.Repository, commit: pygit2.Commit, folder: str) -> di
 
 
 def history(repo: pygit2.Repository, tip: pygit2.Commit) -> Iterator[pygit2.Commit]:
-    """Every commit reachable from `tip`, newest first by committer time (`git log`)."""
-    yield from repo.walk(tip.id, pygit2.enums.SortMode.TIME)
+    """Every commit reachable from `tip`, newest first, children before their parents."""
+    yield from repo.walk(tip.id, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME)
 
 
 def branches(repo: pygit2.Repository, prefix: str) -> dict[str, pygit2.Commit]:

@@ -12,9 +12,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 
 from reconciler.domain import DRO_API_VERSION, durations
+from reconciler.domain.credentials import Credentials
+from reconciler.errors import UsageError
 from reconciler.git import gitrepo, policyrepo
+from reconciler.load import sourcecheck
 from reconciler.service.api import model
 
 CALLER = "Dro-Api-Caller"
@@ -114,9 +119,9 @@ def entries(
     repo: gitrepo.Repository, branch: str, tip: gitrepo.Commit, since: float
 ) -> list[Entry]:
     """The API's commits on `branch` (from `tip`) and on unmerged review branches, committed
-    at or after `since`, oldest first (ties by sha)."""
+    at or after `since`, oldest first (a parent before its children within one second)."""
     found: dict[str, Entry] = {}
-    for commit in policyrepo.history(repo, tip):
+    for commit in reversed(list(policyrepo.history(repo, tip))):
         entry = _entry(commit, branch)
         if entry is not None and entry.time >= since:
             found[entry.sha] = entry
@@ -124,4 +129,48 @@ def entries(
         entry = _entry(review, name)
         if entry is not None and entry.sha not in found and entry.time >= since:
             found[entry.sha] = entry
-    return sorted(found.values(), key=lambda e: (e.time, e.sha))
+    return sorted(found.values(), key=lambda e: e.time)
+
+
+def read(
+    location: str | None,
+    ref: str,
+    state_dir: Path,
+    *,
+    since: float,
+    credentials: Credentials | None = None,
+) -> list[Entry]:
+    """The API's writes in the repository at `location` (a URL or path, fetched into a
+    cache under `state_dir`), or in the one holding the current directory (None), on `ref`
+    and its review branches, at or after `since`."""
+    if location is None:
+        try:
+            repo = gitrepo.open_local(Path.cwd())
+        except UsageError as error:
+            raise UsageError(f"{error}; give --repo URL|PATH") from None
+        return entries(repo, ref, gitrepo.resolve(repo, ref, local=True), since)
+    sourcecheck.require_local_repo(location)
+    with sourcecheck.removed_on_failure(gitrepo.cache_path(state_dir, location), state_dir):
+        repo = gitrepo.open_cache(location, state_dir)
+        gitrepo.fetch(repo, gitrepo.url_credentials(location, credentials))
+        sourcecheck.require_commits(repo, location)
+    return entries(repo, ref, gitrepo.resolve(repo, ref), since)
+
+
+def since(text: str | None, now: float) -> float:
+    """`--since`: an ISO date or time (`2026-11-24`, `2026-11-24T10:00:00Z`; UTC unless it
+    says otherwise) or a duration back from `now` (`24h`, `7d`); None is the beginning."""
+    if text is None:
+        return float("-inf")
+    try:
+        return now - durations.seconds(text)
+    except ValueError:
+        pass
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(
+            f"--since {text!r}: expected an ISO date or time (2026-11-24, "
+            "2026-11-24T10:00:00Z) or a duration back from now (30m, 24h, 7d)"
+        ) from None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
