@@ -4,13 +4,14 @@ the remote after a refused write."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from reconciler import load, validate, yamlio
-from reconciler.errors import Severity
+from reconciler import load, settings, validate, yamlio
+from reconciler.errors import Severity, UsageError
 from reconciler.service.api import bodies, model, policyfile, snapshot, store
 from tests.conftest import SourceRepo, git
 
@@ -327,3 +328,114 @@ def test_the_etag_is_the_blob_id_git_computes(tmp_path: Path) -> None:
     data = "apiVersion: v1\n# ü\n"
     (tmp_path / "f").write_text(data, encoding="utf-8")
     assert snapshot.blob_id(data.encode()) == git(tmp_path, "hash-object", "f")
+
+
+def test_a_tip_is_parsed_once_and_a_new_tip_reparses_only_changed_files(
+    served: tuple[SourceRepo, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, url = served
+    parsed: list[str] = []
+    real = policyfile.served
+
+    def counting(path: str, data: bytes) -> list[policyfile.Located]:
+        parsed.append(path)
+        return real(path, data)
+
+    monkeypatch.setattr(policyfile, "served", counting)
+    now = [0.0]
+    policies = _store(url, tmp_path, clock=lambda: now[0])
+    policies.list(RPP)
+    files = sorted(parsed)
+    assert files == sorted(f"policies/{p.name}" for p in (repo.work / "policies").iterdir())
+    for _ in range(100):
+        policies.get(RPP, "europe")
+        now[0] += 0.1  # ten fetches of the same tip: nothing parsed again
+    assert sorted(parsed) == files
+    repo.write({"policies/newcomer.yaml": yamlio.dump(_rpp("newcomer"))})
+    repo.commit("one more file")
+    now[0] += 1
+    assert policies.get(RPP, "newcomer").path == "policies/newcomer.yaml"
+    assert parsed[len(files) :] == ["policies/newcomer.yaml"]
+
+
+def test_reads_on_many_threads_during_writes_always_see_a_whole_tip(
+    served: tuple[SourceRepo, str], tmp_path: Path
+) -> None:
+    _, url = served
+    policies = _store(url, tmp_path, fetch_interval=0.05)
+    names = [f"r-{i}" for i in range(5)]
+    done = threading.Event()
+    seen: list[int] = []
+    failures: list[BaseException] = []
+
+    def read() -> None:
+        while not done.is_set():
+            try:
+                listed = policies.list(PP)
+                assert [p.name for p in listed] == sorted(p.name for p in listed)
+                seen.append(len(listed))
+            except BaseException as error:  # reported below, on the test's thread
+                failures.append(error)
+                return
+
+    readers = [threading.Thread(target=read) for _ in range(4)]
+    for reader in readers:
+        reader.start()
+    try:
+        for name in names:
+            policies.create(
+                PP,
+                {
+                    "name": name,
+                    "resourceType": "Job",
+                    "namespace": "ml",
+                    "targetClusters": ["eu-west-1"],
+                },
+                ALICE,
+            )
+    finally:
+        done.set()
+        for reader in readers:
+            reader.join(timeout=60)
+    assert failures == []
+    assert seen, "the readers read"
+    assert {p.name for p in policies.list(PP)} >= set(names)
+
+
+def test_from_settings_reads_the_operators_settings(tmp_path: Path) -> None:
+    credentials = tmp_path / "git-credentials"
+    credentials.write_text("bot:s3cret\n")
+    where = settings.Settings(
+        repo="https://git.example.com/fleet.git",
+        ref="prod",
+        state_dir=tmp_path / "state",
+        credentials_file=credentials,
+        api_write_mode="branch",
+        author_name="dro-bot",
+        author_email="dro@example.com",
+    )
+    built = store.GitPolicyStore.from_settings(where)
+    assert (built.remote_url, built.branch, built.mode) == (where.repo, "prod", "branch")
+    assert store.GitPolicyStore.from_settings(where, mode="direct").mode == "direct"
+    with pytest.raises(ValueError, match="needs --repo"):
+        store.GitPolicyStore.from_settings(settings.Settings(path=tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ({"api_write_mode": "review"}, "--api-write-mode: 'review' is not direct or branch"),
+        ({}, "DRO_API_WRITE_MODE: 'pr' is not direct or branch"),
+    ],
+)
+def test_a_bad_write_mode_is_one_line_naming_where_it_came_from(
+    given: dict[str, str], said: str
+) -> None:
+    table = settings.pick("api-write-mode")
+    with pytest.raises(UsageError) as caught:
+        settings.resolve(table, given, environ={"DRO_API_WRITE_MODE": "pr"})
+    assert str(caught.value) == said
+    assert settings.resolve(table, {}, environ={})["api_write_mode"] == "direct"
+    assert settings.resolve(table, {}, environ={"DRO_API_WRITE_MODE": "Branch"}) == {
+        "api_write_mode": "branch"
+    }

@@ -133,9 +133,9 @@ class GitPolicyStore:
     def _read(self) -> snapshot.Tip:
         """The tip to serve: fetched again when older than the interval. A thread that finds
         another one fetching serves the tip it has rather than wait."""
+        if not self._stale():
+            return self._current()
         tip = self._tip
-        if tip is not None and not self._stale():
-            return tip
         if tip is not None and not self._git.acquire(blocking=False):
             return tip
         if tip is None:
@@ -143,25 +143,38 @@ class GitPolicyStore:
         try:
             if self._stale():
                 self._refresh()
-            assert self._tip is not None
-            return self._tip
+            return self._current()
         finally:
             self._git.release()
 
     def _stale(self) -> bool:
-        return self._fetched_at is None or self._clock() - self._fetched_at >= self._fetch_interval
+        fetched = self._fetched_at
+        return fetched is None or self._clock() - fetched >= self._fetch_interval
+
+    def _current(self) -> snapshot.Tip:
+        """The tip last fetched, or the error of that fetch (for the rest of the interval, so
+        that an unreachable remote is not asked once per read)."""
+        failure, tip = self._failure, self._tip
+        if failure is not None:
+            raise model.ApiError(failure.status, failure.code, failure.message, failure.details)
+        assert tip is not None
+        return tip
 
     def _refresh(self) -> None:
-        """Fetch and parse the tip (under `_git`). A failure is remembered for the interval,
-        so that an unreachable remote is not asked once per read."""
-        self._fetched_at = self._clock()
+        """Fetch and parse the tip (under `_git`)."""
         try:
-            commit = self._fetch()
+            self._remember(self._snapshot(self._fetch()))
         except model.ApiError as error:
             self._failure = error
+            self._fetched_at = self._clock()
             raise
+
+    def _remember(self, tip: snapshot.Tip) -> None:
+        """Serve `tip` until the interval has passed (the tip first, then the time, so that a
+        reader that sees the time sees the tip)."""
+        self._tip = tip
         self._failure = None
-        self._tip = self._snapshot(commit)
+        self._fetched_at = self._clock()
 
     def _fetch(self) -> gitrepo.Commit:
         """The source branch's tip, fetched now; 503 SOURCE_UNAVAILABLE when it cannot be."""
@@ -287,7 +300,7 @@ class GitPolicyStore:
             for _ in range(MAX_ATTEMPTS):
                 commit = self._fetch()
                 tip = self._snapshot(commit)
-                self._tip, self._fetched_at = tip, self._clock()
+                self._remember(tip)
                 planned = change(tip)
                 if planned is None:  # the patch changes nothing: nothing to commit
                     policy = tip.find(resource, name)[0]
