@@ -85,8 +85,4 @@ def grid(found: list[trail.Entry]) -> tables.Grid:
         )
         for e in found
     )
-    kept = (0, 1, 3, 4)  # time, caller, commit, policy: for a narrow terminal
-    narrow = tables.Grid(
-        headers=tuple(headers[i] for i in kept), rows=tuple(tuple(r[i] for i in kept) for r in rows)
-    )
-    return tables.Grid(headers=headers, rows=rows, narrow=narrow)
+    return tables.Grid(headers=headers, rows=rows)
