@@ -439,3 +439,38 @@ def test_a_bad_write_mode_is_one_line_naming_where_it_came_from(
     assert settings.resolve(table, {}, environ={"DRO_API_WRITE_MODE": "Branch"}) == {
         "api_write_mode": "branch"
     }
+
+
+def test_a_write_leaves_every_other_tree_entry_as_it_was(
+    served: tuple[SourceRepo, str], tmp_path: Path
+) -> None:
+    repo, url = served
+    script = repo.work / "scripts/check.sh"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    (repo.work / "docs").mkdir()
+    (repo.work / "docs/latest").symlink_to("../README.md")
+    before = repo.commit("a script and a link")
+    written = _store(url, tmp_path).delete(RPP, "orders", ALICE, None)
+    assert git(repo.bare, "diff", "--raw", "--no-abbrev", before, written.sha).split("\t")[1:] == [
+        "policies/analytics.yaml"
+    ]
+    assert git(repo.bare, "ls-tree", written.sha, "scripts/check.sh").startswith("100755 ")
+    assert git(repo.bare, "ls-tree", written.sha, "docs/latest").startswith("120000 ")
+
+
+def test_a_name_defined_twice_is_not_changed_through_the_api(
+    served: tuple[SourceRepo, str], tmp_path: Path
+) -> None:
+    repo, url = served
+    repo.write({"policies/team/orders.yaml": yamlio.dump(_rpp("orders"))})
+    repo.commit("a second orders policy")
+    policies = _store(url, tmp_path)
+    assert [p.path for p in policies.list(RPP) if p.name == "orders"] == [
+        "policies/analytics.yaml",
+        "policies/team/orders.yaml",
+    ]
+    error = _error(lambda: policies.delete(RPP, "orders", ALICE, None))
+    assert (error.status, error.code) == (409, model.POLICY_CONFLICT)
+    assert "policies/analytics.yaml, policies/team/orders.yaml" in error.message
