@@ -136,3 +136,22 @@ def test_a_patch_may_not_change_the_kind_of_a_document() -> None:
     with pytest.raises(model.ApiError) as caught:
         bodies.patched("clusteroverridepolicies", _doc("a"), {"kind": "Other"})
     assert (caught.value.status, caught.value.code) == (400, model.INVALID_BODY)
+
+
+def test_a_body_nested_too_deep_is_400_before_anything_walks_it() -> None:
+    deep: Any = "leaf"
+    for _ in range(5000):
+        deep = {"a": deep}
+    for call in (
+        lambda: bodies.document_from_body("propagationpolicies", {"name": "x", "spec": deep}),
+        lambda: bodies.patched("clusteroverridepolicies", _doc("a"), {"spec": [deep]}),
+    ):
+        with pytest.raises(model.ApiError) as caught:
+            call()
+        assert (caught.value.status, caught.value.code) == (400, model.INVALID_BODY)
+        assert "nested deeper than 100 levels" in caught.value.message
+    shallow: Any = "leaf"
+    for _ in range(90):
+        shallow = {"a": shallow}
+    document = bodies.document_from_body("propagationpolicies", {"name": "x", "deep": shallow})
+    assert document["spec"]["deep"] == shallow

@@ -6,10 +6,10 @@
   body goes into `spec` too, where the schema rejects it (422), as `dro validate` would.
 - `resourceplacementpolicies` and `clusteroverridepolicies` are the documents themselves.
 
-A body that is not an object, has no name, a name that is not a DNS-1123 subdomain or could
-escape its folder (`/`, `..`, a newline), or the wrong kind or apiVersion, is 400 INVALID_BODY;
-everything else is left to the validator. A merge patch follows RFC 7396 and may not rename.
-This module is pure.
+A body that is not an object, is nested deeper than a policy file may be, has no name, a name
+that is not a DNS-1123 subdomain or could escape its folder (`/`, `..`, a newline), or the wrong
+kind or apiVersion, is 400 INVALID_BODY; everything else is left to the validator. A merge
+patch follows RFC 7396 and may not rename. This module is pure.
 
 Called by `service.api.snapshot` and `service.api.store`.
 """
@@ -23,6 +23,7 @@ from typing import Any
 from reconciler.domain import DRO_API_VERSION
 from reconciler.service.api import model
 from reconciler.validate import names
+from reconciler.yamlio import guard as yamlguard
 
 GROUP = DRO_API_VERSION.split("/", 1)[0]
 DRAFT_BODY = "propagationpolicies"
@@ -51,11 +52,29 @@ def check_name(name: Any) -> str:
     return name
 
 
+def check_depth(value: Any, what: str = "the body") -> None:
+    """400 INVALID_BODY when `value` nests deeper than a policy file may (`yamlguard`): the
+    file written from it would be refused, and deep values are walked without recursion."""
+    level: list[Any] = [value]
+    for _ in range(yamlguard.MAX_DEPTH):
+        level = [
+            child
+            for item in level
+            if isinstance(item, Mapping | list)
+            for child in (item.values() if isinstance(item, Mapping) else item)
+        ]
+        if not level:
+            return
+    if any(isinstance(item, Mapping | list) and item for item in level):
+        raise invalid(f"{what} is nested deeper than {yamlguard.MAX_DEPTH} levels")
+
+
 def document_from_body(resource: str, body: Any) -> dict[str, Any]:
     """The document git keeps for a POST's body; 400 INVALID_BODY on a shape error."""
     kind = kind_of(resource)
     if not isinstance(body, Mapping):
         raise invalid(f"the body must be a JSON object, got {_type(body)}")
+    check_depth(body)
     if resource == DRAFT_BODY:
         name = check_name(body.get("name"))
         spec = {key: copy.deepcopy(value) for key, value in body.items() if key != "name"}
@@ -107,6 +126,7 @@ def patched(resource: str, document: Mapping[str, Any], patch: Any) -> dict[str,
     is not an object or would rename the policy or change its kind."""
     if not isinstance(patch, Mapping):
         raise invalid(f"a merge patch must be a JSON object, got {_type(patch)}")
+    check_depth(patch, "the merge patch")
     name = document["metadata"]["name"]
     after = merge_patch(body_of(resource, document), patch)
     if resource == DRAFT_BODY:
