@@ -18,7 +18,7 @@ State and caches (bare git caches of remote repos) go to the XDG cache directory
 `$XDG_CACHE_HOME/dro`, else `~/.cache/dro`, never to the working directory; the container image
 sets `DRO_STATE_DIR=/var/lib/dro`.
 
-Called by 10 modules, among them `cli`, `laststate`, `pipeline`, `review.tables`.
+Called by 12 modules, among them `cli`, `laststate`, `pipeline`, `review.tables`.
 """
 
 from __future__ import annotations
@@ -71,6 +71,17 @@ def whole(value: object) -> int:
 def fraction(value: object) -> float:
     """A number, possibly with a fraction."""
     return float(str(value))
+
+
+WRITE_MODES = ("direct", "branch")
+
+
+def write_mode(value: object) -> str:
+    """`direct` or `branch`: where the REST API pushes its commits."""
+    text = str(value).strip().lower()
+    if text not in WRITE_MODES:
+        raise ValueError(f"{value!r} is not direct or branch")
+    return text
 
 
 def guard(raw: object) -> Guard:
@@ -171,6 +182,14 @@ _ENTRIES = (
         FLAG_HELP + "; in dro run's config file, a file name or the guard's mapping itself",
         metavar="FILE",
         at_parse=False,
+    ),
+    Setting(
+        "api-write-mode",
+        "direct",
+        write_mode,
+        "where the REST API pushes each write: direct (to --ref, fast-forward only) or "
+        "branch (a new branch dro-api/RESOURCE/NAME/SHA, for review)",
+        metavar="MODE",
     ),
     Setting("listen", "0.0.0.0:8080", text, "ADDR:PORT for /healthz /readyz /metrics /webhook"),
     Setting("interval", "60s", seconds, "time between passes, e.g. 60s or 5m"),
@@ -376,6 +395,8 @@ class Settings:
     status_interval: float = 600.0
     """A change to `status/` alone is committed at most this often, unless health or
     reachability changed."""
+    api_write_mode: str = "direct"
+    """Where the REST API pushes its writes: `direct` (the source branch) or `branch`."""
     guard: Guard = BUILTIN
     """The operator's ceiling on what the repo may place (`--guard`); dro.yaml may narrow it."""
 

@@ -1,5 +1,5 @@
-"""The `dro` command line: validate, schedule, explain, render, plan, diff, simulate and
-reconcile.
+"""The `dro` command line: validate, schedule, explain, render, plan, diff, simulate,
+reconcile and audit.
 
 Exit codes: 0 ok, 1 failed (bad input, a usage error, or the world was unavailable), 2
 differences found (`plan --exit-code`, in `cli_plan`; `diff`, in `cli_diff`). Only data goes
@@ -23,6 +23,7 @@ from typing import Any
 
 from reconciler import laststate, pipeline, redact, settings
 from reconciler.branch import rollouts, summary
+from reconciler.cli import audit as cli_audit
 from reconciler.cli import completion, outdir, progress, report
 from reconciler.cli import diff as cli_diff
 from reconciler.cli import habits as clihabits
@@ -126,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_diff.add_parser(commands, _add_source_args)
     cli_run.add_parser(commands)
     cli_simulate.add_parser(commands)
+    cli_audit.add_parser(commands)
 
     rec = commands.add_parser(
         "reconcile",
@@ -366,6 +368,7 @@ _COMMANDS = {
     "diff": lambda args, hook: cli_diff.run(args, hook, _settings(args)),
     "run": cli_run.run,
     "simulate": cli_simulate.run,
+    "audit": cli_audit.run,
     "version": clihabits.show_version,
     "completion": _cmd_completion,
 }
@@ -377,10 +380,11 @@ _SETTINGS = {
     "reconcile": SOURCE + OUTPUT_BRANCH + CLUSTERS,
     "plan": cli_plan.OPTIONS,
     "diff": SOURCE + OUTPUT_BRANCH + cli_diff.CLUSTERS,
+    "audit": cli_audit.OPTIONS,
 }
 """The settings each one-pass command resolves before it runs (`dro run` resolves its own,
 with its config file)."""
-_QUIET = {"run", "version", "completion", "simulate"}
+_QUIET = {"run", "version", "completion", "simulate", "audit"}
 """Commands without a stage spinner: a service logs its stages, the others have none."""
 
 

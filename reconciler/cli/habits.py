@@ -10,7 +10,7 @@
   its environment variable (`add_settings`).
 - Durations are shown as a user writes them, `60s`, never `60.0` (`durations.short`).
 
-Called by `cli`, `cli.diff`, `cli.plan`, `cli.run` and `cli.simulate`.
+Called by `cli`, `cli.audit`, `cli.diff`, `cli.plan`, `cli.run` and `cli.simulate`.
 """
 
 from __future__ import annotations

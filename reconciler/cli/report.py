@@ -6,7 +6,7 @@ default). Tables for people are in `tables`. A logged
 traceback carries its frames' file, line and function, never their local variables (a frame
 may hold a token or a Secret's data), and every event passes `redact.scrub_event` last.
 
-Called by `cli`, `cli.diff`, `cli.habits`, `cli.plan`, `cli.run` and `cli.simulate`.
+Called by 7 modules, among them `cli`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """https credentials for git, as a value: read from a file by `load.credentials_from` or from
 `DRO_GIT_*` by `settings.git_credentials`, and sent by `git.gitrepo`.
 
-Called by `commit`, `git.gitrepo`, `load`, `review` and `settings`.
+Called by 7 modules, among them `commit`, `git.gitrepo`, `load`, `review`.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from trees and trees are written from memory. A `TreeWriter` remembers the blobs
 it wrote, so a commit that changes one file rehashes only that file, and refuses any path that
 `git fsck` would reject (`domain.paths`).
 
-Called by `audit`, `commit`, `load`, `load.history`, `load.sourcecheck` and `review`.
+Called by 9 modules, among them `audit`, `commit`, `git.policyrepo`, `load`.
 """
 
 from __future__ import annotations
@@ -296,19 +296,36 @@ class TreeWriter:
 def commit(
     repo: pygit2.Repository,
     *,
-    branch: str,
+    branch: str | None,
     tree: pygit2.Oid,
     parent: pygit2.Commit | None,
     message: str,
     author: tuple[str, str],
     time: int,
+    committer: tuple[str, str] | None = None,
 ) -> pygit2.Oid:
-    """Create a commit on `refs/heads/<branch>` with one parent (or none)."""
+    """Create a commit with one parent (or none) and point `refs/heads/<branch>` at it (no
+    ref when `branch` is None: `set_branch` names it later). The committer is the author
+    unless given."""
     signature = pygit2.Signature(author[0], author[1], time, 0)
+    by = signature if committer is None else pygit2.Signature(committer[0], committer[1], time, 0)
     parents = [parent.id] if parent is not None else []
-    oid = repo.create_commit(None, signature, signature, message, tree, parents)
-    repo.references.create(f"refs/heads/{branch}", oid, force=True)
+    oid = repo.create_commit(None, signature, by, message, tree, parents)
+    if branch is not None:
+        set_branch(repo, branch, oid)
     return oid
+
+
+def set_branch(repo: pygit2.Repository, branch: str, oid: pygit2.Oid) -> None:
+    """Point the cache's own `refs/heads/<branch>` at `oid` (what `push` sends)."""
+    repo.references.create(f"refs/heads/{branch}", oid, force=True)
+
+
+def delete_branch(repo: pygit2.Repository, branch: str) -> None:
+    """Remove the cache's own `refs/heads/<branch>`, if it exists."""
+    reference = repo.references.get(f"refs/heads/{branch}")
+    if reference is not None:
+        reference.delete()
 
 
 class NonFastForward(GitError):

@@ -5,7 +5,7 @@ Only the folders dro understands are read: `dro.yaml`, `topology.yaml`, `cluster
 only its state (`decisions/`, `status/`); only `dro plan` reads the rendered manifests, and
 only when the base side of a review is invalid (`Revisions`).
 
-Called by `cli.plan`, `laststate`, `pipeline`, `review` and `simulate.trace`.
+Called by 8 modules, among them `cli.audit`, `laststate`, `pipeline`, `review`.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ is. A `--repo` that is a local path must exist, and a repository must have a com
 later). Each one exits 1 and names what is missing. A cache that `load` created for a fetch
 that then failed is removed again, so a typo in `--repo` leaves nothing in the state directory.
 
-Called by `load`.
+Called by `load` and `service.api.trail`.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ A table is a `Grid` of plain strings. `render` picks its layout from where it go
 Nothing is ever cut with `…`: a value longer than the terminal wraps whole, and the caller
 chooses the layout, never the table engine. Called by `report` and the `cli` commands.
 
-Called by `cli`, `cli.report`, `cli.simulate` and `review.planterminal`.
+Called by `cli`, `cli.audit`, `cli.report`, `cli.simulate` and `review.planterminal`.
 """
 
 from __future__ import annotations

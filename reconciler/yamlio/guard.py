@@ -13,7 +13,7 @@ hostile or careless file from crashing or stalling a command.
   floats that are finite: Kubernetes decodes JSON numbers as int64 or float64, and JSON has
   no NaN or infinity.
 
-Called by `yamlio`.
+Called by `service.api.bodies` and `yamlio`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The values the REST API's parts share: a caller, a policy as served, a write's result, the
 errors with the draft's `{code, message, details}` shape, and the store's interface.
 
-Called by `service.api.store`, `service.api.routes` and `service.api.auth`.
+Called by `service.api.bodies`, `service.api.policyfile`, `service.api.snapshot`,
+`service.api.store` and `service.api.trail`.
 """
 
 from __future__ import annotations
