@@ -345,3 +345,30 @@ def test_a_jwks_of_several_keys_picks_by_kid(tmp_path: Path, keys: Keys) -> None
     no_kid = jwt.encode(claims(), keys.private_pem, algorithm="RS256")
     with pytest.raises(auth.AuthError, match="kid"):
         found.authenticate("Bearer " + no_kid)
+
+
+def test_a_verified_token_is_checked_for_expiry_on_every_use(keys: Keys) -> None:
+    now = [time.time()]
+    found = auth.Authenticator(
+        auth.single_key(keys.public_pem, None, "key.pem"), audience=AUDIENCE, clock=lambda: now[0]
+    )
+    token = keys.token(exp=int(now[0]) + 60)
+    assert found.authenticate(f"Bearer {token}").subject == "alice"
+    assert found.authenticate(f"Bearer {token}").subject == "alice"  # from the cache
+    now[0] += 60 + auth.LEEWAY + 1
+    with pytest.raises(auth.AuthError, match="expired"):
+        found.authenticate(f"Bearer {token}")
+    assert token not in found._verified  # dropped: the next use verifies afresh
+
+
+def test_the_cache_of_verified_tokens_is_bounded(
+    keys: Keys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(auth, "VERIFIED_CACHE", 8)
+    found = auth.Authenticator(auth.single_key(keys.public_pem, None, "k"), audience=AUDIENCE)
+    tokens = [keys.token(jti=str(i)) for i in range(auth.VERIFIED_CACHE + 5)]
+    for token in tokens:
+        found.authenticate(f"Bearer {token}")
+    assert len(found._verified) == auth.VERIFIED_CACHE
+    assert tokens[0] not in found._verified
+    assert tokens[-1] in found._verified

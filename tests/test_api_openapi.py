@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import runpy
 from pathlib import Path
 from typing import Any
@@ -96,3 +97,24 @@ def test_write_operations_name_their_scope() -> None:
         for method in set(item) & {"post", "patch", "delete"}:
             assert f"`{resource}:write`" in item[method]["description"]
             assert f"`{auth.ALL_POLICIES}:write`" in item[method]["description"]
+
+
+def readme_curls() -> set[tuple[str, str]]:
+    """(path template, method) of each curl example of the README's REST API section."""
+    found = set()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for line in readme.splitlines():
+        if not line.startswith("curl -sS ") or '"$DRO/' not in line:
+            continue
+        url = line.rsplit('"$DRO', 1)[1].rstrip('"')
+        given = re.search(r"-X (\w+)", line)
+        method = given.group(1) if given else ("POST" if " -d " in line else "GET")
+        parts = url.split("/")
+        if parts[-1] not in routes.PREFIX and url != "/openapi.json":
+            parts[-1] = "{name}"
+        found.add(("/".join(parts), method.lower()))
+    return found
+
+
+def test_the_readme_shows_a_curl_for_every_operation() -> None:
+    assert readme_curls() == documented()

@@ -12,7 +12,9 @@ A token must carry `exp` and `sub` (and `aud`, `iss` when configured), be signed
 the set (by `kid` when the set has several), be unexpired and already valid (`nbf`, `iat`), with
 `LEEWAY` seconds for clock skew. Scopes come from `scope` (space-separated) or `scp` (a list):
 `<resource>:read` and `<resource>:write` per resource, `policies:read` and `policies:write` for
-all of them. Write does not imply read.
+all of them. Write does not imply read. A token that verified is remembered (at most
+`VERIFIED_CACHE` of them) so that its next request skips the signature check; its expiry is
+checked again on every use.
 
 A refusal is an `AuthError`: 401 UNAUTHENTICATED or 403 INSUFFICIENT_SCOPE with the
 `WWW-Authenticate` header of RFC 6750. Neither its message nor a log holds the token or a claim
@@ -24,7 +26,10 @@ Called by `service.api.routes`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,6 +59,10 @@ EC_BY_CRYPTOGRAPHY_CURVE = {
 }
 MIN_HMAC_SECRET = {"HS256": 32, "HS384": 48, "HS512": 64}
 """Bytes an HMAC secret must have at least (RFC 7518 §3.2: as long as the hash's output)."""
+
+VERIFIED_CACHE = 1024
+"""Tokens whose signature and claims verified, kept so that a client's next request with the
+same token skips the signature check; their time claims are checked again on every use."""
 
 ALL_POLICIES = "policies"
 """The scope prefix that stands for every resource: `policies:read`, `policies:write`."""
@@ -108,12 +117,22 @@ class KeySet:
 class Authenticator:
     """Verifies a request's Bearer token and makes its caller."""
 
-    def __init__(self, keys: KeySet, *, audience: str, issuer: str | None = None) -> None:
+    def __init__(
+        self,
+        keys: KeySet,
+        *,
+        audience: str,
+        issuer: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         if not audience:
             raise UsageError("the REST API needs --api-audience")
         self.keys = keys
         self.audience = audience
         self.issuer = issuer
+        self.clock = clock
+        self._verified: OrderedDict[str, tuple[float, model.Caller]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def authenticate(self, authorization: str | None) -> model.Caller:
         """The caller of a request with this `Authorization` header, or AuthError 401."""
@@ -127,8 +146,24 @@ class Authenticator:
         token = token.strip()
         if not token:
             raise unauthenticated("a Bearer token is required", token_sent=False)
+        with self._lock:
+            known = self._verified.get(token)
+            if known is not None:
+                self._verified.move_to_end(token)
+        if known is not None:
+            expires, caller = known
+            if self.clock() < expires + LEEWAY:
+                return caller
+            with self._lock:
+                self._verified.pop(token, None)
+            raise unauthenticated("the token has expired", token_sent=True)
         claims = self._verify(token)
-        return caller_of(claims)
+        caller = caller_of(claims)
+        with self._lock:
+            self._verified[token] = (float(claims["exp"]), caller)
+            while len(self._verified) > VERIFIED_CACHE:
+                self._verified.popitem(last=False)
+        return caller
 
     def _verify(self, token: str) -> dict[str, Any]:
         try:
