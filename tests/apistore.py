@@ -73,7 +73,7 @@ class MemoryPolicyStore:
         return model.Policy(
             resource=resource,
             name=name,
-            document=copy.deepcopy(self.documents[path]),
+            document=self.documents[path],  # replaced on each write, never changed in place
             etag=blob_id(self.files[path]),
             path=path,
         )

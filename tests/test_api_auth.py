@@ -372,3 +372,16 @@ def test_the_cache_of_verified_tokens_is_bounded(
     assert len(found._verified) == auth.VERIFIED_CACHE
     assert tokens[0] not in found._verified
     assert tokens[-1] in found._verified
+
+
+@pytest.mark.parametrize("given", ["", " , ", []])
+def test_an_empty_algorithm_list_is_a_usage_error(given: Any) -> None:
+    setting = settings.TABLE["api-jwt-algorithms"]
+    with pytest.raises(UsageError, match="--api-jwt-algorithms: expected at least one name"):
+        setting.value(given, "--api-jwt-algorithms")
+
+
+def test_an_algorithm_list_reads_commas_spaces_and_yaml_lists() -> None:
+    setting = settings.TABLE["api-jwt-algorithms"]
+    assert setting.value("RS256, ES256", "flag") == ("RS256", "ES256")
+    assert setting.value(["PS256"], "config") == ("PS256",)
