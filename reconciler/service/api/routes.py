@@ -18,21 +18,24 @@ INVALID_BODY (not JSON, not an object), 413 BODY_TOO_LARGE (over `BODY_LIMIT`), 
 
 Each route authenticates first (`auth`), then checks the method and the scope; each request
 that tries to change state is audited (`audit`), whatever its outcome. Store calls run in
-Starlette's thread pool: the store does git work and may block.
+the API's own worker threads (`WORKERS`): the store does git work and may block, and a
+standard-library pool costs less per call than Starlette's `run_in_threadpool` (anyio's).
 
 Called by no module of the package: an entry point.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import structlog
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -42,6 +45,11 @@ from reconciler.errors import UsageError
 from reconciler.service.api import audit, auth, model
 
 log = structlog.get_logger("dro")
+
+T = TypeVar("T")
+
+WORKERS = 16
+"""Threads that run store calls at once (reads of a cached tip are quick; a write waits on git)."""
 
 BODY_LIMIT = 1 << 20
 """The largest request body the API reads: 1 MiB (a policy is a few kB)."""
@@ -133,6 +141,13 @@ class Api:
         self.store = store
         self.auth = authenticator
         self.openapi = openapi_document()
+        self.workers = ThreadPoolExecutor(WORKERS, thread_name_prefix="dro-api")
+
+    async def call(self, function: Callable[..., T], *args: Any) -> T:
+        """Run a store method in the API's worker threads: the store does git work and may
+        block, and the event loop must keep serving the probes and other requests."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.workers, functools.partial(function, *args))
 
     async def handle(
         self, request: Request, resource: str | None, item: bool, methods: tuple[str, ...]
@@ -189,25 +204,23 @@ class Api:
         name = outcome.name
         if request.method in ("GET", "HEAD"):
             if name is None:
-                found = await run_in_threadpool(self.store.list, resource)
+                found = await self.call(self.store.list, resource)
                 return json_response(200, list_body(resource, found))
-            policy = await run_in_threadpool(self.store.get, resource, name)
+            policy = await self.call(self.store.get, resource, name)
             return json_response(200, policy.document, {"ETag": _etag(policy)})
         if request.method == "POST":
             body = await read_object(request, JSON)
             outcome.name = body_name(resource, body)
-            written = await run_in_threadpool(self.store.create, resource, body, caller)
+            written = await self.call(self.store.create, resource, body, caller)
         elif request.method == "PATCH":
             assert name is not None
             body = await read_object(request, MERGE_PATCH)
             if_match = request.headers.get("if-match")
-            written = await run_in_threadpool(
-                self.store.patch, resource, name, body, caller, if_match
-            )
+            written = await self.call(self.store.patch, resource, name, body, caller, if_match)
         else:
             assert name is not None
             if_match = request.headers.get("if-match")
-            written = await run_in_threadpool(self.store.delete, resource, name, caller, if_match)
+            written = await self.call(self.store.delete, resource, name, caller, if_match)
         outcome.commit = written.sha
         return write_response(resource, written, created=request.method == "POST")
 
