@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -302,3 +303,19 @@ def test_the_openapi_document_is_served_to_any_valid_token(api: Api) -> None:
     assert answer.status_code == 200
     assert answer.content == routes.openapi_document()
     assert answer.json()["openapi"] == "3.1.0"
+
+
+def test_concurrent_writes_each_get_one_answer_and_one_commit(api: Api) -> None:
+    names = [f"p-{index}" for index in range(20)]
+
+    def create(name: str) -> int:
+        with httpx.Client(base_url=api.url, headers=bearer(api.keys.token())) as client:
+            body = {**DRAFT_BODY, "name": name}
+            return client.post(PP, json=body).status_code
+
+    with ThreadPoolExecutor(8) as pool:
+        statuses = list(pool.map(create, [*names, "p-0", "p-0"]))
+    assert sorted(statuses) == [201] * 20 + [409] * 2
+    assert len(api.store.commits) == 20
+    listed = api.client.get(PP).json()["items"]
+    assert sorted(item["name"] for item in listed) == sorted(names)
