@@ -63,6 +63,7 @@ bench: install ## benchmarks against their baselines (kubectl kustomize, git fas
 	$(PY) bench/predict.py
 	$(PY) bench/rollout.py
 	$(PY) bench/templatememo.py
+	$(PY) bench/api.py
 
 bench-e2e: install ## the apply benchmark on real clusters beside the emulators (needs Go)
 	$(E2E_BUILD)

@@ -84,6 +84,15 @@ def write_mode(value: object) -> str:
     return text
 
 
+def names(value: object) -> tuple[str, ...]:
+    """A list of names, as a flag gives it (`RS256,ES256`) or a config file's list."""
+    items = value if isinstance(value, list | tuple) else str(value).replace(",", " ").split()
+    found = tuple(str(item).strip() for item in items if str(item).strip())
+    if not found:
+        raise ValueError("expected at least one name")
+    return found
+
+
 def guard(raw: object) -> Guard:
     """`--guard FILE`, or `guard:` in the config file: a file name or the guard itself. A bad
     guard raises `ValidationFailed` with its line, or `UsageError`."""
@@ -218,6 +227,37 @@ _ENTRIES = (
         "serve the REST API over plain HTTP on a non-loopback address (TLS ends before dro)",
     ),
     Setting("webhook-secret-file", None, path, "the shared secret of GitHub/GitLab webhooks"),
+    Setting(
+        "api-jwks-file",
+        None,
+        path,
+        "turns the REST API on: a JWKS (JSON Web Key Set) file of the keys that sign its "
+        "Bearer tokens",
+        metavar="FILE",
+    ),
+    Setting(
+        "api-jwt-key-file",
+        None,
+        path,
+        "turns the REST API on: a PEM public key that signs its Bearer tokens (an HMAC "
+        "secret only with --api-jwt-algorithms HS256 given)",
+        metavar="FILE",
+    ),
+    Setting(
+        "api-audience",
+        None,
+        text,
+        "the REST API's tokens must carry this audience (aud); required when the API is on",
+    ),
+    Setting("api-issuer", None, text, "the REST API's tokens must carry this issuer (iss)"),
+    Setting(
+        "api-jwt-algorithms",
+        None,
+        names,
+        "the signature algorithms the REST API accepts, e.g. RS256,ES256 (default: those of "
+        "the key's type)",
+        metavar="ALGS",
+    ),
     Setting(
         "leader-elect",
         "true",

@@ -69,6 +69,17 @@ SKIPPED: dict[str, str] = {
     "kubectl apply -k deploy/": "it needs a real cluster; tests/test_deploy.py checks deploy/",
 }
 
+# The REST API's curl examples: one per endpoint, against "$DRO" with "$TOKEN".
+API_CURLS = {
+    command.text: (
+        "it needs dro run serving the REST API and a signed token; tests/test_api_routes.py "
+        "makes each of these requests over HTTP"
+    )
+    for command in COMMANDS
+    if command.text.startswith("curl -sS ") and '"$DRO/' in command.text
+}
+SKIPPED.update(API_CURLS)
+
 # Commands the README shows failing on purpose, with the status it documents.
 EXPECTED_STATUS: dict[str, int] = {
     "dro validate build/typo": 1,

@@ -1,0 +1,402 @@
+"""REST API load benchmark: 2,000 reads per second and 200 writes per minute on loopback, held
+for `--seconds`, against GET /healthz at the same read rate on the same server.
+
+The server is a separate process (so the load generator does not share its interpreter): the
+API's routes (`service.api.routes`) with RS256 Bearer auth, plus a /healthz route, under uvicorn
+as `dro run` ships it (h11, asyncio). The store is the in-memory one of the tests
+(tests/apistore.py) until the git store is wired in: `commits_of` is the one function to point
+at git, which then counts commits on the branch.
+
+The load is open-loop: requests start on a fixed schedule whatever the answers do, over a pool
+of keep-alive connections; a request that finds no free connection waits (that wait is in its
+latency, and counted as queued). Reads are GETs of one of 50 seeded policies (every tenth a
+list); writes alternate a POST of a new propagation policy and a PATCH of the last one. Latency
+is from the scheduled start to the last byte of the answer; p50/p90/p99 for each kind. Errors are
+answers other than 200/201 plus failed connections.
+
+Afterwards every successful write must be exactly one commit: the commits the store made since
+the run began are compared with the shas the writes were answered with (none lost, none
+duplicated, none extra). The run fails (exit 1) otherwise, or when a rate was not held within
+`--tolerance`.
+
+Run: `.venv/bin/python bench/api.py [--seconds 60] [--reads-per-second 2000]
+[--writes-per-minute 200]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+AUDIENCE = "dro-bench"
+SEEDED = 50
+READ_CONNECTIONS = 32
+WRITE_CONNECTIONS = 4
+PP = "/api/v1/propagationpolicies"
+
+
+# --- the server process -------------------------------------------------------------------
+
+
+def serve(key_file: Path, port_file: Path) -> None:
+    """The server: the API over the in-memory store, /healthz, and /bench/commits (the shas the
+    store committed, for the count afterwards)."""
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, PlainTextResponse, Response
+    from starlette.routing import Route
+
+    from reconciler.service.api import auth, routes
+    from tests.apistore import MemoryPolicyStore
+
+    store = MemoryPolicyStore()
+    authenticator = auth.from_settings({"api_jwt_key_file": key_file, "api_audience": AUDIENCE})
+    assert authenticator is not None
+
+    async def healthz(_: Request) -> Response:
+        return PlainTextResponse("ok\n")
+
+    async def commits(_: Request) -> Response:
+        with store.lock:
+            return JSONResponse([sha for sha, _ in store.commits])
+
+    app = Starlette(
+        routes=[
+            Route("/healthz", healthz),
+            Route("/bench/commits", commits),
+            *routes.routes(store, authenticator),
+        ]
+    )
+    # IPPROTO_TCP given: asyncio sets TCP_NODELAY only on sockets that say they are TCP, and
+    # without it each answer's body waits ~40 ms for the delayed ACK of its headers
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1024)
+    port_file.write_text(str(sock.getsockname()[1]))
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    # the audit events go to the server's stdout, as in dro run: keep them off the figures
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+# --- the load generator -------------------------------------------------------------------
+
+
+@dataclass
+class Sample:
+    """The answers of one kind of request."""
+
+    started: float = field(default_factory=time.perf_counter)
+    finished: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    errors: int = 0
+    queued: int = 0
+    statuses: dict[int, int] = field(default_factory=dict)
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection, written by hand so the client costs little."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def request(self, head: bytes, body: bytes = b"") -> tuple[int, bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+        assert self.reader is not None
+        self.writer.write(head + body)
+        await self.writer.drain()
+        status_line = await self.reader.readline()
+        length = 0
+        while True:
+            line = await self.reader.readline()
+            if line in (b"\r\n", b""):
+                break
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        payload = await self.reader.readexactly(length) if length else b""
+        return int(status_line.split()[1]), payload
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.writer = None
+
+
+def request_head(method: str, path: str, token: str | None, body: bytes, media: str) -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1"]
+    if token:
+        lines.append(f"Authorization: Bearer {token}")
+    if body:
+        lines += [f"Content-Type: {media}", f"Content-Length: {len(body)}"]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+async def call(
+    pool: asyncio.Queue[Connection], sample: Sample, due: float, head: bytes, body: bytes = b""
+) -> tuple[int, bytes]:
+    if pool.empty():
+        sample.queued += 1
+    connection = await pool.get()
+    try:
+        status, payload = await connection.request(head, body)
+    except (OSError, asyncio.IncompleteReadError, ValueError, IndexError):
+        connection.close()
+        sample.errors += 1
+        return 0, b""
+    finally:
+        pool.put_nowait(connection)
+    sample.finished = time.perf_counter()
+    sample.latencies.append(sample.finished - due)
+    sample.statuses[status] = sample.statuses.get(status, 0) + 1
+    if status not in (200, 201):
+        sample.errors += 1
+    return status, payload
+
+
+async def paced(
+    rate: float, seconds: float, start: float, fire: Callable[[int, float], Any]
+) -> None:
+    """Start `fire(i, due)` at `rate` per second from `start` for `seconds`, open-loop."""
+    total = int(rate * seconds)
+    tasks: set[asyncio.Task[Any]] = set()
+    sent = 0
+    while sent < total:
+        now = time.perf_counter()
+        due_count = min(total, int((now - start) * rate) + 1)
+        while sent < due_count:
+            task = asyncio.ensure_future(fire(sent, start + sent / rate))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+            sent += 1
+        await asyncio.sleep(max(0.0, start + sent / rate - time.perf_counter()))
+    if tasks:
+        await asyncio.gather(*tasks)
+
+
+def pool_of(port: int, size: int) -> asyncio.Queue[Connection]:
+    pool: asyncio.Queue[Connection] = asyncio.Queue()
+    for _ in range(size):
+        pool.put_nowait(Connection(port))
+    return pool
+
+
+def policy_body(name: str, clusters: list[str]) -> bytes:
+    return json.dumps(
+        {"name": name, "resourceType": "Deployment", "targetClusters": clusters}
+    ).encode()
+
+
+async def seed(port: int, token: str) -> None:
+    pool = pool_of(port, 4)
+    sample = Sample()
+    for index in range(SEEDED):
+        body = policy_body(f"seed-{index}", ["east"])
+        head = request_head("POST", PP, token, body, "application/json")
+        await call(pool, sample, time.perf_counter(), head, body)
+    assert sample.errors == 0, f"seeding failed: {sample.statuses}"
+    while not pool.empty():
+        pool.get_nowait().close()
+
+
+async def baseline(port: int, rate: float, seconds: float) -> Sample:
+    pool, sample = pool_of(port, READ_CONNECTIONS), Sample()
+    head = request_head("GET", "/healthz", None, b"", "")
+
+    async def fire(_: int, due: float) -> None:
+        await call(pool, sample, due, head)
+
+    await paced(rate, seconds, time.perf_counter(), fire)
+    while not pool.empty():
+        pool.get_nowait().close()
+    return sample
+
+
+async def api_load(
+    port: int, token: str, reads: float, writes_per_minute: float, seconds: float
+) -> tuple[Sample, Sample, list[str]]:
+    read_pool, write_pool = pool_of(port, READ_CONNECTIONS), pool_of(port, WRITE_CONNECTIONS)
+    read_sample, write_sample = Sample(), Sample()
+    written: list[str] = []
+    one = [request_head("GET", f"{PP}/seed-{i}", token, b"", "") for i in range(SEEDED)]
+    listing = request_head("GET", PP, token, b"", "")
+
+    async def read(index: int, due: float) -> None:
+        head = listing if index % 10 == 9 else one[index % SEEDED]
+        await call(read_pool, read_sample, due, head)
+
+    async def write(index: int, due: float) -> None:
+        name = f"bench-{index // 2}"
+        if index % 2 == 0:
+            body = policy_body(name, ["east", "west"])
+            head = request_head("POST", PP, token, body, "application/json")
+        else:
+            body = json.dumps({"targetClusters": ["west"]}).encode()
+            head = request_head(
+                "PATCH", f"{PP}/{name}", token, body, "application/merge-patch+json"
+            )
+        status, payload = await call(write_pool, write_sample, due, head, body)
+        if status in (200, 201):
+            written.append(json.loads(payload)["commit"])
+
+    start = time.perf_counter()
+    await asyncio.gather(
+        paced(reads, seconds, start, read),
+        paced(writes_per_minute / 60.0, seconds, start, write),
+    )
+    for pool in (read_pool, write_pool):
+        while not pool.empty():
+            pool.get_nowait().close()
+    return read_sample, write_sample, written
+
+
+async def commits_of(port: int) -> list[str]:
+    """The shas the store committed, oldest first. With the git store: the commits on the
+    branch since the run began (`git rev-list --reverse BASE..BRANCH`)."""
+    connection = Connection(port)
+    status, payload = await connection.request(request_head("GET", "/bench/commits", None, b"", ""))
+    connection.close()
+    assert status == 200
+    found: list[str] = json.loads(payload)
+    return found
+
+
+# --- the report -----------------------------------------------------------------------------
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def row(label: str, target: float, seconds: float, sample: Sample) -> tuple[str, bool, float]:
+    done = len(sample.latencies)
+    # answers over the time from the phase's start to its last answer: a server that falls
+    # behind stretches the phase, and the rate it held shows it
+    achieved = done / max(seconds, sample.finished - sample.started)
+    ms = [1000 * value for value in sample.latencies]
+    line = (
+        f"{label:<22} {target:>8.1f} {achieved:>9.1f} {done:>8} {sample.errors:>6} "
+        f"{sample.queued:>7} {percentile(ms, 0.5):>8.2f} {percentile(ms, 0.9):>8.2f} "
+        f"{percentile(ms, 0.99):>8.2f}"
+    )
+    return line, sample.errors == 0, achieved
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--reads-per-second", type=float, default=2000.0)
+    parser.add_argument("--writes-per-minute", type=float, default=200.0)
+    parser.add_argument("--tolerance", type=float, default=0.05, help="rate shortfall allowed")
+    parser.add_argument(
+        "--serve", nargs=2, metavar=("KEY_FILE", "PORT_FILE"), help=argparse.SUPPRESS
+    )
+    args = parser.parse_args(argv)
+    if args.serve:
+        serve(Path(args.serve[0]), Path(args.serve[1]))
+        return 0
+    import jwt
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    now = int(time.time())
+    claims = {
+        "sub": "bench",
+        "aud": AUDIENCE,
+        "exp": now + 3600 + int(3 * args.seconds),
+        "iat": now,
+    }
+    token = jwt.encode(
+        {**claims, "scope": "policies:read policies:write"}, private, algorithm="RS256"
+    )
+    with tempfile.TemporaryDirectory(prefix="dro-bench-api-") as tmp:
+        key_file, port_file = Path(tmp) / "key.pem", Path(tmp) / "port"
+        key_file.write_bytes(
+            private.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+        )
+        server = subprocess.Popen(
+            [sys.executable, __file__, "--serve", str(key_file), str(port_file)],
+            stdout=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while not port_file.exists() or not port_file.read_text():
+                if server.poll() is not None or time.monotonic() > deadline:
+                    print("bench/api.py: the server did not start", file=sys.stderr)
+                    return 1
+                time.sleep(0.05)
+            port = int(port_file.read_text())
+            return asyncio.run(measure(port, token, args))
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+
+
+async def measure(port: int, token: str, args: argparse.Namespace) -> int:
+    seconds, reads, writes = args.seconds, args.reads_per_second, args.writes_per_minute
+    await seed(port, token)
+    before = await commits_of(port)
+    print(f"baseline: GET /healthz at {reads:.0f}/s for {seconds:.0f}s …", file=sys.stderr)
+    health = await baseline(port, reads, seconds)
+    print(
+        f"API: {reads:.0f} reads/s and {writes:.0f} writes/min for {seconds:.0f}s …",
+        file=sys.stderr,
+    )
+    read_sample, write_sample, written = await api_load(port, token, reads, writes, seconds)
+    after = await commits_of(port)
+    made = after[len(before) :]
+
+    print(f"REST API on loopback, {seconds:.0f} s per phase, in-memory store")
+    print(
+        f"{'':<22} {'target/s':>8} {'achieved':>9} {'answers':>8} {'errors':>6} {'queued':>7}"
+        f" {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8}"
+    )
+    ok = True
+    for label, target, sample in (
+        ("baseline GET /healthz", reads, health),
+        ("API reads", reads, read_sample),
+        ("API writes", writes / 60.0, write_sample),
+    ):
+        line, clean, achieved = row(label, target, seconds, sample)
+        print(line)
+        held = achieved >= target * (1 - args.tolerance)
+        ok = ok and clean and held
+    lost = sorted(set(written) - set(made))
+    extra = sorted(set(made) - set(written))
+    duplicated = len(made) - len(set(made))
+    print(
+        f"commits: {len(made)} made for {len(written)} successful writes; "
+        f"lost {len(lost)}, extra {len(extra)}, duplicated {duplicated}"
+    )
+    ok = ok and not lost and not extra and not duplicated and len(made) == len(written)
+    print("held" if ok else "NOT held: see the rows above")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
