@@ -1,11 +1,10 @@
 """REST API load benchmark: 2,000 reads per second and 200 writes per minute on loopback, held
 for `--seconds`, against GET /healthz at the same read rate on the same server.
 
-The server is a separate process (so the load generator does not share its interpreter): the
-API's routes (`service.api.routes`) with RS256 Bearer auth, plus a /healthz route, under uvicorn
-as `dro run` ships it (h11, asyncio). The store is the in-memory one of the tests
-(tests/apistore.py) until the git store is wired in: `commits_of` is the one function to point
-at git, which then counts commits on the branch.
+The server is `dro run` itself, in its own process, with the REST API on (RS256 Bearer tokens)
+over plain HTTP on loopback, writing to a bare git repository on this machine through its git
+store: each write is validated, committed and pushed to `main` there. dro has no clusters to
+apply to, and makes one pass at start.
 
 The load is open-loop: requests start on a fixed schedule whatever the answers do, over a pool
 of keep-alive connections; a request that finds no free connection waits (that wait is in its
@@ -28,7 +27,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -51,47 +49,51 @@ PP = "/api/v1/propagationpolicies"
 
 # --- the server process -------------------------------------------------------------------
 
+CLUSTER = """apiVersion: multicluster.io/v1alpha1
+kind: Cluster
+metadata:
+  name: {name}
+spec:
+  kubeconfig:
+    context: {name}
+  capacity: {{cpu: "64", memory: 256Gi, pods: "1000"}}
+"""
 
-def serve(key_file: Path, port_file: Path) -> None:
-    """The server: the API over the in-memory store, /healthz, and /bench/commits (the shas the
-    store committed, for the count afterwards)."""
-    import uvicorn
-    from starlette.applications import Starlette
-    from starlette.requests import Request
-    from starlette.responses import JSONResponse, PlainTextResponse, Response
-    from starlette.routing import Route
 
-    from reconciler.service.api import auth, routes
-    from tests.apistore import MemoryPolicyStore
+def source_repo(folder: Path) -> Path:
+    """A bare repository `source.git` whose `main` holds two clusters (east, west): the remote
+    `dro run` reads and the API writes to."""
+    work, bare = folder / "work", folder / "source.git"
+    (work / "clusters").mkdir(parents=True)
+    for name in ("east", "west"):
+        (work / "clusters" / f"{name}.yaml").write_text(CLUSTER.format(name=name))
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@dro.invalid"]
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(work)], check=True)
+    subprocess.run([*git, "-C", str(work), "add", "-A"], check=True)
+    subprocess.run([*git, "-C", str(work), "commit", "-qm", "two clusters"], check=True)
+    subprocess.run(["git", "-C", str(work), "push", "-q", str(bare), "main"], check=True)
+    return bare
 
-    store = MemoryPolicyStore()
-    authenticator = auth.from_settings({"api_jwt_key_file": key_file, "api_audience": AUDIENCE})
-    assert authenticator is not None
 
-    async def healthz(_: Request) -> Response:
-        return PlainTextResponse("ok\n")
+def free_port() -> int:
+    """A port free on loopback now (dro run binds it a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
 
-    async def commits(_: Request) -> Response:
-        with store.lock:
-            return JSONResponse([sha for sha, _ in store.commits])
 
-    app = Starlette(
-        routes=[
-            Route("/healthz", healthz),
-            Route("/bench/commits", commits),
-            *routes.routes(store, authenticator),
-        ]
-    )
-    # IPPROTO_TCP given: asyncio sets TCP_NODELAY only on sockets that say they are TCP, and
-    # without it each answer's body waits ~40 ms for the delayed ACK of its headers
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(1024)
-    port_file.write_text(str(sock.getsockname()[1]))
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
-    # the audit events go to the server's stdout, as in dro run: keep them off the figures
-    uvicorn.Server(config).run(sockets=[sock])
+def start_dro(folder: Path, bare: Path, key_file: Path, port: int) -> subprocess.Popen[bytes]:
+    """`dro run` as shipped, its REST API on over plain HTTP on loopback; no clusters to apply
+    to, one pass at start and none after (the interval is an hour)."""
+    dro = Path(sys.executable).with_name("dro")
+    command = [str(dro), "run", "--repo", str(bare), "--ref", "main", "--leader-elect=false"]
+    command += ["--listen", f"127.0.0.1:{port}", "--state-dir", str(folder / "state")]
+    command += ["--interval", "1h", "--api-jwt-key-file", str(key_file)]
+    command += ["--api-audience", AUDIENCE]
+    # the audit events go to dro's stdout: keep them off the figures
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 # --- the load generator -------------------------------------------------------------------
@@ -268,15 +270,15 @@ async def api_load(
     return read_sample, write_sample, written
 
 
-async def commits_of(port: int) -> list[str]:
-    """The shas the store committed, oldest first. With the git store: the commits on the
-    branch since the run began (`git rev-list --reverse BASE..BRANCH`)."""
-    connection = Connection(port)
-    status, payload = await connection.request(request_head("GET", "/bench/commits", None, b"", ""))
-    connection.close()
-    assert status == 200
-    found: list[str] = json.loads(payload)
-    return found
+def commits_of(bare: Path) -> list[str]:
+    """The commits on the source branch, oldest first: what the API's writes pushed."""
+    listed = subprocess.run(
+        ["git", "-C", str(bare), "rev-list", "--reverse", "main"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return listed.stdout.split()
 
 
 # --- the report -----------------------------------------------------------------------------
@@ -309,13 +311,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--reads-per-second", type=float, default=2000.0)
     parser.add_argument("--writes-per-minute", type=float, default=200.0)
     parser.add_argument("--tolerance", type=float, default=0.05, help="rate shortfall allowed")
-    parser.add_argument(
-        "--serve", nargs=2, metavar=("KEY_FILE", "PORT_FILE"), help=argparse.SUPPRESS
-    )
     args = parser.parse_args(argv)
-    if args.serve:
-        serve(Path(args.serve[0]), Path(args.serve[1]))
-        return 0
     import jwt
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
@@ -332,35 +328,47 @@ def main(argv: list[str]) -> int:
         {**claims, "scope": "policies:read policies:write"}, private, algorithm="RS256"
     )
     with tempfile.TemporaryDirectory(prefix="dro-bench-api-") as tmp:
-        key_file, port_file = Path(tmp) / "key.pem", Path(tmp) / "port"
+        folder = Path(tmp)
+        key_file = folder / "key.pem"
         key_file.write_bytes(
             private.public_key().public_bytes(
                 serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
             )
         )
-        server = subprocess.Popen(
-            [sys.executable, __file__, "--serve", str(key_file), str(port_file)],
-            stdout=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )
+        bare, port = source_repo(folder), free_port()
+        server = start_dro(folder, bare, key_file, port)
         try:
-            deadline = time.monotonic() + 30
-            while not port_file.exists() or not port_file.read_text():
-                if server.poll() is not None or time.monotonic() > deadline:
-                    print("bench/api.py: the server did not start", file=sys.stderr)
-                    return 1
-                time.sleep(0.05)
-            port = int(port_file.read_text())
-            return asyncio.run(measure(port, token, args))
+            if not asyncio.run(answering(port, server)):
+                print("bench/api.py: dro run did not start", file=sys.stderr)
+                return 1
+            return asyncio.run(measure(port, bare, token, args))
         finally:
             server.terminate()
-            server.wait(timeout=10)
+            server.wait(timeout=30)
 
 
-async def measure(port: int, token: str, args: argparse.Namespace) -> int:
+async def answering(port: int, server: subprocess.Popen[bytes]) -> bool:
+    """Whether `dro run` answers GET /healthz within 60 s (False when it exits first)."""
+    deadline = time.monotonic() + 60
+    head = request_head("GET", "/healthz", None, b"", "")
+    while time.monotonic() < deadline and server.poll() is None:
+        connection = Connection(port)
+        try:
+            status, _ = await connection.request(head)
+            if status == 200:
+                return True
+        except OSError:
+            pass
+        finally:
+            connection.close()
+        await asyncio.sleep(0.1)
+    return False
+
+
+async def measure(port: int, bare: Path, token: str, args: argparse.Namespace) -> int:
     seconds, reads, writes = args.seconds, args.reads_per_second, args.writes_per_minute
     await seed(port, token)
-    before = await commits_of(port)
+    before = commits_of(bare)
     print(f"baseline: GET /healthz at {reads:.0f}/s for {seconds:.0f}s …", file=sys.stderr)
     health = await baseline(port, reads, seconds)
     print(
@@ -368,10 +376,10 @@ async def measure(port: int, token: str, args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     read_sample, write_sample, written = await api_load(port, token, reads, writes, seconds)
-    after = await commits_of(port)
+    after = commits_of(bare)
     made = after[len(before) :]
 
-    print(f"REST API on loopback, {seconds:.0f} s per phase, in-memory store")
+    print(f"REST API on loopback, {seconds:.0f} s per phase, git store (`dro run`)")
     print(
         f"{'':<22} {'target/s':>8} {'achieved':>9} {'answers':>8} {'errors':>6} {'queued':>7}"
         f" {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8}"

@@ -1,8 +1,9 @@
 """Property-based tests of the served REST API, generated from its OpenAPI document by
 schemathesis: no server error, and every answer's status, content type and body as documented.
 
-The API runs under uvicorn on loopback with a token of every scope. The store is the fixture
-`api_store`: the in-memory store here, any `model.PolicyStore` (the git store) alike.
+The API runs under uvicorn on loopback with a token of every scope, over each store in turn:
+the in-memory one of the tests, and the git store `dro run` uses, writing to a bare repository
+that holds the example repo (so every write is validated against a real fleet and pushed).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import schemathesis
+from conftest import make_source_repo
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import (
     content_type_conformance,
@@ -21,7 +23,7 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
-from reconciler.service.api import model, routes
+from reconciler.service.api import model, routes, store
 from tests.apiserve import Keys, authenticator, served
 from tests.apistore import MemoryPolicyStore
 
@@ -37,10 +39,16 @@ CHECKS = [
 MAX_EXAMPLES = 40
 
 
-@pytest.fixture(scope="module")
-def api_store() -> model.PolicyStore:
+@pytest.fixture(scope="module", params=["memory", "git"])
+def api_store(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> model.PolicyStore:
     """The store behind the API under test."""
-    return MemoryPolicyStore()
+    if request.param == "memory":
+        return MemoryPolicyStore()
+    tmp = tmp_path_factory.mktemp("source")
+    source = make_source_repo(tmp)
+    return store.GitPolicyStore(str(source.bare), "main", tmp / "cache")
 
 
 @pytest.fixture(scope="module")

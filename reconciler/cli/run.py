@@ -1,5 +1,6 @@
 """`dro run`: the long-running service: a pass on a timer and on webhooks, leader election,
-probes and metrics on one port, JSON logs on stdout.
+probes, metrics, the webhook and (with a token key) the REST API on one port, JSON
+logs on stdout.
 
 Every setting comes from, in this order of precedence: the command-line flag, the environment
 variable `DRO_<NAME>` (upper case, `-` → `_`), the config file (`--config` / `DRO_CONFIG`, a
@@ -30,6 +31,7 @@ from reconciler.cli import report
 from reconciler.errors import ClusterError, UsageError
 from reconciler.kube import client as kube
 from reconciler.service import guarded, leader, listener, metrics, server
+from reconciler.service.api import routes as api_routes
 from reconciler.validate import guard
 from reconciler.yamlio import plain
 
@@ -54,6 +56,12 @@ OPTIONS = settings.pick(
     "tls-cert-file",
     "tls-key-file",
     "allow-plain-http",
+    "api-jwks-file",
+    "api-jwt-key-file",
+    "api-audience",
+    "api-issuer",
+    "api-jwt-algorithms",
+    "api-write-mode",
     "leader-elect",
     "lease-name",
     "lease-namespace",
@@ -130,14 +138,18 @@ def run(args: argparse.Namespace, _hook: Any) -> int:
     if not host or not port.isdigit():
         raise UsageError(f"--listen {values['listen']}: expected ADDR:PORT")
     tls = _tls(values)
-    # the REST API is not served yet: plain HTTP stays allowed on any address until it is
+    where = _settings(values)
+    api = api_routes.build(values, where)
     refusal = listener.plain_http_refusal(
-        host, tls is not None, api_enabled=False, allow_plain_http=values["allow_plain_http"]
+        host,
+        tls is not None,
+        api_enabled=api is not None,
+        allow_plain_http=values["allow_plain_http"],
     )
     if refusal is not None:
         raise UsageError(refusal)
     loop = runner.Runner(
-        _settings(values),
+        where,
         runner.RunOptions(
             interval=values["interval"],
             jitter=values["jitter"],
@@ -159,6 +171,7 @@ def run(args: argparse.Namespace, _hook: Any) -> int:
             limits=_limits(values),
             max_webhooks=values["webhook_concurrency"],
             tls=tls,
+            routes=api or (),
         )
     except ssl.SSLError as error:
         if error.reason == "KEY_VALUES_MISMATCH":
@@ -247,6 +260,7 @@ def _settings(values: Mapping[str, Any]) -> settings.Settings:
         move_wait=values["move_wait"],
         status_interval=values["status_interval"],
         guard=values["guard"] or guard.BUILTIN,
+        api_write_mode=values["api_write_mode"],
     )
 
 

@@ -1,8 +1,7 @@
 """The values the REST API's parts share: a caller, a policy as served, a write's result, the
 errors with the draft's `{code, message, details}` shape, and the store's interface.
 
-Called by `service.api.bodies`, `service.api.policyfile`, `service.api.snapshot`,
-`service.api.store` and `service.api.trail`.
+Called by 7 modules, among them `service.api.auth`.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ that tries to change state is audited (`audit`), whatever its outcome. Store cal
 the API's own worker threads (`WORKERS`): the store does git work and may block, and a
 standard-library pool costs less per call than Starlette's `run_in_threadpool` (anyio's).
 
-Called by no module of the package: an entry point.
+Called by `cli.run`.
 """
 
 from __future__ import annotations
@@ -41,8 +41,9 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
+from reconciler import settings
 from reconciler.errors import UsageError
-from reconciler.service.api import audit, auth, model
+from reconciler.service.api import audit, auth, model, store
 
 log = structlog.get_logger("dro")
 
@@ -345,21 +346,15 @@ def routes(store: model.PolicyStore, authenticator: auth.Authenticator) -> list[
     return found
 
 
-def build(values: Mapping[str, Any]) -> list[BaseRoute] | None:
-    """The API's routes for `dro run`'s resolved settings; None when no API key setting is
-    given (the API is off). A setting that cannot work is a UsageError."""
+def build(values: Mapping[str, Any], where: settings.Settings) -> list[BaseRoute] | None:
+    """The API's routes for `dro run`'s resolved settings, over the git store of its source
+    repository (`--repo`, `--ref`, `--api-write-mode`); None when no API key setting is given
+    (the API is off). A setting that cannot work is a UsageError."""
     authenticator = auth.from_settings(values)
     if authenticator is None:
         return None
-    return routes(git_store(values), authenticator)
-
-
-def git_store(values: Mapping[str, Any]) -> model.PolicyStore:
-    """The git-backed store of `dro run`'s source repository.
-
-    The store (`store.GitPolicyStore.from_settings`) is built on another branch; this one call
-    is where it is constructed once both are merged. Until then the API cannot start."""
-    raise UsageError(
-        f"the REST API's git store is not in this build (repo {values.get('repo')!r}): "
-        "turn the API off (no --api-jwks-file, --api-jwt-key-file)"
-    )
+    try:
+        policies = store.GitPolicyStore.from_settings(where)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    return routes(policies, authenticator)

@@ -19,7 +19,7 @@ a time in this process:
 
 Nothing is pushed on any error, and what is pushed is exactly the tree that was validated.
 
-Called by no module of the package: an entry point.
+Called by `service.api.routes`.
 """
 
 from __future__ import annotations
