@@ -47,6 +47,7 @@ from reconciler.validate import (
     dependencies,
     guard,
     listkinds,
+    locations,
     names,
     overridecheck,
     policies,
@@ -171,6 +172,7 @@ def _check_dro_doc(doc: Document, route: str, into: _Collector) -> bool:
     for error in errors:
         into.problem(doc, error.pointer, error.message)
     unsupported = policies.karmada_problems(doc.body) if route == "policy" else []
+    unsupported += locations.problems(doc.body) if route == "policy" else []
     for pointer, message in unsupported:
         into.problem(doc, pointer, message)
     return not errors and not unsupported

@@ -1,0 +1,223 @@
+"""Placement by city codes (`placement.locations`): the first location with a feasible
+cluster and room is used, else the next down the list; a workload stays in its location
+while it can hold it, regains its first choice when its location no longer can, and starts
+again from the first one when the placement changes; none feasible is unschedulable with
+every location's reason. Locations intersect `targetClusters`, and the replicas are divided
+among the chosen location's clusters by the policy's strategy."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from reconciler import load, schedule, validate
+from reconciler.domain import Decision, Spec
+
+CITIES = {"dfw-1": "DFW", "dfw-2": "DFW", "iah-1": "IAH", "ord-1": "ORD", "lhr-1": "LHR"}
+
+
+def cluster(name: str, city: str, *, used: int = 10, extra: str = "") -> str:
+    """A cluster of 100 cpu in `city`, `used` of them allocated."""
+    return (
+        textwrap.dedent(f"""\
+        apiVersion: multicluster.io/v1alpha1
+        kind: Cluster
+        metadata:
+          name: {name}
+          labels: {{env: prod, topology.datum.net/city-code: {city}}}
+        spec:
+          capacity: {{cpu: "100", memory: 400Gi, pods: "1000"}}
+          allocated: {{cpu: "{used}", memory: 10Gi, pods: "10"}}
+        """)
+        + extra
+    )
+
+
+def policy(locations: str, *, division: str = "DynamicWeight", targets: str = "") -> str:
+    """A ResourcePlacementPolicy for the Deployment `api`, placing by `locations` (flow YAML)."""
+    return textwrap.dedent(f"""\
+        apiVersion: multicluster.io/v1alpha1
+        kind: ResourcePlacementPolicy
+        metadata: {{name: api}}
+        spec:
+          resourceSelectors: [{{apiVersion: apps/v1, kind: Deployment, namespace: edge}}]
+          {targets}
+          placement:
+            replicaScheduling: {{type: Divided, division: {division}}}
+            waterLevelLimit: {{cpu: 0.8}}
+            overflow: Never
+            locations: {locations}
+        """)
+
+
+def deployment(replicas: int, cpu: int = 10) -> str:
+    """The Deployment edge/api: `replicas` of `cpu` cores each."""
+    return textwrap.dedent(f"""\
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {{name: api, namespace: edge}}
+        spec:
+          replicas: {replicas}
+          selector: {{matchLabels: {{app: api}}}}
+          template:
+            metadata: {{labels: {{app: api}}}}
+            spec:
+              containers:
+                - name: api
+                  image: registry.example/api:1
+                  resources: {{requests: {{cpu: "{cpu}", memory: 1Gi}}}}
+        """)
+
+
+DRO_YAML = """\
+apiVersion: multicluster.io/v1alpha1
+kind: SchedulerConfiguration
+metadata: {name: dro}
+spec: {kubernetesVersion: "1.34"}
+"""
+
+
+def repo(root: Path, files: Mapping[str, str]) -> Path:
+    """dro.yaml, one cluster per entry of `CITIES` (replaced by `files` where given), and
+    `files`."""
+    merged = {f"clusters/{n}.yaml": cluster(n, c) for n, c in CITIES.items()}
+    for relative, text in {"dro.yaml": DRO_YAML, **merged, **files}.items():
+        target = root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    return root
+
+
+def spec_of(root: Path) -> Spec:
+    result = validate.check(load.from_directory(root))
+    assert result.spec is not None, [str(p) for p in result.problems]
+    return result.spec
+
+
+def decide(root: Path, previous: Decision | None = None) -> Decision:
+    """The decision for edge/api, after `previous` (the last pass's)."""
+    spec = spec_of(root)
+    before = {previous.key: previous} if previous is not None else None
+    (decision,) = [d for d in schedule.place(spec, before) if d.key.name == "api"]
+    return decision
+
+
+def placed(decision: Decision) -> dict[str, int | None]:
+    return {p.cluster: p.replicas for p in decision.clusters}
+
+
+PREFERENCE = "[{cityCodes: [DFW, IAH]}, {cityCodes: [ORD]}]"
+DALLAS_HOUSTON_FULL = {
+    f"clusters/{name}.yaml": cluster(name, CITIES[name], used=75)
+    for name in ("dfw-1", "dfw-2", "iah-1")
+}
+"""The first location's clusters at 75 of 100 cpu, over the 0.8 limit with one 10-cpu replica."""
+
+
+def test_first_location_with_room_is_used(tmp_path: Path) -> None:
+    root = repo(
+        tmp_path, {"workloads/api.yaml": deployment(6), "policies/api.yaml": policy(PREFERENCE)}
+    )
+    decision = decide(root)
+    assert decision.affinity_term == "DFW,IAH"
+    assert set(placed(decision)) == {"dfw-1", "dfw-2", "iah-1"}
+    assert sum(c or 0 for c in placed(decision).values()) == 6
+    assert "in location DFW,IAH (choice 1 of 2)" in decision.diagnosis.trigger.text
+
+
+def test_falls_back_when_the_first_city_is_full(tmp_path: Path) -> None:
+    files = {"workloads/api.yaml": deployment(6), "policies/api.yaml": policy(PREFERENCE)}
+    decision = decide(repo(tmp_path, {**files, **DALLAS_HOUSTON_FULL}))
+    assert placed(decision) == {"ord-1": 6}
+    assert decision.affinity_term == "ORD"
+    trigger = decision.diagnosis.trigger.text
+    assert "in location ORD (choice 2 of 2)" in trigger
+    assert "location DFW,IAH skipped: 0/5 clusters are available: 3 insufficient cpu" in trigger
+
+
+def test_falls_back_when_the_first_city_is_tainted_draining_or_cordoned(tmp_path: Path) -> None:
+    files = {
+        "workloads/api.yaml": deployment(6),
+        "policies/api.yaml": policy(PREFERENCE),
+        "clusters/dfw-1.yaml": cluster(
+            "dfw-1", "DFW", extra="  taints: [{key: maintenance, effect: NoSchedule}]\n"
+        ),
+        "clusters/dfw-2.yaml": cluster("dfw-2", "DFW", extra="  drain: true\n"),
+        "clusters/iah-1.yaml": cluster("iah-1", "IAH", extra="  cordon: true\n"),
+    }
+    decision = decide(repo(tmp_path, files))
+    assert placed(decision) == {"ord-1": 6}
+    trigger = decision.diagnosis.trigger.text
+    for reason in ("1 untolerated taint", "1 cluster draining", "1 cluster cordoned"):
+        assert reason in trigger
+
+
+def test_every_location_exhausted_is_unschedulable_naming_each(tmp_path: Path) -> None:
+    files = {
+        "workloads/api.yaml": deployment(6),
+        "policies/api.yaml": policy(PREFERENCE),
+        **DALLAS_HOUSTON_FULL,
+        "clusters/ord-1.yaml": cluster("ord-1", "ORD", used=75),
+    }
+    decision = decide(repo(tmp_path, files))
+    assert decision.clusters == ()
+    message = decision.unschedulable
+    assert message is not None
+    assert message.startswith("no location can take it: location DFW,IAH: 0/5 clusters")
+    assert "; location ORD: 0/5 clusters are available" in message
+
+
+def test_stays_in_its_location_when_the_preferred_one_has_room_again(tmp_path: Path) -> None:
+    files = {"workloads/api.yaml": deployment(6), "policies/api.yaml": policy(PREFERENCE)}
+    first = decide(repo(tmp_path / "a", {**files, **DALLAS_HOUSTON_FULL}))
+    assert first.affinity_term == "ORD"
+    later = decide(repo(tmp_path / "b", files), first)  # Dallas and Houston have room again
+    assert placed(later) == {"ord-1": 6}
+    assert later.affinity_term == "ORD"
+
+
+@pytest.mark.parametrize(
+    "trouble", ["  taints: [{key: down, effect: NoExecute}]\n", "  drain: true\n"]
+)
+def test_regains_the_preferred_location_when_its_own_fails(tmp_path: Path, trouble: str) -> None:
+    files = {"workloads/api.yaml": deployment(6), "policies/api.yaml": policy(PREFERENCE)}
+    first = decide(repo(tmp_path / "a", {**files, **DALLAS_HOUSTON_FULL}))
+    troubled = {**files, "clusters/ord-1.yaml": cluster("ord-1", "ORD", extra=trouble)}
+    later = decide(repo(tmp_path / "b", troubled), first)
+    assert later.affinity_term == "DFW,IAH"
+    assert set(placed(later)) == {"dfw-1", "dfw-2", "iah-1"}
+    assert "location ORD skipped" in later.diagnosis.trigger.text
+
+
+def test_a_changed_placement_starts_from_the_first_location(tmp_path: Path) -> None:
+    files = {"workloads/api.yaml": deployment(6), "policies/api.yaml": policy(PREFERENCE)}
+    first = decide(repo(tmp_path / "a", {**files, **DALLAS_HOUSTON_FULL}))
+    edited = {**files, "policies/api.yaml": policy("[{cityCodes: [DFW]}, {cityCodes: [ORD]}]")}
+    later = decide(repo(tmp_path / "b", edited), first)
+    assert later.affinity_term == "DFW"
+    assert set(placed(later)) == {"dfw-1", "dfw-2"}
+
+
+def test_locations_intersect_the_target_clusters(tmp_path: Path) -> None:
+    targets = "targetClusters: [{selectorType: name, values: [dfw-2, ord-1]}]"
+    files = {
+        "workloads/api.yaml": deployment(6),
+        "policies/api.yaml": policy(PREFERENCE, targets=targets),
+    }
+    decision = decide(repo(tmp_path, files))
+    assert placed(decision) == {"dfw-2": 6}
+
+
+def test_static_weights_divide_within_the_chosen_location(tmp_path: Path) -> None:
+    text = policy(PREFERENCE, division="StaticWeight").replace(
+        "division: StaticWeight}",
+        "division: StaticWeight, weights: [{clusters: [dfw-1], weight: 2}, "
+        "{clusters: [dfw-2, iah-1, ord-1], weight: 1}]}",
+    )
+    decision = decide(
+        repo(tmp_path, {"workloads/api.yaml": deployment(8), "policies/api.yaml": text})
+    )
+    assert placed(decision) == {"dfw-1": 4, "dfw-2": 2, "iah-1": 2}
