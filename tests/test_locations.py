@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from reconciler import load, schedule, validate
-from reconciler.domain import Decision, Spec
+from reconciler import load, schedule, validate, yamlio
+from reconciler.branch import statefiles, status
+from reconciler.domain import Decision, Observation, Placed, ResourceKey, Spec
+from reconciler.kube import health
 
 CITIES = {"dfw-1": "DFW", "dfw-2": "DFW", "iah-1": "IAH", "ord-1": "ORD", "lhr-1": "LHR"}
 
@@ -221,3 +223,72 @@ def test_static_weights_divide_within_the_chosen_location(tmp_path: Path) -> Non
         repo(tmp_path, {"workloads/api.yaml": deployment(8), "policies/api.yaml": text})
     )
     assert placed(decision) == {"dfw-1": 4, "dfw-2": 2, "iah-1": 2}
+
+
+def test_overflow_past_the_limits_stays_in_the_most_preferred_location(tmp_path: Path) -> None:
+    """With `overflow: Always` (the default) and no location able to take the workload under
+    its limits, the overflow goes to the first location that takes any of it, not spread
+    over cities; what fits nowhere there is pending, with every location's reason."""
+    files = {
+        "workloads/api.yaml": deployment(10),
+        "policies/api.yaml": policy(PREFERENCE).replace("    overflow: Never\n", ""),
+        **DALLAS_HOUSTON_FULL,
+        "clusters/ord-1.yaml": cluster("ord-1", "ORD", used=75),
+    }
+    decision = decide(repo(tmp_path, files))
+    assert placed(decision) == {"dfw-1": 2, "dfw-2": 2, "iah-1": 2}
+    assert decision.affinity_term == "DFW,IAH"
+    assert decision.pending == 4
+    message = decision.unschedulable
+    assert message is not None
+    assert message.startswith("in location DFW,IAH: ")
+    assert "; location ORD: 0/5 clusters are available" in message
+
+
+def test_workload_status_is_aggregated_per_city_code() -> None:
+    """`status/workloads/...` lists, per city code of the observed clusters: the clusters,
+    the replicas desired there and ready (on Healthy clusters), and the worst health."""
+    key = ResourceKey(group="apps", kind="Deployment", namespace="edge", name="api")
+    decision = Decision(
+        key=key,
+        api_version="apps/v1",
+        policy=None,
+        clusters=(Placed("dfw-1", 3), Placed("dfw-2", 2), Placed("iah-1", 1), Placed("x-1", 4)),
+    )
+
+    def seen(name: str, state: str) -> Observation:
+        return Observation(
+            cluster=name, capacity={}, used={}, observed_at="t", health={key: (state, "")}
+        )
+
+    observations = {
+        "dfw-1": seen("dfw-1", health.HEALTHY),
+        "dfw-2": seen("dfw-2", health.PROGRESSING),
+        "iah-1": seen("iah-1", health.HEALTHY),
+        "x-1": seen("x-1", health.HEALTHY),
+    }
+    files = status.workload_files(
+        [decision], observations, {"dfw-1": "DFW", "dfw-2": "DFW", "iah-1": "IAH"}
+    )
+    (data,) = files.values()
+    document = yamlio.load_own("status.yaml", statefiles.unseal(data))
+    assert document["status"]["locations"] == [
+        {
+            "cityCode": "DFW",
+            "clusters": ["dfw-1", "dfw-2"],
+            "replicas": {"desired": 5, "ready": 3},
+            "health": health.PROGRESSING,
+            "message": "dfw-2",
+        },
+        {
+            "cityCode": "IAH",
+            "clusters": ["iah-1"],
+            "replicas": {"desired": 1, "ready": 1},
+            "health": health.HEALTHY,
+            "message": "",
+        },
+    ]
+    assert [c["name"] for c in document["status"]["clusters"]] == ["dfw-1", "dfw-2", "iah-1", "x-1"]
+    # without city codes, the file is as before: no locations
+    (plain,) = status.workload_files([decision], observations).values()
+    assert "locations" not in yamlio.load_own("status.yaml", statefiles.unseal(plain))["status"]

@@ -2,7 +2,8 @@
 
 Clusters may carry Datum's `topology.datum.net/city-code` label. A workload's status file
 (`status/workloads/...`) then also lists, per city code (sorted): the clusters of that city it
-was observed on, the replicas rendered there (`desired`, null for kinds without replicas), the
+was observed on, the replicas rendered there (`desired`, an override of `spec.replicas` included; null
+for kinds without replicas), the
 replicas on those of them whose rollout is Healthy (`ready`: a Healthy Deployment or
 StatefulSet has every replica updated and available, `kube.health`), and the worst health
 among them. Clusters without a city code belong to no location. This module is pure.
@@ -30,6 +31,7 @@ def entries(
     """The `locations` of a workload's status: one entry per city code of the observed
     clusters in `per_cluster`, sorted by code; empty when none of them has a city code."""
     rendered = {p.cluster: p.replicas for p in decision.rendered()}
+    rendered.update(decision.effective)  # an override of spec.replicas is what runs
     grouped: dict[str, list[str]] = {}
     for name in sorted(per_cluster):
         if name in cities:

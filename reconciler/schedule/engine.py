@@ -219,7 +219,7 @@ class Pass:
                 subject, outcome, tiers, before, lost, refresh=attempt > 0, stuck=stuck
             )
             if isinstance(tried, Refused):
-                failures.append((term, tried))
+                failures.append(locations.Attempt(term, names, tried, subject, outcome))
                 continue
             result, outcome = tried
             result = locations.noted(
@@ -233,12 +233,13 @@ class Pass:
         assert outcome is not None
         assert subject is not None
         failure = locations.refused(placement, failures)
-        term_name = names[terms[-1]] if terms[-1] is not None else None
-        spilled = self._spilled(
-            claimed, subject, outcome, before, lost, running, demand, stuck, term_name
-        )
-        if spilled is not None:
-            return spilled
+        for tried_term in locations.spill_order(placement, failures):
+            subject, outcome = tried_term.subject, tried_term.outcome
+            spilled = self._spilled(
+                claimed, subject, outcome, before, lost, running, demand, stuck, tried_term.name
+            )
+            if spilled is not None:
+                return locations.spilled(placement, tried_term, failures, spilled)
         if not some(subject.holders):  # alike newcomers find no room either, until it changes
             self.full[express.RefusalKey.of(claimed, demand)] = self.clock
         return self._unschedulable(

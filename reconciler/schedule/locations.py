@@ -25,13 +25,33 @@ Called by `schedule.engine`.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import NamedTuple
 
-from reconciler.domain import Decision, Placement
+from reconciler.domain import Decision, Placement, Trigger, TriggerCode
+from reconciler.schedule import framework
 from reconciler.schedule.record import Result
 from reconciler.schedule.selecting import Refused
 
-Failures = list[tuple[int | None, Refused]]
-"""The terms tried that could not take the workload, in the order tried, and why."""
+
+class Attempt(NamedTuple):
+    """One term tried that could not take the workload within the limits, and why."""
+
+    term: int | None
+    names: list[str]
+    """Every term's name."""
+    refused: Refused
+    subject: framework.Subject
+    outcome: framework.Outcome
+    """The filters' outcome on the term's clusters, for overflow past the limits."""
+
+    @property
+    def name(self) -> str | None:
+        """The term's name (None: no terms, the targets alone)."""
+        return None if self.term is None else self.names[self.term]
+
+
+Failures = list[Attempt]
+"""The terms tried that could not take the workload, in the order tried."""
 
 
 def terms(placement: Placement, before: Decision | None) -> tuple[list[int | None], list[str]]:
@@ -54,15 +74,20 @@ def noted(placement: Placement, term: int | None, failures: Failures, result: Re
     (placements by locations only)."""
     if not placement.locations or term is None:
         return result
-    trigger = result.trigger.noting(
+    return replace(result, trigger=_notes(placement, term, failures, result.trigger))
+
+
+def _notes(placement: Placement, term: int, failures: Failures, trigger: Trigger) -> Trigger:
+    if trigger.code is TriggerCode.AFFINITY_FAILED:
+        trigger = replace(trigger, code=TriggerCode.LOCATION_FAILED)
+    trigger = trigger.noting(
         f"in location {placement.locations[term].name} "
         f"(choice {term + 1} of {len(placement.locations)})"
     )
-    for skipped, refused in failures:
-        if skipped is not None:
-            name = placement.locations[skipped].name
-            trigger = trigger.noting(f"location {name} skipped: {refused.message}")
-    return replace(result, trigger=trigger)
+    for attempt in failures:
+        if attempt.term is not None and attempt.term != term:
+            trigger = trigger.noting(f"location {attempt.name} skipped: {attempt.refused.message}")
+    return trigger
 
 
 def refused(placement: Placement, failures: Failures) -> Refused:
@@ -71,10 +96,34 @@ def refused(placement: Placement, failures: Failures) -> Refused:
     the workload is in (tried first) fell short."""
     assert failures
     if not placement.locations:
-        return failures[-1][1]
-    reasons = "; ".join(
-        f"location {placement.locations[term].name}: {refused.message}"
-        for term, refused in failures
-        if term is not None
+        return failures[-1].refused
+    return Refused(f"no location can take it: {_reasons(failures)}", keep=failures[0].refused.keep)
+
+
+def _reasons(failures: Failures, but: int | None = None) -> str:
+    return "; ".join(
+        f"location {a.name}: {a.refused.message}" for a in failures if a.term not in (None, but)
     )
-    return Refused(f"no location can take it: {reasons}", keep=failures[0][1].keep)
+
+
+def spill_order(placement: Placement, failures: Failures) -> Failures:
+    """Where replicas that fit under no limit may overflow, in order: the last term tried
+    (Karmada's terms; the targets alone), or with locations each location in the order
+    tried, so the overflow stays in the most preferred location that takes any of it."""
+    return failures if placement.locations else failures[-1:]
+
+
+def spilled(
+    placement: Placement, attempt: Attempt, failures: Failures, decision: Decision
+) -> Decision:
+    """A partial placement overflowed into `attempt`'s location, with its trigger naming
+    that location and the others, and its pending message where each fell short."""
+    if not placement.locations or attempt.term is None:
+        return decision
+    diagnosis = decision.diagnosis
+    trigger = _notes(placement, attempt.term, failures, diagnosis.trigger)
+    message = decision.unschedulable
+    if message is not None:
+        others = _reasons(failures, attempt.term)
+        message = f"in location {attempt.name}: {message}" + (f"; {others}" if others else "")
+    return replace(decision, diagnosis=replace(diagnosis, trigger=trigger), unschedulable=message)
