@@ -292,3 +292,28 @@ def test_workload_status_is_aggregated_per_city_code() -> None:
     # without city codes, the file is as before: no locations
     (plain,) = status.workload_files([decision], observations).values()
     assert "locations" not in yamlio.load_own("status.yaml", statefiles.unseal(plain))["status"]
+
+
+def test_rebalancing_moves_replicas_only_within_the_location(tmp_path: Path) -> None:
+    """dfw-1 climbs above its limit: re-balancing moves a replica to a cluster of the same
+    location, although ord-1 and lhr-1 (outside it) are emptier."""
+    files = {"workloads/api.yaml": deployment(6), "policies/api.yaml": policy(PREFERENCE)}
+    first = decide(repo(tmp_path / "a", files))
+    assert placed(first) == {"dfw-1": 2, "dfw-2": 2, "iah-1": 2}
+    hot = {**files, "clusters/dfw-1.yaml": cluster("dfw-1", "DFW", used=95)}
+    later = decide(repo(tmp_path / "b", hot), first)
+    assert later.affinity_term == "DFW,IAH"
+    assert later.moves
+    assert {m.target for m in later.moves} <= {"dfw-2", "iah-1"}
+    assert set(placed(later)) <= {"dfw-1", "dfw-2", "iah-1"}
+
+
+def test_a_city_code_no_cluster_carries_is_a_warning(tmp_path: Path) -> None:
+    text = policy("[{cityCodes: [DFW, DWF]}]")
+    root = repo(tmp_path, {"workloads/api.yaml": deployment(2), "policies/api.yaml": text})
+    result = validate.check(load.from_directory(root))
+    assert result.spec is not None
+    (warning,) = [str(p) for p in result.problems]
+    assert warning.startswith("policies/api.yaml:11: /spec/placement/locations/0/cityCodes/1: ")
+    assert "warning: no cluster carries city code DWF" in warning
+    assert "labels: DFW, IAH, LHR, ORD)" in warning

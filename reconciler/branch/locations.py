@@ -2,11 +2,11 @@
 
 Clusters may carry Datum's `topology.datum.net/city-code` label. A workload's status file
 (`status/workloads/...`) then also lists, per city code (sorted): the clusters of that city it
-was observed on, the replicas rendered there (`desired`, an override of `spec.replicas` included; null
-for kinds without replicas), the
-replicas on those of them whose rollout is Healthy (`ready`: a Healthy Deployment or
-StatefulSet has every replica updated and available, `kube.health`), and the worst health
-among them. Clusters without a city code belong to no location. This module is pure.
+was observed on, the replicas rendered there (`desired`, an override of `spec.replicas`
+included; null for kinds without replicas), the replicas on those of them whose rollout is
+Healthy (`ready`: a Healthy Deployment or StatefulSet has every replica updated and available,
+`kube.health`), and the worst health among them. Clusters without a city code belong to no
+location. This module is pure.
 
 Called by `branch.status` and `render`.
 """

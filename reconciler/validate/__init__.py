@@ -355,6 +355,7 @@ def check(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Result:
     rollout_docs = [(d, "/spec/placement/rollout") for d in into.placement_docs]
     rollout_docs += [(d, "/spec/rollout") for d in into.config_docs]
     into.problems += rollouts.unknown_clusters(rollout_docs, {c.name for c in cluster_list})
+    into.problems += locations.unknown_cities(cluster_list, into.placement_docs)
     refs.check_cluster_references(
         cluster_list,
         into.placement,

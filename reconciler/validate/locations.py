@@ -4,17 +4,20 @@ The schema checks each code's shape (three upper-case letters, as Datum's
 `topology.datum.net/city-code`) and that no list is empty. Here: a city code listed twice,
 within one location or across two, which would make the order of preference ambiguous; and
 `locations` on a Karmada policy, where the same placement is written with Karmada's own
-`clusterAffinities` (one term per location, a labelSelector on the city-code label).
+`clusterAffinities` (one term per location, a labelSelector on the city-code label). A city
+code that no declared cluster carries is a warning (`unknown_cities`): a typo, or a city whose
+clusters are not declared yet (a location without clusters is skipped).
 
 Called by `validate`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from reconciler.domain import CITY_CODE_LABEL, DRO_API_VERSION
+from reconciler.domain import CITY_CODE_LABEL, DRO_API_VERSION, Cluster, Document
+from reconciler.errors import Problem, Severity
 
 POINTER = "/spec/placement/locations"
 
@@ -51,4 +54,30 @@ def problems(body: Mapping[str, Any]) -> list[tuple[str, str]]:
                 )
             else:
                 first[code] = pointer
+    return found
+
+
+def unknown_cities(clusters: Iterable[Cluster], documents: Sequence[Document]) -> list[Problem]:
+    """A warning for each city code in a policy's `locations` that no cluster carries."""
+    known = {c.labels[CITY_CODE_LABEL] for c in clusters if CITY_CODE_LABEL in c.labels}
+    hint = ", ".join(sorted(known)) or "none"
+    found = []
+    for doc in documents:
+        placement = (doc.body.get("spec") or {}).get("placement") or {}
+        for index, location in enumerate(placement.get("locations") or ()):
+            for position, code in enumerate(location.get("cityCodes") or ()):
+                if code in known:
+                    continue
+                pointer = f"{POINTER}/{index}/cityCodes/{position}"
+                found.append(
+                    Problem(
+                        path=doc.origin.path,
+                        line=doc.origin.line_of(pointer),
+                        pointer=pointer,
+                        message=f"no cluster carries city code {code} "
+                        f"(the clusters' {CITY_CODE_LABEL} labels: {hint}): "
+                        "a typo, or a city with no cluster yet",
+                        severity=Severity.WARNING,
+                    )
+                )
     return found
