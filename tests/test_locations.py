@@ -138,6 +138,10 @@ def test_falls_back_when_the_first_city_is_full(tmp_path: Path) -> None:
     trigger = decision.diagnosis.trigger.text
     assert "in location ORD (choice 2 of 2)" in trigger
     assert "location DFW,IAH skipped: 0/5 clusters are available: 3 insufficient cpu" in trigger
+    # a pass that does not explain itself (large fleets) places the same way
+    spec = spec_of(repo(tmp_path, {**files, **DALLAS_HOUSTON_FULL}))
+    (quiet,) = [d for d in schedule.place(spec, diagnose=False) if d.key.name == "api"]
+    assert (placed(quiet), quiet.affinity_term) == ({"ord-1": 6}, "ORD")
 
 
 def test_falls_back_when_the_first_city_is_tainted_draining_or_cordoned(tmp_path: Path) -> None:
