@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from conftest import EXAMPLE
 
-from reconciler import load, schedule, validate, yamlio
+from reconciler import load, render, schedule, validate, yamlio
 from reconciler.branch import statefiles, status
 from reconciler.domain import Decision, Observation, Placed, ResourceKey, Spec
 from reconciler.kube import health
@@ -321,3 +322,40 @@ def test_a_city_code_no_cluster_carries_is_a_warning(tmp_path: Path) -> None:
     assert warning.startswith("policies/api.yaml:11: /spec/placement/locations/0/cityCodes/1: ")
     assert "warning: no cluster carries city code DWF" in warning
     assert "labels: DFW, IAH, LHR, ORD)" in warning
+
+
+def test_the_example_edge_cache_falls_back_and_its_status_is_per_city() -> None:
+    """example-repo's policies/edge.yaml prefers IAD, whose clusters cannot take the cache (a
+    taint, a water level above 0.55); it runs in CMH, its Service follows, and with every
+    cluster observed Healthy its status file lists CMH with all replicas ready."""
+    spec = spec_of(EXAMPLE)
+    decisions = schedule.place(spec)
+    by_name = {(d.key.kind, d.key.name): d for d in decisions}
+    cache = by_name[("Deployment", "edge-cache")]
+    assert cache.affinity_term == "CMH"
+    assert "location IAD skipped" in cache.diagnosis.trigger.text
+    assert [p.cluster for p in by_name[("Service", "edge-cache")].clusters] == ["us-east-2"]
+    keys = [w.key for w in spec.workloads]
+    observations = {
+        c.name: Observation(
+            cluster=c.name,
+            capacity=dict(c.capacity),
+            used=dict(c.allocated),
+            observed_at="2026-01-05T09:00:00Z",
+            health=dict.fromkeys(keys, (health.HEALTHY, "")),
+        )
+        for c in spec.clusters
+    }
+    tree = render.tree(spec, decisions, observations=observations)
+    data = tree["status/workloads/shop/deployment-edge-cache.yaml"]
+    document = yamlio.load_own("status.yaml", statefiles.unseal(data))
+    replicas = sum(p.replicas or 0 for p in cache.clusters)
+    assert document["status"]["locations"] == [
+        {
+            "cityCode": "CMH",
+            "clusters": ["us-east-2"],
+            "replicas": {"desired": replicas, "ready": replicas},
+            "health": health.HEALTHY,
+            "message": "",
+        }
+    ]
