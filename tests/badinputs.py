@@ -33,6 +33,10 @@ RPP_ROLLOUT = (
     RPP.format(name="p")
     + "  resourceSelector: {apiVersion: apps/v1, kind: Deployment}\n  placement:\n    rollout:\n"
 )
+RPP_LOCATIONS = (
+    RPP.format(name="p")
+    + "  resourceSelector: {apiVersion: apps/v1, kind: Deployment}\n  placement:\n"
+)
 W = "workloads/shop/bad.yaml"
 P = "policies/bad.yaml"
 C = "clusters/eu-west-3.yaml"
@@ -878,5 +882,66 @@ CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
         "dro.yaml",
         6,
         "15 minutes",
+    ),
+    (
+        "rpp-locations-empty",
+        {P: RPP_LOCATIONS + "    locations: []\n"},
+        P,
+        8,
+        "should be non-empty",
+    ),
+    (
+        "rpp-locations-empty-codes",
+        {P: RPP_LOCATIONS + "    locations: [{cityCodes: []}]\n"},
+        P,
+        8,
+        "should be non-empty",
+    ),
+    (
+        "rpp-locations-bad-code",
+        {P: RPP_LOCATIONS + "    locations:\n      - cityCodes: [DFW, dfw]\n"},
+        P,
+        9,
+        "'dfw': a city code: three upper-case letters",
+    ),
+    (
+        "rpp-locations-duplicate-code",
+        {
+            P: RPP_LOCATIONS
+            + "    locations:\n      - cityCodes: [DFW]\n      - cityCodes: [ORD, DFW]\n"
+        },
+        P,
+        10,
+        "city code DFW is listed twice (first at /spec/placement/locations/0/cityCodes/0)",
+    ),
+    (
+        "rpp-locations-unknown-field",
+        {P: RPP_LOCATIONS + "    locations:\n      - {cityCodes: [DFW], weight: 2}\n"},
+        P,
+        9,
+        "unknown field 'weight'",
+    ),
+    (
+        "karmada-locations",
+        {
+            P: KPP.format(name="p")
+            + "  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]\n"
+            "  placement:\n    locations: [{cityCodes: [DFW]}]\n"
+        },
+        P,
+        9,
+        "placement.locations is dro's (ResourcePlacementPolicy)",
+    ),
+    (
+        "cluster-city-code-lowercase",
+        {
+            C: CLUSTER.format(name="eu-west-3").replace(
+                "{region: eu-west}", "{topology.datum.net/city-code: dub}"
+            )
+            + "  capacity: {cpu: '1'}\n"
+        },
+        C,
+        5,
+        "'dub': a city code: three upper-case letters",
     ),
 ]

@@ -75,7 +75,7 @@ def test_the_items_of_a_list_validate_and_are_placed(
 ) -> None:
     code, out = validate(tmp_path, capsys, LISTS)
     assert code == 0, out
-    assert "48 objects" in out, "44 of the example and the 4 items"
+    assert "50 objects" in out, "46 of the example and the 4 items"
 
 
 def test_a_bad_item_is_located_at_its_own_line_and_never_shows_a_secret(

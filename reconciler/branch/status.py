@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from reconciler import yamlio
-from reconciler.branch import driftfiles, paths, statefiles
+from reconciler.branch import driftfiles, locations, paths, statefiles
 from reconciler.domain import (
     DRO_API_VERSION,
     Cluster,
@@ -245,11 +245,14 @@ def _key(name: Any) -> ResourceKey | None:
 
 
 def workload_files(
-    decisions: Iterable[Decision], observations: Mapping[str, Observation]
+    decisions: Iterable[Decision],
+    observations: Mapping[str, Observation],
+    cities: Mapping[str, str] | None = None,
 ) -> dict[str, bytes]:
     """`status/workloads/...` for every workload with a rollout (`health.ROLLOUT_KINDS`)
     placed on an observed cluster: its health on each of those clusters (Unknown on a stale
-    observation), and the worst of them."""
+    observation), and the worst of them; with `cities` (cluster → city code), also per
+    location (`branch.locations`)."""
     files: dict[str, bytes] = {}
     for decision in decisions:
         if not health.has_rollout(decision.key.group, decision.key.kind):
@@ -268,7 +271,13 @@ def workload_files(
             per_cluster[placed.cluster] = health.Health(state, message)
         if per_cluster:
             files[paths.workload_status_path(decision.key)] = statefiles.seal(
-                yamlio.dump(_workload_document(decision.key, per_cluster)).encode()
+                yamlio.dump(
+                    _workload_document(
+                        decision.key,
+                        per_cluster,
+                        locations.entries(decision, per_cluster, cities or {}),
+                    )
+                ).encode()
             )
     return files
 
@@ -309,9 +318,11 @@ def _vital(path: str, data: bytes) -> Any:
     return [status.get(key) for key in _URGENT_KEYS]
 
 
-def _workload_document(key: ResourceKey, per_cluster: Mapping[str, health.Health]) -> Any:
+def _workload_document(
+    key: ResourceKey, per_cluster: Mapping[str, health.Health], by_location: list[Any]
+) -> Any:
     overall = health.workload(per_cluster)
-    return {
+    document: dict[str, Any] = {
         "apiVersion": DRO_API_VERSION,
         "kind": "WorkloadHealth",
         "metadata": {"name": key.name, **({"namespace": key.namespace} if key.namespace else {})},
@@ -325,6 +336,9 @@ def _workload_document(key: ResourceKey, per_cluster: Mapping[str, health.Health
             ],
         },
     }
+    if by_location:
+        document["status"]["locations"] = by_location
+    return document
 
 
 def _name(key: ResourceKey) -> str:

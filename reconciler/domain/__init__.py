@@ -11,7 +11,7 @@ decision's trigger and a move's reason, as codes),
 `claims` (which policy claims a workload), `durations`, `fence` (a write only while the Lease is
 held) and `paths`.
 
-Called by 93 modules, among them `audit`, `branch.comparison`, `cli`, `commit.describe`.
+Called by 96 modules, among them `audit`, `branch.comparison`, `cli`, `commit.describe`.
 """
 
 from reconciler.domain.base import (
@@ -48,6 +48,7 @@ from reconciler.domain.forecast import (
     History,
 )
 from reconciler.domain.policy import (
+    CITY_CODE_LABEL,
     AffinityTerm,
     ClusterAffinity,
     Division,
@@ -55,6 +56,7 @@ from reconciler.domain.policy import (
     FieldRequirement,
     LabelRequirement,
     LabelSelector,
+    Location,
     MoveBudget,
     OverridePolicy,
     OverrideRule,
@@ -83,6 +85,7 @@ from reconciler.domain.spec import (
 )
 
 __all__ = [
+    "CITY_CODE_LABEL",
     "DRO_API_VERSION",
     "EMPTY",
     "KARMADA_POLICY_API_VERSION",
@@ -104,6 +107,7 @@ __all__ = [
     "History",
     "LabelRequirement",
     "LabelSelector",
+    "Location",
     "Manifest",
     "Move",
     "MoveBudget",

@@ -101,6 +101,31 @@ class AffinityTerm:
     overflow: tuple[tuple[str, ClusterAffinity], ...] = ()
 
 
+CITY_CODE_LABEL = "topology.datum.net/city-code"
+"""The cluster label that names a cluster's city (Datum's IATA-style code: DFW, LHR, ...)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Location:
+    """One entry of a policy's `placement.locations`: cities, any of whose clusters will do.
+
+    A placement by locations tries them in order of preference; each becomes an
+    `AffinityTerm` (named after its codes) intersected with the policy's targets."""
+
+    city_codes: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        """The codes joined by commas (`DFW,IAH`): the term name a decision records."""
+        return ",".join(self.city_codes)
+
+    def term(self) -> AffinityTerm:
+        """The clusters whose `topology.datum.net/city-code` is one of the codes."""
+        requirement = LabelRequirement(key=CITY_CODE_LABEL, operator="In", values=self.city_codes)
+        selector = LabelSelector(match_expressions=(requirement,))
+        return AffinityTerm(name=self.name, affinity=ClusterAffinity(label_selector=selector))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SpreadConstraint:
     """Spread replicas over groups of clusters by a field (cluster, region, zone, provider)."""
@@ -195,9 +220,14 @@ class Placement:
     """Where and how a workload is placed, normalised from every policy kind."""
 
     targets: tuple[ClusterAffinity, ...] = ()
-    """Alternatives (ORed). Empty means every cluster."""
+    """Alternatives (ORed). Empty means every cluster. With affinity terms, each term's
+    clusters are intersected with them (Karmada's `clusterAffinities` leave them empty)."""
     affinity_terms: tuple[AffinityTerm, ...] = ()
-    """Karmada's ordered `clusterAffinities`; when set, `targets` is empty."""
+    """Karmada's ordered `clusterAffinities`, or one term per entry of `locations`."""
+    locations: tuple[Location, ...] = ()
+    """dro's `placement.locations`: city codes in order of preference (`affinity_terms` holds
+    their terms). The location in use falls back down the list when it cannot take the
+    workload; see `schedule.locations`."""
     tolerations: tuple[Toleration, ...] = ()
     replicas: ReplicaScheduling = ReplicaScheduling()
     spread: tuple[SpreadConstraint, ...] = ()

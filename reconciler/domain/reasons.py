@@ -36,6 +36,8 @@ class TriggerCode(enum.StrEnum):
     PENDING = "pending"
     PARTIAL = "partial"
     AFFINITY_FAILED = "affinity-failed"
+    LOCATION_FAILED = "location-failed"
+    """A location of `placement.locations` could not take the workload: the next was tried."""
     UNSCHEDULABLE = "unschedulable"
     SET_ASIDE = "set-aside"
     REBALANCED = "rebalanced"
@@ -58,6 +60,7 @@ _TRIGGER_PROSE: Mapping[TriggerCode, str] = {
     TriggerCode.PENDING: "pods pending over {}",
     TriggerCode.PARTIAL: "{} replicas pending: placed again when room appears",
     TriggerCode.AFFINITY_FAILED: "an affinity term failed",
+    TriggerCode.LOCATION_FAILED: "a location could not take it",
     TriggerCode.UNSCHEDULABLE: "unschedulable",
     TriggerCode.SET_ASIDE: "previous decision set aside ({}): divided again by its policy",
     TriggerCode.REBALANCED: "re-balanced: {}",

@@ -21,7 +21,7 @@ from its rollout status, by the rules `kubectl rollout status` follows:
 Missing < Degraded < Unknown, and the worst one wins. `workload` does so across a workload's
 clusters and names the clusters that decided it.
 
-Called by 7 modules, among them `branch.status`, `live`, `render.rollout`,
+Called by 8 modules, among them `branch.locations`, `live`, `render.rollout`,
 `schedule.disruption`.
 """
 

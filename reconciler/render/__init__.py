@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from reconciler import yamlio
-from reconciler.branch import paths, statefiles, status, summary
+from reconciler.branch import locations, paths, statefiles, status, summary
 from reconciler.domain import (
     Cluster,
     Decision,
@@ -233,7 +233,7 @@ def tree(
             workload = replace(workload, manifest=movehooks.with_move_env(workload.manifest, *move))
         files.update(_render_decision(spec, workload, decision, index, held, templates))
     seen = observations or {}
-    files.update(status.workload_files(mine, seen))
+    files.update(status.workload_files(mine, seen, locations.cities(spec.clusters)))
     if part == 0:
         documents = {
             name: status.cluster_status(seen[name], suspended=name in suspended)

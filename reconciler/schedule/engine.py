@@ -39,6 +39,7 @@ from reconciler.schedule import (
     facts,
     framework,
     held,
+    locations,
     moving,
     overflow,
     record,
@@ -196,11 +197,8 @@ class Pass:
         previous, holders, lost = held.previous(fleet, before)
         stuck = held.stuck(fleet, claimed, previous)
         running = held.running(fleet, before, previous)
-        terms: list[int | None] = list(range(len(placement.affinity_terms))) or [None]
-        names = [t.name for t in placement.affinity_terms]
-        if before is not None and before.affinity_term in names:
-            terms = terms[names.index(before.affinity_term) :]
-        failure: Refused | None = None
+        terms, names = locations.terms(placement, before)
+        failures: locations.Failures = []
         outcome: framework.Outcome | None = None
         subject: framework.Subject | None = None
         for attempt, term in enumerate(terms):
@@ -221,24 +219,27 @@ class Pass:
                 subject, outcome, tiers, before, lost, refresh=attempt > 0, stuck=stuck
             )
             if isinstance(tried, Refused):
-                failure = tried
+                failures.append(locations.Attempt(term, names, tried, subject, outcome))
                 continue
             result, outcome = tried
-            result = self._carried(subject, before, result)
+            result = locations.noted(
+                placement, term, failures, self._carried(subject, before, result)
+            )
             self._charge(demand, running, result.counts)
             term_name = names[term] if term is not None else None
             return self.record.decision(
                 claimed, subject.strategy, outcome, result, term_name, stuck
             )
-        assert failure is not None
         assert outcome is not None
         assert subject is not None
-        term_name = names[terms[-1]] if terms[-1] is not None else None
-        spilled = self._spilled(
-            claimed, subject, outcome, before, lost, running, demand, stuck, term_name
-        )
-        if spilled is not None:
-            return spilled
+        failure = locations.refused(placement, failures)
+        for tried_term in locations.spill_order(placement, failures):
+            subject, outcome = tried_term.subject, tried_term.outcome
+            spilled = self._spilled(
+                claimed, subject, outcome, before, lost, running, demand, stuck, tried_term.name
+            )
+            if spilled is not None:
+                return locations.spilled(placement, tried_term, failures, spilled)
         if not some(subject.holders):  # alike newcomers find no room either, until it changes
             self.full[express.RefusalKey.of(claimed, demand)] = self.clock
         return self._unschedulable(

@@ -152,7 +152,7 @@ class Facts:
                 mask = fleet.any_affinity(placement.targets)
             else:
                 chosen = placement.affinity_terms[term]
-                mask = fleet.affinity_mask(chosen.affinity)
+                mask = fleet.affinity_mask(chosen.affinity) & fleet.any_affinity(placement.targets)
                 for tier, (_, overflow) in enumerate(chosen.overflow, start=1):
                     extra = fleet.affinity_mask(overflow) & ~mask
                     tiers[extra] = tier

@@ -6,7 +6,7 @@ the moves still within the cooldown and those a failover or pods pending too lon
 the `requestedAt` the placement serves. A decision equal to the previous one keeps its
 `recorded` time, so an unchanged workload's file does not change.
 
-Called by `schedule.engine`, `schedule.overflow` and `schedule.selecting`.
+Called by `schedule.engine`, `schedule.locations`, `schedule.overflow` and `schedule.selecting`.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ as a `record.Result`, or why there is none as a `Refused` value: spread finds no
 These are answers, not errors, so they are returned, never raised.
 Called by `engine.Pass` (a workload's turn, and a newcomer of the express lane).
 
-Called by `schedule.engine`.
+Called by `schedule.engine` and `schedule.locations`.
 """
 
 from __future__ import annotations

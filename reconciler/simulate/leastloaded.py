@@ -119,15 +119,16 @@ def _mask(
     placement: Placement, clusters: Sequence[Cluster], present: IntArray, size: int
 ) -> BoolArray:
     """The clusters `placement` selects, schedulable and with every hard taint tolerated."""
-    terms = placement.targets or (
-        (placement.affinity_terms[0].affinity,) if placement.affinity_terms else ()
-    )
+    terms = placement.targets
+    first = placement.affinity_terms[0].affinity if placement.affinity_terms else None
     mask = np.zeros(size, dtype=bool)
     for cluster, col in zip(clusters, present.tolist(), strict=True):
         if cluster.cordon or cluster.drain or cluster.suspend:
             continue
         if terms and not any(t.matches(cluster.name, cluster.labels) for t in terms):
             continue
+        if first is not None and not first.matches(cluster.name, cluster.labels):
+            continue  # the first clusterAffinities term, or location (within the targets)
         if any(
             taint.effect != "PreferNoSchedule"
             and not any(tol.tolerates(taint) for tol in placement.tolerations)

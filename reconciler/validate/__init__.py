@@ -47,6 +47,7 @@ from reconciler.validate import (
     dependencies,
     guard,
     listkinds,
+    locations,
     names,
     overridecheck,
     policies,
@@ -171,6 +172,7 @@ def _check_dro_doc(doc: Document, route: str, into: _Collector) -> bool:
     for error in errors:
         into.problem(doc, error.pointer, error.message)
     unsupported = policies.karmada_problems(doc.body) if route == "policy" else []
+    unsupported += locations.problems(doc.body) if route == "policy" else []
     for pointer, message in unsupported:
         into.problem(doc, pointer, message)
     return not errors and not unsupported
@@ -353,6 +355,7 @@ def check(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Result:
     rollout_docs = [(d, "/spec/placement/rollout") for d in into.placement_docs]
     rollout_docs += [(d, "/spec/rollout") for d in into.config_docs]
     into.problems += rollouts.unknown_clusters(rollout_docs, {c.name for c in cluster_list})
+    into.problems += locations.unknown_cities(cluster_list, into.placement_docs)
     refs.check_cluster_references(
         cluster_list,
         into.placement,

@@ -24,6 +24,7 @@ from reconciler.domain import (
     DisruptionBudget,
     DivisionPreference,
     Document,
+    Location,
     MoveBudget,
     OverridePolicy,
     OverrideRule,
@@ -78,7 +79,12 @@ def dro_placement(spec: Mapping[str, Any]) -> Placement:
     # neither the budgets, the takeover rule nor the rollout changes where replicas go
     paced = ("rebalance", "apply", "disruption", "rollout")
     as_written = {k: v for k, v in placement.items() if k not in paced}
+    locations = tuple(
+        Location(city_codes=tuple(entry["cityCodes"])) for entry in placement.get("locations") or ()
+    )
     return Placement(
+        locations=locations,
+        affinity_terms=tuple(location.term() for location in locations),
         digest=digest({"targetClusters": spec.get("targetClusters"), "placement": as_written}),
         max_moves=None if moves is None else MoveBudget.parse(moves),
         rebalance_requested_at=rebalance.get("requestedAt"),
