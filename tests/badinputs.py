@@ -433,6 +433,20 @@ CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
         "-1 is less than the minimum of 0",
     ),
     (
+        "dro-yaml-output-karmada-text",
+        {"dro.yaml": DRO_YAML + "  output:\n    karmada: yes please\n"},
+        "dro.yaml",
+        7,
+        "'yes please' is not of type 'boolean'",
+    ),
+    (
+        "dro-yaml-output-unknown-key",
+        {"dro.yaml": DRO_YAML + "  output: {argo: true}\n"},
+        "dro.yaml",
+        6,
+        "argo",
+    ),
+    (
         "dro-yaml-prediction-band-text",
         {"dro.yaml": DRO_YAML + "  prediction:\n    band: wide\n"},
         "dro.yaml",

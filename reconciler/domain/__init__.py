@@ -11,7 +11,7 @@ decision's trigger and a move's reason, as codes),
 `claims` (which policy claims a workload), `durations`, `fence` (a write only while the Lease is
 held) and `paths`.
 
-Called by 93 modules, among them `audit`, `branch.comparison`, `cli`, `commit.describe`.
+Called by 95 modules, among them `audit`, `branch.comparison`, `cli`, `commit.describe`.
 """
 
 from reconciler.domain.base import (
@@ -74,6 +74,7 @@ from reconciler.domain.reasons import (
     TriggerCode,
 )
 from reconciler.domain.spec import (
+    Output,
     Prediction,
     Rebalance,
     SchedulerConfig,
@@ -112,6 +113,7 @@ __all__ = [
     "ObjectRef",
     "Observation",
     "Origin",
+    "Output",
     "OverridePolicy",
     "OverrideRule",
     "Placed",

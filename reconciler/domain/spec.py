@@ -105,6 +105,18 @@ class Prediction:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Output:
+    """Extra renders on the output branch (`spec.output` in dro.yaml).
+
+    With `karmada`, every placed workload also gets, under `karmada/`, its template and a
+    Karmada PropagationPolicy (and OverridePolicy) that make a Karmada control plane place it
+    exactly as dro decided.
+    """
+
+    karmada: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SchedulerConfig:
     """Scheduling settings from `dro.yaml` (kind SchedulerConfiguration)."""
 
@@ -119,6 +131,7 @@ class SchedulerConfig:
     scoring: Scoring = Scoring()
     rebalance: Rebalance = Rebalance()
     prediction: Prediction = Prediction()
+    output: Output = Output()
     disruption: DisruptionBudget | None = None
     """`spec.disruption`: the budget of workloads whose placement sets none (None: no limit)."""
     kubernetes_version: str | None = None

@@ -36,7 +36,14 @@ from reconciler.domain import (
 from reconciler.domain import rollout as rollouts
 from reconciler.domain.forecast import Forecasts
 from reconciler.kube import demand, inventory, movehooks
-from reconciler.render import overrides, rollout, rolloutview, services
+from reconciler.render import (
+    decisionout,
+    karmadaout,
+    overrides,
+    rollout,
+    rolloutview,
+    services,
+)
 
 MANAGED_BY = inventory.MANAGED_BY
 PLACEMENT_ANNOTATION = inventory.PLACEMENT_ANNOTATION
@@ -297,6 +304,7 @@ def _render_decision(
 ) -> dict[str, bytes]:
     document = yamlio.dump(summary.decision_document(decision)).encode()
     files = {paths.decision_path(decision.key): statefiles.seal(document)}
+    files.update(decisionout.files(decision))
     if not decision.clusters and not decision.retiring:
         return files
     bases: dict[tuple[str, str] | None, dict[str, Any]] = {}
@@ -320,6 +328,9 @@ def _render_decision(
                 bases[force], placed.replicas, applied, placed.cluster, decision.key
             )
         files[path] = rendered[fingerprint]
+    if spec.config.output.karmada:
+        base = bases.get(None) or _rollout_base(workload, decision, None, templates)
+        files.update(karmadaout.files(workload, decision, base, files))
     return files
 
 
@@ -385,10 +396,12 @@ def _shared_files(
                 )
             ).encode()
         )
+    files.update(decisionout.shared_files(decisions))
     files[paths.README] = (
         summary.readme(spec, decisions)
         + _crossing_section(crossing)
         + rolloutview.readme_section(decisions)
+        + decisionout.readme_section(spec.config.output.karmada)
     ).encode()
     return files
 
