@@ -16,7 +16,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconciler import render
+from reconciler import load, render, schedule, validate
 from reconciler.cli import main
 from reconciler.domain import Decision, Diagnosis, Output, Placed, PolicyRef, Strategy
 from reconciler.render import dnsnames, karmadaout, patchdiff
@@ -218,3 +218,18 @@ def test_long_names_are_cut_with_a_hash_and_stay_distinct() -> None:
     assert dnsnames.fit("short") == "short"
     workload = deployment("w" * 250, 1)
     assert len(karmadaout.policy_name(workload)) <= dnsnames.SUBDOMAIN
+
+
+def test_shards_together_render_the_whole_tree_with_karmada_on() -> None:
+    spec = validate.spec(load.from_directory(ROOT / "example-repo"))
+    spec = replace(spec, config=replace(spec.config, output=Output(karmada=True)))
+    decisions = schedule.place(spec)
+    whole = render.tree(spec, decisions)
+    assert any(path.startswith("karmada/") for path in whole)
+    union: dict[str, bytes] = {}
+    for part in range(3):
+        shard = render.tree(spec, decisions, shard=(part, 3))
+        assert not set(shard) & set(union), "a file in two shards"
+        union.update(shard)
+    assert union == whole
+    assert render.tree(spec, list(reversed(decisions))) == whole
