@@ -440,6 +440,13 @@ CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
         "'yes please' is not of type 'boolean'",
     ),
     (
+        "dro-yaml-output-profile-namespace",
+        {"dro.yaml": DRO_YAML + "  output:\n    clusterProfileNamespace: Fleet_System\n"},
+        "dro.yaml",
+        7,
+        "'Fleet_System': a namespace name",
+    ),
+    (
         "dro-yaml-output-unknown-key",
         {"dro.yaml": DRO_YAML + "  output: {argo: true}\n"},
         "dro.yaml",

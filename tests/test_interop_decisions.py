@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jsonschema
 import yaml
 
 from reconciler import render
@@ -12,6 +13,37 @@ from reconciler.render import decisionout
 from tests.builders.schedule import PLAIN, cluster, deployment, spec_of
 
 LABEL_VALUE = 63
+# The part of the PlacementDecision CRD of kubernetes-sigs/cluster-inventory-api (KEP-5313)
+# that dro writes, with its required fields and limits; no other field is allowed.
+KEP_5313_SHAPE = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "decisions"],
+    "additionalProperties": False,
+    "properties": {
+        "apiVersion": {"const": "multicluster.x-k8s.io/v1alpha1"},
+        "kind": {"const": "PlacementDecision"},
+        "metadata": {"type": "object"},
+        "schedulerName": {"type": "string"},
+        "decisions": {
+            "type": "array",
+            "maxItems": 100,
+            "items": {
+                "type": "object",
+                "required": ["clusterProfileRef"],
+                "additionalProperties": False,
+                "properties": {
+                    "reason": {"type": "string"},
+                    "clusterProfileRef": {
+                        "type": "object",
+                        "required": ["name"],
+                        "additionalProperties": False,
+                        "properties": {"name": {"type": "string"}, "namespace": {"type": "string"}},
+                    },
+                },
+            },
+        },
+    },
+}
 
 
 def rendered(names: list[str], *, workload_name: str = "web") -> dict[str, bytes]:
@@ -62,7 +94,7 @@ def test_the_kep_5313_decision_has_the_keps_shape() -> None:
     assert decision["schedulerName"] == "dro"
     assert decision["metadata"]["namespace"] == "prod"
     assert [d["clusterProfileRef"]["name"] for d in decision["decisions"]] == ["a", "b"]
-    assert {d["clusterProfileRef"]["kind"] for d in decision["decisions"]} == {"ClusterProfile"}
+    jsonschema.validate(decision, KEP_5313_SHAPE)
     labels = decision["metadata"]["labels"]
     assert labels["multicluster.x-k8s.io/decision-index"] == "0"
     assert labels["multicluster.x-k8s.io/decision-key"] == "deployment-web"
@@ -83,6 +115,8 @@ def test_past_100_clusters_the_decision_is_sliced_with_one_key() -> None:
     assert indexes == ["0", "1", "2"]
     chosen = [d["clusterProfileRef"]["name"] for s in slices for d in s["decisions"]]
     assert chosen == names
+    for piece in slices:
+        jsonschema.validate(piece, KEP_5313_SHAPE)
 
 
 def test_long_names_keep_labels_within_63_characters() -> None:
@@ -117,3 +151,17 @@ def test_reasons_name_the_default_placement_when_no_policy_matched() -> None:
         clusters=(Placed("a", None),),
     )
     assert decisionout.reason(decision, None) == "placed by the default placement in dro.yaml"
+
+
+def test_cluster_profiles_are_referred_to_in_the_configured_namespace() -> None:
+    decision = Decision(
+        key=ResourceKey("apps", "Deployment", "shop", "web"),
+        api_version="apps/v1",
+        policy=None,
+        clusters=(Placed("a", 1),),
+    )
+    (kep,) = decisionout.placement_decisions(decision, "fleet-system")
+    assert kep["decisions"][0]["clusterProfileRef"] == {"name": "a", "namespace": "fleet-system"}
+    jsonschema.validate(kep, KEP_5313_SHAPE)
+    (plain,) = decisionout.placement_decisions(decision)
+    assert plain["decisions"][0]["clusterProfileRef"] == {"name": "a"}

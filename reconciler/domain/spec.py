@@ -110,10 +110,12 @@ class Output:
 
     With `karmada`, every placed workload also gets, under `karmada/`, its template and a
     Karmada PropagationPolicy (and OverridePolicy) that make a Karmada control plane place it
-    exactly as dro decided.
+    exactly as dro decided. `cluster_profile_namespace` is the namespace of the fleet's
+    ClusterProfiles that the KEP-5313 PlacementDecisions refer to (None: their own).
     """
 
     karmada: bool = False
+    cluster_profile_namespace: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

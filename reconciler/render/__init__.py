@@ -304,7 +304,7 @@ def _render_decision(
 ) -> dict[str, bytes]:
     document = yamlio.dump(summary.decision_document(decision)).encode()
     files = {paths.decision_path(decision.key): statefiles.seal(document)}
-    files.update(decisionout.files(decision))
+    files.update(decisionout.files(decision, spec.config.output.cluster_profile_namespace))
     if not decision.clusters and not decision.retiring:
         return files
     bases: dict[tuple[str, str] | None, dict[str, Any]] = {}

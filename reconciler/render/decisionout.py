@@ -18,8 +18,10 @@ of `status.<statusListKey>` whose `<matchKey>` names an Argo CD cluster. dro ren
 
 **KEP-5313.** `kep-5313/<namespace|_cluster>/<stem>.yaml` holds the workload's
 `PlacementDecision` (`multicluster.x-k8s.io/v1alpha1`): top-level `decisions[]` of
-`{clusterProfileRef: ClusterProfile <cluster>, reason}`, `schedulerName: dro`, in the
-workload's namespace (`default` for a cluster-scoped object). Past 100 clusters the decision is
+`{clusterProfileRef: {name: <cluster>}, reason}` (the ClusterProfile of that name in
+`spec.output.clusterProfileNamespace`, or when that is unset in the decision's own namespace, as
+the KEP's CRD reads an empty `namespace`), `schedulerName: dro`, in
+the workload's namespace (`default` for a cluster-scoped object). Past 100 clusters the decision is
 cut into slices of 100, as the KEP requires, named `<stem>`, `<stem>-1`, … and labelled
 with the same `multicluster.x-k8s.io/decision-key` and their `decision-index`;
 `multicluster.x-k8s.io/placement-key` links each slice to the workload.
@@ -70,12 +72,13 @@ def argocd_name(key: ResourceKey) -> str:
     return dnsnames.fit(f"{key.namespace}.{key.file_stem}" if key.namespace else key.file_stem)
 
 
-def files(decision: Decision) -> dict[str, bytes]:
-    """The workload's Argo CD cluster decision and KEP-5313 PlacementDecision files."""
+def files(decision: Decision, profiles: str | None = None) -> dict[str, bytes]:
+    """The workload's Argo CD cluster decision and KEP-5313 PlacementDecision files;
+    `profiles` is the ClusterProfiles' namespace (`spec.output.clusterProfileNamespace`)."""
     return {
         paths.argocd_path(decision.key): yamlio.dump(cluster_decision(decision)).encode(),
         paths.kep5313_path(decision.key): "---\n".join(
-            yamlio.dump(d) for d in placement_decisions(decision)
+            yamlio.dump(d) for d in placement_decisions(decision, profiles)
         ).encode(),
     }
 
@@ -104,17 +107,17 @@ def cluster_decision(decision: Decision) -> dict[str, Any]:
     }
 
 
-def placement_decisions(decision: Decision) -> list[dict[str, Any]]:
-    """The KEP-5313 PlacementDecision slices of a decision (one when ≤ 100 clusters)."""
+def placement_decisions(decision: Decision, profiles: str | None = None) -> list[dict[str, Any]]:
+    """The KEP-5313 PlacementDecision slices of a decision (one when ≤ 100 clusters), each
+    ClusterProfile referred to in namespace `profiles` (None: the decision's own)."""
     key = decision.key
     stem = key.file_stem
     label = dnsnames.fit(stem, dnsnames.LABEL_VALUE)
     entries = [
         {
             "clusterProfileRef": {
-                "apiVersion": KEP_API_VERSION,
-                "kind": "ClusterProfile",
                 "name": p.cluster,
+                **({"namespace": profiles} if profiles else {}),
             },
             "reason": reason(decision, p.replicas),
         }
