@@ -10,6 +10,10 @@ Fields a server owns (status, uid, resourceVersion …) are dropped. Nothing tim
 commit-dependent is written: provenance lives in the commit trailers, so a steady pass renders
 the same bytes and makes no commit.
 
+Each decision is also written for other tools: an Argo CD cluster decision and a KEP-5313
+PlacementDecision (`decisionout`), and with `spec.output.karmada` a Karmada template and
+policies that pin it (`karmadaout`).
+
 Called by 7 modules, among them `cli.render`, `foresee`, `laststate`, `pipeline`.
 """
 
