@@ -437,6 +437,27 @@ CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
         "-1 is less than the minimum of 0",
     ),
     (
+        "dro-yaml-output-karmada-text",
+        {"dro.yaml": DRO_YAML + "  output:\n    karmada: yes please\n"},
+        "dro.yaml",
+        7,
+        "'yes please' is not of type 'boolean'",
+    ),
+    (
+        "dro-yaml-output-profile-namespace",
+        {"dro.yaml": DRO_YAML + "  output:\n    clusterProfileNamespace: Fleet_System\n"},
+        "dro.yaml",
+        7,
+        "'Fleet_System': a namespace name",
+    ),
+    (
+        "dro-yaml-output-unknown-key",
+        {"dro.yaml": DRO_YAML + "  output: {argo: true}\n"},
+        "dro.yaml",
+        6,
+        "argo",
+    ),
+    (
         "dro-yaml-prediction-band-text",
         {"dro.yaml": DRO_YAML + "  prediction:\n    band: wide\n"},
         "dro.yaml",

@@ -5,7 +5,9 @@ FIELDS below is the part of each CRD's schema (Argo CD's `ApplicationSet`, Flux'
 controller `GitRepository` v1 and kustomize controller `Kustomization` v1) that these examples
 may use, with the fields each CRD requires. Then the examples are run against the demo's
 rendered tree: Argo CD's git directory generator over `clusters/*` and each Flux `path` must
-find a cluster folder with its `kustomization.yaml`, one Application or Kustomization per cluster.
+find a cluster folder with its `kustomization.yaml`, one Application or Kustomization per cluster;
+the clusterDecisionResource generator is run as Argo CD runs it over the `argocd/` folder the
+Application syncs, and must make one Application per cluster of the workload's decision.
 """
 
 from __future__ import annotations
@@ -72,12 +74,28 @@ GIT_GENERATOR = {
     "template": dict,
     "values": dict,
 }
+DECISION_GENERATOR = {
+    "configMapRef!": str,
+    "name": str,
+    "labelSelector": dict,
+    "requeueAfterSeconds": int,
+    "template": dict,
+    "values": dict,
+}
 SECRET_KEY_REFERENCE = {"name!": str, "key": str}
 FIELDS: dict[tuple[str, str], dict[str, Any]] = {
     ("argoproj.io/v1alpha1", "ApplicationSet"): {
         "goTemplate": bool,
         "goTemplateOptions": [str],
-        "generators!": [{"git": GIT_GENERATOR, "list": dict, "clusters": dict, "matrix": dict}],
+        "generators!": [
+            {
+                "git": GIT_GENERATOR,
+                "clusterDecisionResource": DECISION_GENERATOR,
+                "list": dict,
+                "clusters": dict,
+                "matrix": dict,
+            }
+        ],
         "template!": {
             "metadata!": {"name": str, "namespace": str, "labels": dict, "annotations": dict},
             "spec!": APPLICATION_SPEC,
@@ -88,6 +106,7 @@ FIELDS: dict[tuple[str, str], dict[str, Any]] = {
         "ignoreApplicationDifferences": [dict],
         "templatePatch": str,
     },
+    ("argoproj.io/v1alpha1", "Application"): APPLICATION_SPEC,
     ("source.toolkit.fluxcd.io/v1", "GitRepository"): {
         "url!": str,
         "interval!": str,
@@ -173,7 +192,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_each_example_uses_only_fields_its_crd_defines() -> None:
     kinds = {(d["apiVersion"], d["kind"]) for d in DOCUMENTS}
-    assert kinds == set(FIELDS), "an ApplicationSet, a GitRepository and Kustomizations"
+    assert kinds == set(FIELDS), "Application(Set)s, a GitRepository and Kustomizations"
     for document in DOCUMENTS:
         shape = {"apiVersion!": str, "kind!": str, "metadata!": METADATA}
         shape["spec!"] = FIELDS[(document["apiVersion"], document["kind"])]
@@ -188,7 +207,7 @@ def application_name(template: str, path: str) -> str:
 
 
 def test_the_applicationset_makes_one_application_per_rendered_cluster(rendered: Path) -> None:
-    (appset,) = of_kind("ApplicationSet")
+    (appset,) = [a for a in of_kind("ApplicationSet") if "git" in a["spec"]["generators"][0]]
     spec = appset["spec"]
     assert spec["goTemplate"] is True, "the {{.path.…}} parameters are go templates"
     (generator,) = spec["generators"]
@@ -254,3 +273,74 @@ def test_the_readmes_name_only_files_that_exist() -> None:
             ):
                 continue
             assert (base / path).exists(), f"{path} named in {base.name}/README.md"
+
+
+def rendered_documents(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+
+
+def test_the_decision_generator_follows_the_rendered_cluster_decision(rendered: Path) -> None:
+    (sync,) = of_kind("Application")
+    (appset,) = [
+        a
+        for a in of_kind("ApplicationSet")
+        if "clusterDecisionResource" in a["spec"]["generators"][0]
+    ]
+    namespace = appset["metadata"]["namespace"]
+    # The Application syncs argocd/ of the branch into the Argo CD namespace, by kustomize.
+    assert sync["spec"]["source"]["targetRevision"] == OUTPUT_BRANCH
+    assert sync["spec"]["destination"]["namespace"] == namespace
+    folder = rendered / sync["spec"]["source"]["path"]
+    listed = yaml.safe_load((folder / "kustomization.yaml").read_text())["resources"]
+    synced = [d for name in listed for d in rendered_documents(folder / name)]
+    on_disk = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.yaml"))
+    assert sorted([*listed, "kustomization.yaml"]) == on_disk
+    # The generator: the ConfigMap names the resource type, the resource lists the clusters.
+    (generator,) = appset["spec"]["generators"]
+    duck = generator["clusterDecisionResource"]
+    (configmap,) = [
+        d
+        for d in synced
+        if d["kind"] == "ConfigMap" and d["metadata"]["name"] == duck["configMapRef"]
+    ]
+    assert configmap["metadata"]["namespace"] == namespace
+    data = configmap["data"]
+    (crd,) = [d for d in synced if d["kind"] == "CustomResourceDefinition"]
+    group, version = data["apiVersion"].split("/")
+    assert crd["spec"]["group"] == group
+    assert crd["spec"]["names"]["plural"] == data["kind"], "the ConfigMap names the resource"
+    assert [v["name"] for v in crd["spec"]["versions"]] == [version]
+    assert "subresources" not in crd["spec"]["versions"][0], "status must be applied from git"
+    (resource,) = [
+        d
+        for d in synced
+        if d["apiVersion"] == data["apiVersion"] and d["metadata"]["name"] == duck["name"]
+    ]
+    assert resource["kind"] == crd["spec"]["names"]["kind"]
+    assert resource["metadata"]["namespace"] == namespace
+    entries = resource["status"][data["statusListKey"]]
+    clusters = [entry[data["matchKey"]] for entry in entries]
+    placement = resource["metadata"]["annotations"]["multicluster.io/placement"]
+    _, _, workload_namespace, name = placement.split("/")
+    decision = yaml.safe_load(
+        (rendered / "decisions" / workload_namespace / f"deployment-{name}.yaml").read_text()
+    )
+    assert clusters == [c["name"] for c in decision["status"]["clusters"]]
+    assert len(clusters) >= 2
+    # Argo CD's params per decision: name and server of the Argo CD cluster, then the entry.
+    template = appset["spec"]["template"]
+    names = set()
+    for entry in entries:
+        params = {".name": entry[data["matchKey"]], **{f".{k}": v for k, v in entry.items()}}
+
+        def fill(text: str, params: dict[str, str] = params) -> str:
+            return re.sub(r"\{\{\s*(\.\w+)\s*\}\}", lambda m: params[m[1]], text)
+
+        app = fill(template["metadata"]["name"])
+        assert DNS1123_SUBDOMAIN.match(app), app
+        names.add(app)
+        source = template["spec"]["source"]
+        path = rendered / fill(source["path"]) / source["directory"]["include"]
+        assert path.is_file(), path
+        assert fill(template["spec"]["destination"]["name"]) == entry[data["matchKey"]]
+    assert len(names) == len(entries), "one Application per cluster of the decision"

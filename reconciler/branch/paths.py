@@ -7,13 +7,18 @@
     status/clusters/<cluster>.yaml                    a cluster's last observation
     status/workloads/<namespace|_cluster>/<stem>.yaml a workload's health across its clusters
     status/drift/<cluster>.yaml                       the cluster's drifted objects, if any
+    karmada/<namespace|_cluster>/<stem>.yaml          Karmada template and policies pinning a
+                                                      decision (`spec.output.karmada`)
+    argocd/cluster-decisions.yaml                     the clusterDecisionResource ConfigMap and CRD
+    argocd/<namespace|_cluster>/<stem>.yaml           a workload's Argo CD cluster decision
+    kep-5313/<namespace|_cluster>/<stem>.yaml         a workload's KEP-5313 PlacementDecision
 
 `<stem>` is `ResourceKey.file_stem` (`<kind>[.<group>]-<name>`, shortened to fit one path
 component). The paths of workloads are lowercase. `decisions/` and `status/` are the state that
 dro reads back (`STATE_FOLDERS`); everything else is output only. What makes one component safe
 (length, names git refuses) is `domain.paths`, below this layer.
 
-Called by 13 modules, among them `branch.driftfiles`, `commit`, `laststate`, `live`.
+Called by 15 modules, among them `branch.driftfiles`, `commit`, `laststate`, `live`.
 """
 
 from __future__ import annotations
@@ -32,6 +37,10 @@ STATUS = "status/"
 STATUS_CLUSTERS = f"{STATUS}clusters/"
 STATUS_WORKLOADS = f"{STATUS}workloads/"
 STATUS_DRIFT = f"{STATUS}drift/"
+KARMADA = "karmada/"
+ARGOCD = "argocd/"
+ARGOCD_SHARED = f"{ARGOCD}cluster-decisions{YAML}"
+KEP5313 = "kep-5313/"
 STATE_FOLDERS = (DECISIONS, STATUS)
 """The output branch's folders that dro reads back as state."""
 
@@ -49,6 +58,21 @@ def kustomization_path(cluster: str) -> str:
 def decision_path(key: ResourceKey) -> str:
     """`decisions/<namespace|_cluster>/<kind>[.<group>]-<name>.yaml`, lowercase."""
     return f"{DECISIONS}{key.folder}/{key.file_stem}{YAML}".lower()
+
+
+def karmada_path(key: ResourceKey) -> str:
+    """`karmada/<namespace|_cluster>/<kind>[.<group>]-<name>.yaml`, lowercase."""
+    return f"{KARMADA}{key.folder}/{key.file_stem}{YAML}".lower()
+
+
+def argocd_path(key: ResourceKey) -> str:
+    """`argocd/<namespace|_cluster>/<kind>[.<group>]-<name>.yaml`, lowercase."""
+    return f"{ARGOCD}{key.folder}/{key.file_stem}{YAML}".lower()
+
+
+def kep5313_path(key: ResourceKey) -> str:
+    """`kep-5313/<namespace|_cluster>/<kind>[.<group>]-<name>.yaml`, lowercase."""
+    return f"{KEP5313}{key.folder}/{key.file_stem}{YAML}".lower()
 
 
 def cluster_status_path(cluster: str) -> str:

@@ -76,6 +76,7 @@ from reconciler.domain.reasons import (
     TriggerCode,
 )
 from reconciler.domain.spec import (
+    Output,
     Prediction,
     Rebalance,
     SchedulerConfig,
@@ -116,6 +117,7 @@ __all__ = [
     "ObjectRef",
     "Observation",
     "Origin",
+    "Output",
     "OverridePolicy",
     "OverrideRule",
     "Placed",

@@ -105,6 +105,20 @@ class Prediction:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Output:
+    """Extra renders on the output branch (`spec.output` in dro.yaml).
+
+    With `karmada`, every placed workload also gets, under `karmada/`, its template and a
+    Karmada PropagationPolicy (and OverridePolicy) that make a Karmada control plane place it
+    exactly as dro decided. `cluster_profile_namespace` is the namespace of the fleet's
+    ClusterProfiles that the KEP-5313 PlacementDecisions refer to (None: their own).
+    """
+
+    karmada: bool = False
+    cluster_profile_namespace: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SchedulerConfig:
     """Scheduling settings from `dro.yaml` (kind SchedulerConfiguration)."""
 
@@ -119,6 +133,7 @@ class SchedulerConfig:
     scoring: Scoring = Scoring()
     rebalance: Rebalance = Rebalance()
     prediction: Prediction = Prediction()
+    output: Output = Output()
     disruption: DisruptionBudget | None = None
     """`spec.disruption`: the budget of workloads whose placement sets none (None: no limit)."""
     kubernetes_version: str | None = None

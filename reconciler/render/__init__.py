@@ -10,6 +10,10 @@ Fields a server owns (status, uid, resourceVersion …) are dropped. Nothing tim
 commit-dependent is written: provenance lives in the commit trailers, so a steady pass renders
 the same bytes and makes no commit.
 
+Each decision is also written for other tools: an Argo CD cluster decision and a KEP-5313
+PlacementDecision (`decisionout`), and with `spec.output.karmada` a Karmada template and
+policies that pin it (`karmadaout`).
+
 Called by 7 modules, among them `cli.render`, `foresee`, `laststate`, `pipeline`.
 """
 
@@ -36,7 +40,14 @@ from reconciler.domain import (
 from reconciler.domain import rollout as rollouts
 from reconciler.domain.forecast import Forecasts
 from reconciler.kube import demand, inventory, movehooks
-from reconciler.render import overrides, rollout, rolloutview, services
+from reconciler.render import (
+    decisionout,
+    karmadaout,
+    overrides,
+    rollout,
+    rolloutview,
+    services,
+)
 
 MANAGED_BY = inventory.MANAGED_BY
 PLACEMENT_ANNOTATION = inventory.PLACEMENT_ANNOTATION
@@ -297,6 +308,7 @@ def _render_decision(
 ) -> dict[str, bytes]:
     document = yamlio.dump(summary.decision_document(decision)).encode()
     files = {paths.decision_path(decision.key): statefiles.seal(document)}
+    files.update(decisionout.files(decision, spec.config.output.cluster_profile_namespace))
     if not decision.clusters and not decision.retiring:
         return files
     bases: dict[tuple[str, str] | None, dict[str, Any]] = {}
@@ -320,6 +332,9 @@ def _render_decision(
                 bases[force], placed.replicas, applied, placed.cluster, decision.key
             )
         files[path] = rendered[fingerprint]
+    if spec.config.output.karmada:
+        base = bases.get(None) or _rollout_base(workload, decision, None, templates)
+        files.update(karmadaout.files(workload, decision, base, files))
     return files
 
 
@@ -385,10 +400,12 @@ def _shared_files(
                 )
             ).encode()
         )
+    files.update(decisionout.shared_files(decisions))
     files[paths.README] = (
         summary.readme(spec, decisions)
         + _crossing_section(crossing)
         + rolloutview.readme_section(decisions)
+        + decisionout.readme_section(spec.config.output.karmada)
     ).encode()
     return files
 

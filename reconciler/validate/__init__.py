@@ -25,6 +25,7 @@ from reconciler.domain import (
     Document,
     MoveBudget,
     Origin,
+    Output,
     OverridePolicy,
     PlacementPolicy,
     Prediction,
@@ -302,6 +303,13 @@ def _prediction(doc: Document, spec: Mapping[str, Any], into: _Collector) -> Pre
     return result
 
 
+def _output(raw: Mapping[str, Any]) -> Output:
+    return Output(
+        karmada=bool(raw.get("karmada", False)),
+        cluster_profile_namespace=raw.get("clusterProfileNamespace"),
+    )
+
+
 def _seconds(text: str | None, default: float) -> float:
     return default if text is None else durations.seconds(text)
 
@@ -335,6 +343,7 @@ def _config(into: _Collector) -> SchedulerConfig:
         scoring=_scoring(spec.get("scoring") or {}),
         rebalance=_rebalance(spec),
         prediction=_prediction(doc, spec, into),
+        output=_output(spec.get("output") or {}),
         disruption=policies.disruption_budget(spec),
         kubernetes_version=version,
         rollout=rollouts.parse(spec.get("rollout")),
