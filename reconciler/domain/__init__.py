@@ -15,6 +15,7 @@ Called by 93 modules, among them `audit`, `branch.comparison`, `cli`, `commit.de
 """
 
 from reconciler.domain.base import (
+    CLUSTER_SCOPED_KINDS,
     DRO_API_VERSION,
     EMPTY,
     KARMADA_POLICY_API_VERSION,
@@ -83,6 +84,7 @@ from reconciler.domain.spec import (
 )
 
 __all__ = [
+    "CLUSTER_SCOPED_KINDS",
     "DRO_API_VERSION",
     "EMPTY",
     "KARMADA_POLICY_API_VERSION",
