@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -271,3 +272,15 @@ def test_output_over_the_cap_is_refused(repo: Path, monkeypatch: pytest.MonkeyPa
     problems = load.from_directory(repo).problems
     assert {p.path for p in problems} == {"workloads/shop/ (kustomize)", "workloads/web/ (helm)"}
     assert all("over the limit of 100" in p.message for p in problems)
+
+
+def test_the_image_bundles_the_versions_the_tests_pin() -> None:
+    script = (ROOT / "scripts/tools-build.sh").read_text()
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    for name in ("KUSTOMIZE_VERSION", "HELM_VERSION"):
+        pinned = re.search(rf"^{name}=(v[0-9.]+)$", script, re.MULTILINE)
+        bundled = re.search(rf"^ARG {name}=(v[0-9.]+)$", dockerfile, re.MULTILINE)
+        assert pinned is not None, name
+        assert bundled is not None, name
+        assert bundled[1] == pinned[1]
+    assert "COPY --from=tools /out/kustomize /out/helm /usr/local/bin/" in dockerfile
