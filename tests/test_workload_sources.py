@@ -271,7 +271,7 @@ def test_output_over_the_cap_is_refused(repo: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(builds, "MAX_OUTPUT", 100)
     problems = load.from_directory(repo).problems
     assert {p.path for p in problems} == {"workloads/shop/ (kustomize)", "workloads/web/ (helm)"}
-    assert all("over the limit of 100" in p.message for p in problems)
+    assert all("wrote over 100 bytes" in p.message for p in problems)
 
 
 def test_the_image_bundles_the_versions_the_tests_pin() -> None:
@@ -284,3 +284,23 @@ def test_the_image_bundles_the_versions_the_tests_pin() -> None:
         assert bundled is not None, name
         assert bundled[1] == pinned[1]
     assert "COPY --from=tools /out/kustomize /out/helm /usr/local/bin/" in dockerfile
+
+
+def test_the_tool_sees_neither_the_environments_secrets_nor_the_home(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = tmp_path / "env"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    kustomize = ROOT / "build/tools/bin/kustomize"
+    (bin_dir / "kustomize").write_text(f'#!/bin/sh\nenv > {seen}\nexec {kustomize} "$@"\n')
+    (bin_dir / "kustomize").chmod(0o755)
+    (bin_dir / "helm").symlink_to(ROOT / "build/tools/bin/helm")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    monkeypatch.setenv("DRO_GIT_TOKEN", "hunter2")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert not load.from_directory(repo).problems
+    env = dict(line.split("=", 1) for line in seen.read_text().splitlines() if "=" in line)
+    assert "hunter2" not in seen.read_text()
+    assert not env["HOME"].startswith(str(tmp_path))
+    assert env["HTTPS_PROXY"] == "http://127.0.0.1:9"  # any fetch fails at once

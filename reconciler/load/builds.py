@@ -27,14 +27,17 @@ Called by `load`.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import posixpath
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -99,7 +102,7 @@ def inside(path: str, built: Iterable[Folder]) -> Folder | None:
     return next((f for f in built if path.startswith(f.path + "/")), None)
 
 
-def keep(files: Mapping[str, bytes], is_source_path: Any) -> dict[str, bytes]:
+def keep(files: Mapping[str, bytes], is_source_path: Callable[[str], bool]) -> dict[str, bytes]:
     """The files a source holds: `is_source_path` ones, and every file of a built folder
     (templates, patches, `.tpl` helpers) that is not hidden."""
     built = folders(files)
@@ -126,7 +129,6 @@ def expand(source: Source) -> Source:
             problems.append(_missing(tool, [f for f in built if f.tool == tool]))
     with tempfile.TemporaryDirectory(prefix="dro-build-") as scratch:
         tree = Path(scratch) / "tree"
-        _write_tree(tree, files)
         for folder in built:
             command = tools[folder.tool]
             if command is None:
@@ -192,11 +194,16 @@ def _build(
             return None, None
         args = release
     key = _cache_key(command, args, files)
-    if key not in _CACHE:
-        if len(_CACHE) > 64:
+    if key in _CACHE:
+        return _CACHE[key]
+    if not tree.exists():  # the first build of this source that is not cached
+        _write_tree(tree, files)
+    data, problem, settled = _run(folder, command + args, tree, files)
+    if settled:  # what these files give every time: not a timeout, not a failed start
+        if len(_CACHE) >= 64:
             _CACHE.clear()
-        _CACHE[key] = _run(folder, command + args, tree, files)
-    return _CACHE[key]
+        _CACHE[key] = (data, problem)
+    return data, problem
 
 
 def _cache_key(command: list[str], args: list[str], files: Mapping[str, bytes]) -> str:
@@ -238,36 +245,63 @@ def _environment(scratch: Path) -> dict[str, str]:
 
 def _run(
     folder: Folder, argv: list[str], tree: Path, files: Mapping[str, bytes]
-) -> tuple[bytes | None, Problem | None]:
+) -> tuple[bytes | None, Problem | None, bool]:
+    """The tool's output or its failure, and whether the same files always give it (not a
+    timeout, not a failed start). Its output is read through a pipe and the tool is stopped
+    (its whole process group) past the cap or the timeout, so it never fills a disk."""
     tool = folder.tool
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as err:
         try:
-            done = subprocess.run(
+            process = subprocess.Popen(
                 argv,
                 cwd=tree,
                 env=_environment(tree.parent),
                 stdin=subprocess.DEVNULL,
-                stdout=out,
+                stdout=subprocess.PIPE,
                 stderr=err,
-                timeout=TIMEOUT,
-                check=False,
+                start_new_session=True,
             )
-        except subprocess.TimeoutExpired:
-            return None, _problem(folder, f"{tool} took over {TIMEOUT:g} s to build it; stopped")
         except OSError as error:
-            return None, _problem(folder, f"{tool} could not be started: {error.strerror}")
-        size = out.seek(0, os.SEEK_END)
-        out.seek(0)
-        data = out.read(MAX_OUTPUT + 1)
+            return None, _problem(folder, f"{tool} could not be started: {error.strerror}"), False
+        timer = threading.Timer(TIMEOUT, _stop, (process,))
+        timer.start()
+        data = b""
+        try:
+            data = _read(process, MAX_OUTPUT + 1)
+        finally:
+            if len(data) > MAX_OUTPUT:
+                _stop(process)
+            timer.cancel()
+            code = process.wait()
         err.seek(0)
         stderr = err.read(64 * 1024).decode("utf-8", "replace")
-    if done.returncode != 0:
-        return None, _failure(folder, stderr.replace(f"{tree}/", "").replace(str(tree), "."), files)
-    if size > MAX_OUTPUT:
-        return None, _problem(
-            folder, f"{tool} wrote {size} bytes, over the limit of {MAX_OUTPUT} for one source"
-        )
-    return data, None
+    if len(data) > MAX_OUTPUT:
+        too_big = f"{tool} wrote over {MAX_OUTPUT} bytes, the limit for one source"
+        return None, _problem(folder, too_big), True
+    if timer.finished.is_set() and code < 0:
+        stopped = f"{tool} took over {TIMEOUT:g} s to build it; stopped"
+        return None, _problem(folder, stopped), False
+    if code != 0:
+        message = stderr.replace(f"{tree}/", "").replace(str(tree), ".")
+        return None, _failure(folder, message, files), True
+    return data, None, True
+
+
+def _read(process: subprocess.Popen[bytes], limit: int) -> bytes:
+    """Up to `limit` bytes of the process's stdout, until it closes it."""
+    assert process.stdout is not None
+    chunks, size = [], 0
+    with process.stdout:
+        while size < limit and (chunk := os.read(process.stdout.fileno(), 65536)):
+            chunks.append(chunk)
+            size += len(chunk)
+    return b"".join(chunks)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Kill the tool and anything it started (it leads its own process group)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
 
 
 def _failure(folder: Folder, stderr: str, files: Mapping[str, bytes]) -> Problem:
