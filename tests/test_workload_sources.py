@@ -304,3 +304,15 @@ def test_the_tool_sees_neither_the_environments_secrets_nor_the_home(
     assert "hunter2" not in seen.read_text()
     assert not env["HOME"].startswith(str(tmp_path))
     assert env["HTTPS_PROXY"] == "http://127.0.0.1:9"  # any fetch fails at once
+
+
+def test_a_chart_sees_the_kubernetes_version_dro_yaml_names(repo: Path) -> None:
+    template = repo / "workloads/web/templates/version.yaml"
+    template.write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: version}\n"
+        "data: {kube: '{{ .Capabilities.KubeVersion.Version }}'}\n"
+    )
+    dro = yamlio.parse_documents("dro.yaml", (repo / "dro.yaml").read_bytes())[0].body
+    seen = _workload(_spec(repo), "ConfigMap", "web", "version").manifest["data"]["kube"]
+    wanted = dro["spec"]["kubernetesVersion"].split(".")
+    assert seen.removeprefix("v").split(".")[:2] == wanted

@@ -5,6 +5,10 @@ Only the folders dro understands are read: `dro.yaml`, `topology.yaml`, `cluster
 only its state (`decisions/`, `status/`); only `dro plan` reads the rendered manifests, and
 only when the base side of a review is invalid (`Revisions`).
 
+A folder under `workloads/` holding a kustomization or a Helm chart is read whole (its
+templates, patches and helpers whatever their names) and built by the tool (`builds`): the
+`Source` holds the tool's output in its place.
+
 Called by 8 modules, among them `cli.audit`, `laststate`, `pipeline`, `review`.
 """
 

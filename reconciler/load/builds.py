@@ -4,7 +4,8 @@ A folder under `workloads/` holding a `kustomization.yaml` (or `kustomization.ym
 `Kustomization`) is built with kustomize: the `kustomize` binary (`kustomize build`), else
 `kubectl kustomize`. A folder holding `Chart.yaml` and `values.yaml` is built with `helm
 template`, its release name and namespace read from the `dro-helm.yaml` beside them (a
-`HelmRelease`, which `validate` checks against schemas/helmrelease.json). Only the top-most
+`HelmRelease`, which `validate` checks against schemas/helmrelease.json), for the Kubernetes
+version `dro.yaml` names. Only the top-most
 such folder is built; the folders inside it (a kustomize base, a chart's `charts/`) are its
 inputs, and no file inside it is read as a plain manifest.
 
@@ -419,6 +420,20 @@ def _namespace(folder: Folder, files: Mapping[str, bytes]) -> str:
     return release[release.index("--namespace") + 1]
 
 
+def _fleet_version(files: Mapping[str, bytes]) -> str | None:
+    """`dro.yaml`'s `spec.kubernetesVersion` ("1.32"), what a chart's
+    `.Capabilities.KubeVersion` reports unless `dro-helm.yaml` says otherwise; None when it
+    names none (or is invalid: `validate` reports it), and helm's own default applies."""
+    try:
+        documents = yamlio.parse_documents("dro.yaml", files.get("dro.yaml", b""))
+    except yamlio.YamlError:
+        return None
+    body = documents[0].body if documents else None
+    spec = body.get("spec") if isinstance(body, Mapping) else None
+    version = spec.get("kubernetesVersion") if isinstance(spec, Mapping) else None
+    return str(version) if isinstance(version, (str, int, float)) and version else None
+
+
 def _release(folder: Folder, files: Mapping[str, bytes]) -> list[str] | Problem | None:
     """`helm template` arguments from the folder's `dro-helm.yaml`: None when it is invalid
     (validate reports it), a Problem when it is missing."""
@@ -457,7 +472,7 @@ def _release(folder: Folder, files: Mapping[str, bytes]) -> list[str] | Problem 
         args += ["--values", f"{folder.path}/{name}"]
     if spec.get("includeCRDs") is True:
         args.append("--include-crds")
-    kube = spec.get("kubeVersion")
+    kube = spec.get("kubeVersion", _fleet_version(files))
     if isinstance(kube, str):
         args += ["--kube-version", kube]
     return args
