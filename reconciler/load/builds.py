@@ -215,9 +215,11 @@ def _cache_key(command: list[str], args: list[str], files: Mapping[str, bytes]) 
     return digest.hexdigest()
 
 
-def _environment(scratch: Path) -> dict[str, str]:
-    keep_vars = ("PATH", "LANG", "LC_ALL", "TZ", "SYSTEMROOT")
-    env = {k: v for k, v in os.environ.items() if k in keep_vars}
+def _environment(scratch: Path, tool: str) -> dict[str, str]:
+    """The tool's whole environment: nothing of dro's (no credentials, no kubeconfig), a home
+    of its own, and proxies that refuse every fetch. PATH is the tool's folder and the system
+    default: neither tool starts another program for a local build."""
+    env = {"PATH": os.pathsep.join((str(Path(tool).parent), os.defpath)), "LC_ALL": "C"}
     home = scratch / "home"
     for sub in ("config", "cache", "data", "plugins"):
         (home / sub).mkdir(parents=True, exist_ok=True)
@@ -256,7 +258,7 @@ def _run(
             process = subprocess.Popen(
                 argv,
                 cwd=tree,
-                env=_environment(tree.parent),
+                env=_environment(tree.parent, argv[0]),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=err,
