@@ -27,7 +27,7 @@ from reconciler.domain.credentials import Credentials
 from reconciler.domain.forecast import History
 from reconciler.errors import GitError, UsageError
 from reconciler.git import gitrepo
-from reconciler.load import builds, sourcecheck
+from reconciler.load import buildargs, builds, sourcecheck
 from reconciler.load import history as history
 
 log = structlog.get_logger("dro")
@@ -97,7 +97,7 @@ def _directory_source(root: Path) -> Source:
 
 def _may_be_built(path: str) -> bool:
     """Any file under `workloads/`: a kustomize or Helm folder's templates and patches."""
-    return path.startswith(builds.WORKLOADS)
+    return path.startswith(buildargs.WORKLOADS)
 
 
 def _files(found: dict[str, bytes]) -> tuple[SourceFile, ...]:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import posixpath
 import re
 import shutil
 import signal
@@ -39,17 +38,26 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from reconciler import redact, yamlio
-from reconciler.domain import CLUSTER_SCOPED_KINDS, Source, SourceFile, group_of
+from reconciler.domain import Source, SourceFile
 from reconciler.errors import Problem
+from reconciler.load.buildargs import (
+    CHART,
+    HELM_RELEASE,
+    KUSTOMIZATIONS,
+    VALUES,
+    WORKLOADS,
+    Folder,
+    helm_namespace,
+    in_namespace,
+    problem,
+    release_args,
+    remote_resources,
+)
 
-WORKLOADS = "workloads/"
-KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
-CHART, VALUES, HELM_RELEASE = "Chart.yaml", "values.yaml", "dro-helm.yaml"
 TIMEOUT = 60.0
 """Seconds one tool run may take."""
 MAX_OUTPUT = yamlio.MAX_FILE_BYTES
@@ -60,26 +68,12 @@ INSTALL = {
     "helm": "install helm v3 (https://helm.sh/docs/intro/install/), or run `make tools` in "
     "a dro checkout",
 }
-_REMOTE = re.compile(r"^([a-z][a-z0-9+.-]*://|git@|github\.com/|gitlab\.com/|bitbucket\.org/)")
 _HELM_AT = re.compile(r"(?:\(|template: )([^():\s]+/[^():\s]+):(\d+)")
 """Where helm names a template line: `parse error at (web/templates/x.yaml:9)` or
 `template: web/templates/x.yaml:7:8: executing …`, the path starting with the chart's name."""
 _NOISE = ("Use --debug flag to render out invalid YAML", "Error: ")
 _QUOTED = re.compile(r"'([^'\s]+)'")
 _CACHE: dict[str, tuple[bytes | None, Problem | None]] = {}
-
-
-@dataclass(frozen=True, slots=True)
-class Folder:
-    """One folder a tool builds: its repo-relative path (no slash) and the tool."""
-
-    path: str
-    tool: str
-
-    @property
-    def label(self) -> str:
-        """The generated file's path, which names the folder and the tool."""
-        return f"{self.path}/ ({self.tool})"
 
 
 def folders(paths: Iterable[str]) -> tuple[Folder, ...]:
@@ -138,7 +132,7 @@ def expand(source: Source) -> Source:
             if problem is not None:
                 problems.append(problem)
             if data is not None and folder.tool == "helm":
-                data = in_namespace(folder.label, data, _namespace(folder, files))
+                data = in_namespace(folder.label, data, helm_namespace(folder, files))
             if data is not None:
                 out.append(SourceFile(path=folder.label, data=data))
     return replace(source, files=tuple(sorted(out, key=lambda f: f.path)), problems=tuple(problems))
@@ -163,7 +157,7 @@ def _missing(tool: str, needing: list[Folder]) -> Problem:
     """One problem for a tool that is not on PATH, at the first folder that needs it."""
     name = "kustomize (or kubectl)" if tool == "kustomize" else "helm"
     listed = ", ".join(f"{f.path}/" for f in needing)
-    return _problem(needing[0], f"{name} is not on PATH, and {listed} needs it: {INSTALL[tool]}")
+    return problem(needing[0], f"{name} is not on PATH, and {listed} needs it: {INSTALL[tool]}")
 
 
 def _write_tree(tree: Path, files: Mapping[str, bytes]) -> None:
@@ -175,20 +169,16 @@ def _write_tree(tree: Path, files: Mapping[str, bytes]) -> None:
         target.write_bytes(data)
 
 
-def _problem(folder: Folder, message: str, path: str | None = None, line: int = 1) -> Problem:
-    return Problem(path=path or folder.label, line=line, message=message)
-
-
 def _build(
     folder: Folder, files: Mapping[str, bytes], tree: Path, command: list[str]
 ) -> tuple[bytes | None, Problem | None]:
     if folder.tool == "kustomize":
-        refused = _remote_resources(folder, files)
+        refused = remote_resources(folder, files)
         if refused is not None:
             return None, refused
         args = [folder.path]
     else:
-        release = _release(folder, files)
+        release = release_args(folder, files)
         if isinstance(release, Problem):
             return None, release
         if release is None:  # dro-helm.yaml is invalid: validate reports where
@@ -265,7 +255,7 @@ def _run(
                 start_new_session=True,
             )
         except OSError as error:
-            return None, _problem(folder, f"{tool} could not be started: {error.strerror}"), False
+            return None, problem(folder, f"{tool} could not be started: {error.strerror}"), False
         timer = threading.Timer(TIMEOUT, _stop, (process,))
         timer.start()
         data = b""
@@ -280,10 +270,10 @@ def _run(
         stderr = err.read(64 * 1024).decode("utf-8", "replace")
     if len(data) > MAX_OUTPUT:
         too_big = f"{tool} wrote over {MAX_OUTPUT} bytes, the limit for one source"
-        return None, _problem(folder, too_big), True
+        return None, problem(folder, too_big), True
     if timer.finished.is_set() and code < 0:
         stopped = f"{tool} took over {TIMEOUT:g} s to build it; stopped"
-        return None, _problem(folder, stopped), False
+        return None, problem(folder, stopped), False
     if code != 0:
         message = stderr.replace(f"{tree}/", "").replace(str(tree), ".")
         return None, _failure(folder, message, files), True
@@ -320,9 +310,9 @@ def _failure(folder: Folder, stderr: str, files: Mapping[str, bytes]) -> Problem
         at = _HELM_AT.search(text)
         if at is not None:  # (chart/templates/x.yaml:5): chart-relative, named by the chart
             relative = at[1].split("/", 1)[1]
-            return _problem(folder, message, f"{folder.path}/{relative}", int(at[2]))
-        return _problem(folder, message, f"{folder.path}/{CHART}")
-    return _problem(folder, message, *_kustomize_line(folder, text, files))
+            return problem(folder, message, f"{folder.path}/{relative}", int(at[2]))
+        return problem(folder, message, f"{folder.path}/{CHART}")
+    return problem(folder, message, *_kustomize_line(folder, text, files))
 
 
 def _kustomize_line(
@@ -341,140 +331,3 @@ def _kustomize_line(
             if short in line and not line.lstrip().startswith("#"):
                 return path, number
     return path, 1
-
-
-def _remote_resources(folder: Folder, files: Mapping[str, bytes]) -> Problem | None:
-    """Every kustomization inside the folder: a remote resource, or a path that leaves the
-    source tree, is refused at its line before kustomize runs."""
-    for path in sorted(files):
-        if not path.startswith(folder.path + "/") or path.rpartition("/")[2] not in KUSTOMIZATIONS:
-            continue
-        try:
-            documents = yamlio.parse_documents(path, files[path])
-        except yamlio.YamlError as error:
-            return replace(error.problem, message=f"kustomize: {error.problem.message}")
-        for doc in documents:
-            body = doc.body if isinstance(doc.body, Mapping) else {}
-            for field in ("resources", "components", "bases"):
-                entries = body.get(field)
-                for index, entry in enumerate(entries if isinstance(entries, list) else ()):
-                    reason = _refused(path, entry)
-                    if reason is not None:
-                        return Problem(
-                            path=path,
-                            line=doc.origin.line_of(f"/{field}/{index}"),
-                            pointer=f"/{field}/{index}",
-                            message=f"kustomize {field} entry {entry!r} {reason}",
-                        )
-    return None
-
-
-def _refused(path: str, entry: object) -> str | None:
-    if not isinstance(entry, str):
-        return None
-    if _REMOTE.match(entry) or "?ref=" in entry or "//" in entry:
-        return "is remote: dro builds without network access; vendor it into the repository"
-    if entry.startswith("/"):
-        return "is an absolute path: only the repository's own files are built"
-    joined = posixpath.normpath(posixpath.join(posixpath.dirname(path), entry))
-    if joined == ".." or joined.startswith("../") or not joined.startswith(WORKLOADS):
-        return "leaves workloads/: only files under workloads/ are copied for the build"
-    return None
-
-
-def in_namespace(label: str, data: bytes, namespace: str) -> bytes:
-    """Helm's output with the release namespace set on each namespaced object that names
-    none, as `helm install --namespace` creates them; unchanged when none lacks one (or when
-    it does not parse: `validate` reports where). Cluster-scoped kinds are the built-in ones
-    and those of the CRDs the chart renders."""
-    try:
-        documents = yamlio.parse_documents(label, data)
-    except yamlio.YamlError:
-        return data
-    bodies = [d.body for d in documents]
-    scoped = {
-        (str(spec.get("group", "")), str((spec.get("names") or {}).get("kind", "")))
-        for body in bodies
-        if isinstance(body, Mapping)
-        and body.get("kind") == "CustomResourceDefinition"
-        and isinstance(spec := body.get("spec"), Mapping)
-        and spec.get("scope") == "Cluster"
-    }
-    out = [_namespaced(body, namespace, scoped) for body in bodies]
-    if out == bodies:
-        return data
-    return "---\n".join(yamlio.dump(body) for body in out).encode()
-
-
-def _namespaced(body: Any, namespace: str, scoped: set[tuple[str, str]]) -> Any:
-    meta = body.get("metadata") if isinstance(body, Mapping) else None
-    if not isinstance(meta, Mapping) or meta.get("namespace"):
-        return body
-    kind = (group_of(str(body.get("apiVersion", ""))), str(body.get("kind", "")))
-    if kind in CLUSTER_SCOPED_KINDS or kind in scoped:
-        return body
-    return {**body, "metadata": {**meta, "namespace": namespace}}
-
-
-def _namespace(folder: Folder, files: Mapping[str, bytes]) -> str:
-    release = _release(folder, files)
-    assert isinstance(release, list)  # the build ran, so dro-helm.yaml was valid
-    return release[release.index("--namespace") + 1]
-
-
-def _fleet_version(files: Mapping[str, bytes]) -> str | None:
-    """`dro.yaml`'s `spec.kubernetesVersion` ("1.32"), what a chart's
-    `.Capabilities.KubeVersion` reports unless `dro-helm.yaml` says otherwise; None when it
-    names none (or is invalid: `validate` reports it), and helm's own default applies."""
-    try:
-        documents = yamlio.parse_documents("dro.yaml", files.get("dro.yaml", b""))
-    except yamlio.YamlError:
-        return None
-    body = documents[0].body if documents else None
-    spec = body.get("spec") if isinstance(body, Mapping) else None
-    version = spec.get("kubernetesVersion") if isinstance(spec, Mapping) else None
-    return str(version) if isinstance(version, (str, int, float)) and version else None
-
-
-def _release(folder: Folder, files: Mapping[str, bytes]) -> list[str] | Problem | None:
-    """`helm template` arguments from the folder's `dro-helm.yaml`: None when it is invalid
-    (validate reports it), a Problem when it is missing."""
-    path = f"{folder.path}/{HELM_RELEASE}"
-    if path not in files:
-        return _problem(
-            folder,
-            f"the Helm chart {folder.path}/ needs a {HELM_RELEASE} beside Chart.yaml naming "
-            "its spec.releaseName and spec.namespace (see schemas/helmrelease.json)",
-            f"{folder.path}/{CHART}",
-        )
-    try:
-        documents = yamlio.parse_documents(path, files[path])
-    except yamlio.YamlError:
-        return None
-    body = documents[0].body if len(documents) == 1 else None
-    spec = body.get("spec") if isinstance(body, Mapping) else None
-    if not isinstance(spec, Mapping):
-        return None
-    release, namespace = spec.get("releaseName"), spec.get("namespace")
-    values = spec.get("valuesFiles") or []
-    if not (isinstance(release, str) and isinstance(namespace, str) and isinstance(values, list)):
-        return None
-    args = [release, folder.path, "--namespace", namespace]
-    for index, name in enumerate(values):
-        if not isinstance(name, str):
-            return None
-        if f"{folder.path}/{name}" not in files:
-            pointer = f"/spec/valuesFiles/{index}"
-            return Problem(
-                path=path,
-                line=documents[0].origin.line_of(pointer),
-                pointer=pointer,
-                message=f"values file {name!r} is not in {folder.path}/",
-            )
-        args += ["--values", f"{folder.path}/{name}"]
-    if spec.get("includeCRDs") is True:
-        args.append("--include-crds")
-    kube = spec.get("kubeVersion", _fleet_version(files))
-    if isinstance(kube, str):
-        args += ["--kube-version", kube]
-    return args
