@@ -14,6 +14,20 @@
 # (`docker buildx imagetools inspect python:3.11-slim` prints the digest). Both stages use the
 # same base, so the wheels built in the first match the interpreter and glibc of the second.
 ARG PYTHON_IMAGE=python:3.11-slim
+ARG GO_IMAGE=golang:1.26-bookworm
+
+# --- tools: the pinned kustomize and helm that build kustomize and Helm workload sources ------
+# The same versions as scripts/tools-build.sh (tests/test_workload_sources.py checks they agree).
+# `go install MODULE@VERSION` checks every module against the Go checksum database; static
+# binaries (CGO_ENABLED=0), so they run on the slim runtime.
+FROM ${GO_IMAGE} AS tools
+ARG KUSTOMIZE_VERSION=v5.7.1
+ARG HELM_VERSION=v3.22.0
+ENV CGO_ENABLED=0 GOFLAGS="-buildvcs=false -trimpath" GOBIN=/out GOTOOLCHAIN=local
+RUN go install -ldflags "-s -w" "sigs.k8s.io/kustomize/kustomize/v5@${KUSTOMIZE_VERSION}" \
+ && go install -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION}" \
+      "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}" \
+ && /out/kustomize version && /out/helm version --short
 
 # --- build: dro's wheel, and its dependencies' wheels under constraints.txt -------------------
 FROM ${PYTHON_IMAGE} AS build
@@ -59,6 +73,8 @@ RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
     pip install --no-index --find-links=/wheels -c /constraints.txt dro \
  && PIP_DISABLE_PIP_VERSION_CHECK=1 pip check \
  && dro --version
+# kustomize and helm, for the workload folders that hold a kustomization or a Helm chart.
+COPY --from=tools /out/kustomize /out/helm /usr/local/bin/
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     DRO_STATE_DIR=/var/lib/dro \

@@ -3,7 +3,8 @@
 The pipeline is the folder listing. `pipeline.py` runs one pass, one sentence per stage, and is
 the only module that knows their order:
 
-    load/       1 LOAD      the source tree at a ref, and the last pass's state
+    load/       1 LOAD      the source tree at a ref (kustomize and Helm folders built by
+                            the tools: load/builds.py), and the last pass's state
     validate/   2 VALIDATE  Source → Spec, every problem in one pass
     live/       3 OBSERVE   every cluster's water level, at once   (live/observe.py)
     schedule/   4 SCHEDULE  Spec + observations → Decisions         (plugins/: one file each)

@@ -40,6 +40,10 @@ RPP_LOCATIONS = (
 W = "workloads/shop/bad.yaml"
 P = "policies/bad.yaml"
 C = "clusters/eu-west-3.yaml"
+H = "workloads/web/dro-helm.yaml"
+HELM_RELEASE = (
+    "apiVersion: multicluster.io/v1alpha1\nkind: HelmRelease\nmetadata:\n  name: web\nspec:\n"
+)
 
 CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
     ("malformed-yaml", {W: CM.format(name="x") + "data: {a: [1\n"}, W, 7, "malformed YAML"),
@@ -964,5 +968,90 @@ CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
         C,
         5,
         "'dub': a city code: three upper-case letters",
+    ),
+    (
+        "helm-release-missing-namespace",
+        {H: HELM_RELEASE + "  releaseName: web\n"},
+        H,
+        5,
+        "'namespace' is a required field",
+    ),
+    (
+        "helm-release-name-too-long",
+        {H: HELM_RELEASE + "  releaseName: " + "w" * 54 + "\n  namespace: web\n"},
+        H,
+        6,
+        "is too long",
+    ),
+    (
+        "helm-release-bad-namespace",
+        {H: HELM_RELEASE + "  releaseName: web\n  namespace: Web_Tier\n"},
+        H,
+        7,
+        "Web_Tier",
+    ),
+    (
+        "helm-release-unknown-key",
+        {H: HELM_RELEASE + "  releaseName: web\n  namespace: web\n  valueFiles: [a.yaml]\n"},
+        H,
+        8,
+        "valueFiles",
+    ),
+    (
+        "helm-release-values-outside",
+        {H: HELM_RELEASE + "  releaseName: web\n  namespace: web\n  valuesFiles: [../x.yaml]\n"},
+        H,
+        8,
+        "../x.yaml",
+    ),
+    (
+        "helm-release-include-crds-not-bool",
+        {H: HELM_RELEASE + "  releaseName: web\n  namespace: web\n  includeCRDs: yes please\n"},
+        H,
+        8,
+        "is not of type 'boolean'",
+    ),
+    (
+        "helm-release-wrong-kind",
+        {H: HELM_RELEASE.replace("HelmRelease", "HelmChart") + "  releaseName: web\n"},
+        H,
+        2,
+        "must hold a multicluster.io/v1alpha1 HelmRelease",
+    ),
+    (
+        "helm-release-values-file-missing",
+        {
+            "workloads/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+            "workloads/web/values.yaml": "replicas: 1\n",
+            "workloads/web/dro-helm.yaml": HELM_RELEASE
+            + "  releaseName: web\n  namespace: web\n  valuesFiles: [prod.yaml]\n",
+        },
+        "workloads/web/dro-helm.yaml",
+        8,
+        "values file 'prod.yaml' is not in workloads/web/",
+    ),
+    (
+        "helm-chart-without-dro-helm-yaml",
+        {
+            "workloads/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+            "workloads/web/values.yaml": "replicas: 1\n",
+        },
+        "workloads/web/Chart.yaml",
+        1,
+        "needs a dro-helm.yaml",
+    ),
+    (
+        "kustomization-remote-resource",
+        {"workloads/web/kustomization.yaml": "resources:\n  - https://example.com/x.yaml\n"},
+        "workloads/web/kustomization.yaml",
+        2,
+        "is remote",
+    ),
+    (
+        "kustomization-broken",
+        {"workloads/web/kustomization.yaml": "resources:\n  - missing.yaml\n"},
+        "workloads/web/kustomization.yaml",
+        2,
+        "kustomize could not build workloads/web/",
     ),
 ]

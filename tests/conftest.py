@@ -26,6 +26,20 @@ from tests.kubeapi import KubeAPI
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "example-repo"
+TOOLS = ROOT / "build" / "tools" / "bin"
+"""The pinned kustomize and helm that `make tools` builds (scripts/tools-build.sh): first on
+PATH for every test, so the Helm and kustomize sources build with the versions dro pins."""
+os.environ["PATH"] = f"{TOOLS}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+def build_tools() -> Path:
+    """build/tools/bin with kustomize and helm in it, built now when `make tools` has not run
+    (a cached no-op otherwise): the tests that need them never skip."""
+    if not ((TOOLS / "kustomize").is_file() and (TOOLS / "helm").is_file()):
+        subprocess.run(["bash", str(ROOT / "scripts" / "tools-build.sh")], check=True)
+    return TOOLS
+
+
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test",
     "GIT_AUTHOR_EMAIL": "test@example.com",

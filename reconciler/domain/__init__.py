@@ -11,10 +11,11 @@ decision's trigger and a move's reason, as codes),
 `claims` (which policy claims a workload), `durations`, `fence` (a write only while the Lease is
 held) and `paths`.
 
-Called by 98 modules, among them `audit`, `branch.comparison`, `cli`, `commit.describe`.
+Called by 99 modules, among them `audit`, `branch.comparison`, `cli`, `commit.describe`.
 """
 
 from reconciler.domain.base import (
+    CLUSTER_SCOPED_KINDS,
     DRO_API_VERSION,
     EMPTY,
     KARMADA_POLICY_API_VERSION,
@@ -87,6 +88,7 @@ from reconciler.domain.spec import (
 
 __all__ = [
     "CITY_CODE_LABEL",
+    "CLUSTER_SCOPED_KINDS",
     "DRO_API_VERSION",
     "EMPTY",
     "KARMADA_POLICY_API_VERSION",

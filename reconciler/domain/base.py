@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import Any
 
 from reconciler.domain import paths
+from reconciler.errors import Problem
 
 Manifest = Mapping[str, Any]
 """A Kubernetes object (or a dro kind) as parsed from YAML: plain dicts, lists and scalars."""
@@ -108,6 +109,35 @@ class ObjectRef:
         return self.key.brief
 
 
+CLUSTER_SCOPED_KINDS = frozenset(
+    {
+        ("", "Namespace"),
+        ("", "Node"),
+        ("", "PersistentVolume"),
+        ("", "ComponentStatus"),
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ("storage.k8s.io", "StorageClass"),
+        ("storage.k8s.io", "CSIDriver"),
+        ("storage.k8s.io", "CSINode"),
+        ("storage.k8s.io", "VolumeAttachment"),
+        ("scheduling.k8s.io", "PriorityClass"),
+        ("networking.k8s.io", "IngressClass"),
+        ("node.k8s.io", "RuntimeClass"),
+        ("apiregistration.k8s.io", "APIService"),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"),
+        ("certificates.k8s.io", "CertificateSigningRequest"),
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+    }
+)
+"""The built-in cluster-scoped kinds, (group, kind); a custom resource's scope is its CRD's."""
+
+
 def group_of(api_version: str) -> str:
     """The API group of an apiVersion: "" for core "v1", "apps" for "apps/v1"."""
     return api_version.rpartition("/")[0]
@@ -162,3 +192,6 @@ class Source:
     links: tuple[tuple[str, str], ...] = ()
     """Symbolic links and submodules among the source paths (path, which), which dro does not
     read: `validate` reports each at its path."""
+    problems: tuple[Problem, ...] = ()
+    """What loading found wrong before any parsing: a kustomize or Helm folder that could not
+    be built (`load.builds`); `validate` reports each with its own."""

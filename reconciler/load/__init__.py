@@ -5,6 +5,10 @@ Only the folders dro understands are read: `dro.yaml`, `topology.yaml`, `cluster
 only its state (`decisions/`, `status/`); only `dro plan` reads the rendered manifests, and
 only when the base side of a review is invalid (`Revisions`).
 
+A folder under `workloads/` holding a kustomization or a Helm chart is read whole (its
+templates, patches and helpers whatever their names) and built by the tool (`builds`): the
+`Source` holds the tool's output in its place.
+
 Called by 8 modules, among them `cli.audit`, `laststate`, `pipeline`, `review`.
 """
 
@@ -23,8 +27,8 @@ from reconciler.domain.credentials import Credentials
 from reconciler.domain.forecast import History
 from reconciler.errors import GitError, UsageError
 from reconciler.git import gitrepo
+from reconciler.load import buildargs, builds, sourcecheck
 from reconciler.load import history as history
-from reconciler.load import sourcecheck
 
 log = structlog.get_logger("dro")
 
@@ -65,7 +69,8 @@ def from_directory(root: Path) -> Source:
 
 def _directory_source(root: Path) -> Source:
     base = root.resolve()
-    files, links = [], {}
+    files: dict[str, bytes] = {}
+    links: dict[str, str] = {}
     for dirpath, dirnames, filenames in os.walk(base):
         here = Path(dirpath)
         for name in sorted([*dirnames, *filenames]):
@@ -77,17 +82,49 @@ def _directory_source(root: Path) -> Source:
                 links[relative] = gitrepo.SYMLINK
             elif name in dirnames and (full / ".git").exists():
                 links[relative] = gitrepo.SUBMODULE
-            elif name in filenames and is_source_path(relative):
-                files.append(SourceFile(path=relative, data=full.read_bytes()))
+            elif name in filenames and (is_source_path(relative) or _may_be_built(relative)):
+                files[relative] = full.read_bytes()
         dirnames[:] = sorted(  # only the source folders: a home directory is not walked
             d
             for d in dirnames
             if in_source(relative := (here / d).relative_to(base).as_posix())
             and relative not in links
         )
-    return Source(
-        files=tuple(sorted(files, key=lambda f: f.path)),
-        links=tuple(sorted(links.items())),
+    return builds.expand(
+        Source(files=_files(files), links=tuple(sorted(links.items()))),
+    )
+
+
+def _may_be_built(path: str) -> bool:
+    """Any file under `workloads/`: a kustomize or Helm folder's templates and patches."""
+    return path.startswith(buildargs.WORKLOADS)
+
+
+def _files(found: dict[str, bytes]) -> tuple[SourceFile, ...]:
+    """The source files among `found`: the YAML files dro reads, and every file of a
+    kustomize or Helm folder (`builds.keep`)."""
+    kept = builds.keep(found, is_source_path)
+    return tuple(SourceFile(path=p, data=d) for p, d in sorted(kept.items()))
+
+
+def source_of(
+    files: dict[str, bytes],
+    links: dict[str, str],
+    *,
+    commit: str | None = None,
+    commit_time: int | None = None,
+    author: str | None = None,
+) -> Source:
+    """A `Source` from the files and links read from a tree at a commit, its kustomize and
+    Helm folders built (`builds.expand`)."""
+    return builds.expand(
+        Source(
+            files=_files(files),
+            links=tuple((p, what) for p, what in sorted(links.items()) if in_source(p)),
+            commit=commit,
+            commit_time=commit_time,
+            author=author,
+        )
     )
 
 
@@ -131,15 +168,7 @@ def _source(repo: gitrepo.Repository, commit: gitrepo.Commit) -> Source:
     # the folders without their slash, so that a link in place of a whole folder is seen too
     wanted = SOURCE_FILES + tuple(folder.rstrip("/") for folder in SOURCE_FOLDERS)
     files, links = gitrepo.read_tree(repo, commit, wanted)
-    return Source(
-        files=tuple(
-            SourceFile(path=p, data=d) for p, d in sorted(files.items()) if is_source_path(p)
-        ),
-        links=tuple((p, what) for p, what in sorted(links.items()) if in_source(p)),
-        commit=sha,
-        commit_time=when,
-        author=author,
-    )
+    return source_of(files, links, commit=sha, commit_time=when, author=author)
 
 
 class Revisions:

@@ -106,6 +106,8 @@ def _route(path: str) -> str | None:
     if path == "topology.yaml":
         return "topology"
     top = path.split("/", 1)[0]
+    if top == "workloads" and path.rsplit("/", 1)[-1] == "dro-helm.yaml":
+        return "helm"  # beside a Helm chart: how load.builds renders it
     return {
         "clusters": "cluster",
         "datasets": "dataset",
@@ -119,6 +121,7 @@ _EXPECTED = {
     "topology": {"Topology"},
     "cluster": {"Cluster"},
     "dataset": {"DataSet"},
+    "helm": {"HelmRelease"},
 }
 
 
@@ -196,6 +199,8 @@ def _accept(doc: Document, route: str, into: _Collector) -> None:
             into.problem(doc, pointer, message)
     elif route == "topology":
         into.topology = doc
+    elif route == "helm":
+        return
     elif route == "dataset":
         into.datasets[doc.body["metadata"]["name"]] = doc
     elif route == "cluster":
@@ -229,6 +234,7 @@ def _accept_cluster(doc: Document, into: _Collector) -> None:
 
 
 def _parse(source: Source, into: _Collector) -> None:
+    into.problems += source.problems
     for path, what in source.links:
         into.problems.append(
             Problem(
@@ -249,7 +255,7 @@ def _parse(source: Source, into: _Collector) -> None:
             continue
         if route == "object":
             documents = listkinds.expand(documents, into.problems, into.list_spans)
-        if route in ("config", "topology", "cluster", "dataset") and len(documents) > 1:
+        if route in ("config", "topology", "cluster", "dataset", "helm") and len(documents) > 1:
             into.problem(documents[1], "", f"{file.path} must hold exactly one document")
         for doc in documents:
             if _shape_ok(doc, into):

@@ -50,6 +50,7 @@ DRO_SCHEMAS: Mapping[tuple[str, str], str] = {
     ("multicluster.io/v1alpha1", "PropagationPolicy"): "propagationpolicy.json",
     ("multicluster.io/v1alpha1", "DataSet"): "dataset.json",
     ("multicluster.io/v1alpha1", "Topology"): "topology.json",
+    ("multicluster.io/v1alpha1", "HelmRelease"): "helmrelease.json",
     ("policy.karmada.io/v1alpha1", "PropagationPolicy"): "karmada-propagationpolicy.json",
     ("policy.karmada.io/v1alpha1", "ClusterPropagationPolicy"): "karmada-propagationpolicy.json",
     ("policy.karmada.io/v1alpha1", "OverridePolicy"): "karmada-overridepolicy.json",

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from reconciler import load, settings, validate
-from reconciler.domain import Source, SourceFile
 from reconciler.domain.credentials import Credentials
 from reconciler.errors import GitError, Severity
 from reconciler.git import gitrepo, policyrepo
@@ -329,15 +328,7 @@ class GitPolicyStore:
             files.pop(planned.path, None)
         else:
             files[planned.path] = planned.data
-        source = Source(
-            files=tuple(
-                SourceFile(path=p, data=d)
-                for p, d in sorted(files.items())
-                if load.is_source_path(p)
-            ),
-            links=tuple((p, what) for p, what in sorted(links.items()) if load.in_source(p)),
-            commit_time=gitrepo.commit_info(commit)[1],
-        )
+        source = load.source_of(files, links, commit_time=gitrepo.commit_info(commit)[1])
         checked = validate.check(source, ceiling=self._ceiling)
         errors = [p for p in checked.problems if p.severity is Severity.ERROR]
         if errors:
