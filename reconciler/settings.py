@@ -58,6 +58,17 @@ def path(text: object) -> Path:
     return Path(str(text))
 
 
+def optional_path(text: object) -> Path | None:
+    """A file name, or None when empty."""
+    return Path(str(text)) if str(text) else None
+
+
+def sops_age_key_default() -> str:
+    """`SOPS_AGE_KEY_FILE`, the variable sops itself reads, when `--sops-age-key-file` and
+    `DRO_SOPS_AGE_KEY_FILE` are not given; empty when it is unset."""
+    return os.environ.get("SOPS_AGE_KEY_FILE", "")
+
+
 def text(value: object) -> str:
     """Text as given."""
     return str(value)
@@ -243,6 +254,13 @@ _ENTRIES = (
         "the commit",
     ),
     Setting(
+        "sops-age-key-file",
+        sops_age_key_default,
+        optional_path,
+        "the age key (a mounted Secret) that sops decrypts SOPS-encrypted Secrets with, at "
+        "apply only (default: $SOPS_AGE_KEY_FILE)",
+    ),
+    Setting(
         "in-cluster",
         "false",
         parse_bool,
@@ -384,6 +402,8 @@ class Settings:
     kubeconfig: Path | None = None
     """A kubeconfig file or a directory of them (a mounted Secret): with it, a pass observes
     and applies to the clusters; without it, it stops after the commit (offline)."""
+    sops_age_key_file: Path | None = None
+    """The age key sops decrypts SOPS-encrypted Secrets with, at apply; passed to sops alone."""
     in_cluster: bool = False
     """Reach the clusters marked `kubeconfig.inCluster` with the pod's service account."""
     cluster_timeout: float = 10.0

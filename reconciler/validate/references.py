@@ -24,7 +24,7 @@ from reconciler.domain import (
     durations,
 )
 from reconciler.errors import Problem, Severity
-from reconciler.kube import secrets
+from reconciler.kube import sealed, secrets
 from reconciler.validate import quantitycheck, removedapis, schemacheck, workloads
 
 
@@ -64,7 +64,9 @@ def schema_errors(
     body: Mapping[str, Any], version: str, crds: CRDs
 ) -> list[schemacheck.SchemaError] | None:
     """A Kubernetes object checked against its built-in schema or its CRD in the repo; None
-    when there is neither."""
+    when there is neither. A SOPS-encrypted Secret is checked without its `sops` metadata."""
+    if sealed.is_sealed(body):
+        body = sealed.without_metadata(body)
     api_version, kind = str(body["apiVersion"]), str(body["kind"])
     group, _, crd_version = api_version.rpartition("/")
     if schemacheck.has_kube_schema(version, api_version, kind):
@@ -77,6 +79,10 @@ def schema_errors(
 def _schema_problems(doc: Document, version: str, crds: CRDs) -> list[Problem]:
     api_version, kind = str(doc.body["apiVersion"]), str(doc.body["kind"])
     group = api_version.rpartition("/")[0]
+    if sealed.is_sealed(doc.body):
+        found = [_problem(doc.origin, p, m) for p, m in sealed.problems(doc.body)]
+        plain = schema_errors(doc.body, version, crds) or []
+        return found + [_problem(doc.origin, e.pointer, e.message) for e in plain]
     errors = schema_errors(doc.body, version, crds)
     removed = removedapis.removal(api_version, kind, version) if errors is None else ""
     if removed:
@@ -94,7 +100,21 @@ def _schema_problems(doc: Document, version: str, crds: CRDs) -> list[Problem]:
     problems = [_problem(doc.origin, e.pointer, e.message) for e in errors]
     if not problems and kind == "Secret" and group == "":
         problems = [_problem(doc.origin, p, m) for p, m in secrets.encoding_problems(doc.body)]
+        problems += _plaintext_warning(doc)
     return problems
+
+
+def _plaintext_warning(doc: Document) -> list[Problem]:
+    """A warning for a Secret whose values are committed in plain text."""
+    fields = [f for f in secrets.VALUE_FIELDS if doc.body.get(f)]
+    if not fields:
+        return []
+    message = (
+        f"a plaintext Secret: its values are committed to git (and rendered) as written; "
+        f"encrypt it with sops (sops --encrypt --age AGE_RECIPIENT --encrypted-regex "
+        f"'^(data|stringData)$' --in-place {doc.origin.path}): dro decrypts it only at apply"
+    )
+    return [_problem(doc.origin, f"/{fields[0]}", message, Severity.WARNING)]
 
 
 def check_objects(
