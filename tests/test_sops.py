@@ -273,3 +273,38 @@ def test_plan_shows_neither_ciphertext_nor_plaintext(age: Age, tmp_path: Path) -
     assert "value-" not in text
     assert "AGE ENCRYPTED" not in text
     assert shown.changed_keys == ("stringData.password",)
+
+
+def test_a_steady_pass_leaves_the_secret_alone_and_drift_is_corrected_masked(
+    fleet: Fleet, age: Age, planted: leaks.Planted, tmp_path: Path
+) -> None:
+    encrypted = encrypt(PLAIN.format(password=planted.value), age, tmp_path)
+    fleet.repo.write({"workloads/db.yaml": encrypted.decode()})
+    fleet.repo.commit("an encrypted Secret")
+    fleet.reconcile(sops_age_key_file=age.key_file)
+
+    steady = fleet.reconcile(sops_age_key_file=age.key_file)
+
+    assert steady.applied is not None
+    for report in steady.applied.clusters:
+        (db,) = [r for r in report.results if r.key.name == "db"]
+        assert db.code is ResultCode.UNCHANGED, report.results
+
+    edited = fleet.apis["a"].get("", "v1", "secrets", "shop", "db")
+    assert edited is not None
+    edited["stringData"] = {"password": "changed-behind-dros-back"}
+    fleet.apis["a"].put(edited)
+    corrected = fleet.reconcile(sops_age_key_file=age.key_file)
+
+    assert corrected.applied is not None
+    by_cluster = {r.cluster: r for r in corrected.applied.clusters}
+    (db,) = [r for r in by_cluster["a"].results if r.key.name == "db"]
+    assert db.code is ResultCode.DRIFT_CORRECTED
+    assert "changed-behind" not in db.message
+    assert planted.value not in db.message
+    live = fleet.apis["a"].get("", "v1", "secrets", "shop", "db")
+    assert live is not None
+    assert plain_value(live, "password") == planted.value
+    hunt = leaks.Hunt([planted, leaks.Planted("edit", "changed-behind-dros-back")])
+    hunt.folder(fleet.settings.state_dir)
+    hunt.assert_clean()

@@ -9,9 +9,10 @@ would add (its label and placement annotation) are added only after sops decrypt
 apply, in memory.
 
 `problems` checks the `sops` metadata for shape (version, mac, lastmodified, at least one key
-group) and that the fields the API server and dro read before decryption (apiVersion, kind,
-metadata) are plain. `without_metadata` is the object as the Kubernetes schema sees it: the
-encrypted strings are strings, so the schema checks everything else. This module is pure.
+group) and that the fields the API server and dro read before decryption (apiVersion,
+metadata) are plain; an encrypted kind is no Secret, and the kind check reports it.
+`without_metadata` is the object as the Kubernetes schema sees it: the encrypted strings are
+strings, so the schema checks everything else. This module is pure.
 
 Called by `live.unseal`, `validate.references` and `validate.sealedcheck`.
 """
@@ -70,9 +71,8 @@ def problems(body: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
                 "nothing can decrypt it"
             ),
         )
-    for field in ("apiVersion", "kind"):
-        if is_encrypted(body.get(field)):
-            yield f"/{field}", f"{field} is encrypted: dro must read it; {HOW}"
+    if is_encrypted(body.get("apiVersion")):
+        yield "/apiVersion", f"apiVersion is encrypted: dro must read it; {HOW}"
     metadata = body.get("metadata")
     if isinstance(metadata, Mapping):
         yield from _plain_metadata(metadata, "/metadata")

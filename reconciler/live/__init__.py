@@ -217,7 +217,10 @@ class Members:
     ) -> dict[str, list[Drifted]]:
         """Each reachable cluster's drifted objects against its folder of `tree`
         (`drift.survey`); a cluster that cannot be surveyed is left out."""
-        found = self._each(lambda c: drift.survey(c, cluster_objects(tree, c.cluster), provenance))
+        opener = unseal.Unsealer(self.access.sops_age_key_file)
+        found = self._each(
+            lambda c: drift.survey(c, cluster_objects(tree, c.cluster), provenance, opener)
+        )
         return {name: r for name, r in found.items() if not isinstance(r, ClusterError)}
 
     def differences(
@@ -226,8 +229,9 @@ class Members:
         """Rendered against live on each cluster dro reaches (of `only`, when given), for
         `dro diff` (`difference.compare`); a cluster that cannot be compared has its error."""
         chosen = {*self.connections, *self.errors} if only is None else set(only)
+        opener = unseal.Unsealer(self.access.sops_age_key_file)
         found = self._each(
-            lambda c: difference.compare(c, cluster_objects(tree, c.cluster)), chosen
+            lambda c: difference.compare(c, cluster_objects(tree, c.cluster), opener), chosen
         )
         result = {
             name: ClusterDifference(name, errors=[str(r)]) if isinstance(r, ClusterError) else r
