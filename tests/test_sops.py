@@ -261,6 +261,7 @@ def test_a_plaintext_secret_gets_a_warning_naming_its_file() -> None:
     (warning,) = [p for p in found.problems if p.path == "workloads/db.yaml"]
     assert warning.severity is Severity.WARNING
     assert "sops --encrypt" in warning.message
+    assert "file of its own" not in warning.message
     assert str(warning).startswith("workloads/db.yaml:8: /stringData: warning: ")
 
 

@@ -8,6 +8,7 @@ Called by `validate` and `validate.overridecheck`.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -76,7 +77,7 @@ def schema_errors(
     return None
 
 
-def _schema_problems(doc: Document, version: str, crds: CRDs) -> list[Problem]:
+def _schema_problems(doc: Document, version: str, crds: CRDs, alone: bool) -> list[Problem]:
     api_version, kind = str(doc.body["apiVersion"]), str(doc.body["kind"])
     group = api_version.rpartition("/")[0]
     if sealed.is_sealed(doc.body):
@@ -100,19 +101,20 @@ def _schema_problems(doc: Document, version: str, crds: CRDs) -> list[Problem]:
     problems = [_problem(doc.origin, e.pointer, e.message) for e in errors]
     if not problems and kind == "Secret" and group == "":
         problems = [_problem(doc.origin, p, m) for p, m in secrets.encoding_problems(doc.body)]
-        problems += _plaintext_warning(doc)
+        problems += _plaintext_warning(doc, alone)
     return problems
 
 
-def _plaintext_warning(doc: Document) -> list[Problem]:
-    """A warning for a Secret whose values are committed in plain text."""
+def _plaintext_warning(doc: Document, alone: bool) -> list[Problem]:
+    """A warning for a Secret whose values are committed in plain text: how to encrypt it."""
     fields = [f for f in secrets.VALUE_FIELDS if doc.body.get(f)]
     if not fields:
         return []
+    move = "" if alone else "move it to a file of its own and "
     message = (
-        f"a plaintext Secret: its values are committed to git (and rendered) as written; "
-        f"encrypt it with sops (sops --encrypt --age AGE_RECIPIENT --encrypted-regex "
-        f"'^(data|stringData)$' --in-place {doc.origin.path}): dro decrypts it only at apply"
+        f"a plaintext Secret: its values are committed and rendered as written; {move}"
+        "encrypt it with sops (sops --encrypt --age RECIPIENT --encrypted-regex "
+        f"'^(data|stringData)$' --in-place {doc.origin.path}): dro decrypts it at apply"
     )
     return [_problem(doc.origin, f"/{fields[0]}", message, Severity.WARNING)]
 
@@ -125,8 +127,9 @@ def check_objects(
     scopes = {key: scope for key, (scope, _) in crds.items()}
     seen: dict[tuple[str, str, str, str], Origin] = {}
     result: list[Workload] = []
+    per_file = Counter(doc.origin.path for doc in objects)
     for doc in objects:
-        found = _schema_problems(doc, version, crds)
+        found = _schema_problems(doc, version, crds, per_file[doc.origin.path] == 1)
         if not any(p.severity is Severity.ERROR for p in found):
             found += [
                 _problem(doc.origin, p, m) for p, m in quantitycheck.findings(doc.body, version)
