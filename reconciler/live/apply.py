@@ -59,6 +59,7 @@ from reconciler.kube import inventory
 from reconciler.kube.client import Connection, Rejected, UnservedKind
 from reconciler.kube.inventory import ADOPTED, CREATED, INTENDED, Record
 from reconciler.live import drift, takeover
+from reconciler.live import unseal as unsealing
 from reconciler.live.outcome import ClusterSync, KindInNamespace, ObjectResult, ResultCode, scope
 from reconciler.live.takeover import Provenance
 
@@ -67,6 +68,8 @@ HELD_BACK = "an object of its kind in its namespace was rejected: not pruned yet
 ADOPTED_RELEASED = "adopted, not created by dro: released, not deleted"
 UNLABELLED_LEFT = "does not carry dro's label: left in place"
 NO_PROVENANCE = Provenance()
+_SEALED_REFUSED = unsealing.Unsealer(None)
+"""Without a key: a SOPS-encrypted Secret is refused, every other object passes unchanged."""
 DELETED_LIVE = "deleted on the cluster"
 
 
@@ -97,7 +100,8 @@ def apply_all(
     object, stage by stage. `provenance` names each object's source and takeover rule. The
     caller then calls `finish`, once it knows whether the whole pass allows pruning.
     `unseal` gives each object as the API server gets it (`live.unseal` decrypts a
-    SOPS-encrypted Secret); the inventory records the rendered object's digest."""
+    SOPS-encrypted Secret; without it such a Secret is refused, never applied encrypted); the
+    inventory records the rendered object's digest."""
     sources = provenance or {}
     report = ClusterSync(connection.cluster)
     try:
@@ -129,7 +133,7 @@ def apply_all(
             record = owned.get(ref.key) or intent.get(ref) or Record(state=INTENDED)
             where = sources.get(ref.key, NO_PROVENANCE)
             try:
-                server = unseal(obj, connection.cluster) if unseal is not None else obj
+                server = (unseal or _SEALED_REFUSED)(obj, connection.cluster)
                 _apply_one(
                     connection, obj, record.digest or None, report, live, where.drift, server
                 )

@@ -33,6 +33,7 @@ from reconciler.domain.drift import Change
 from reconciler.kube import inventory
 from reconciler.kube.client import Connection, Rejected
 from reconciler.live import drift, takeover
+from reconciler.live import unseal as unsealing
 
 MODIFIED, MISSING, EXTRA, UNOWNED = "modified", "missing", "extra", "unowned"
 
@@ -108,7 +109,7 @@ def compare(
         ref = ObjectRef.of(obj)
         record = held.get(ref)
         try:
-            server = obj if unseal is None else unseal(obj, connection.cluster)
+            server = (unseal or unsealing.Unsealer(None))(obj, connection.cluster)
             found = _one(connection, ref, server, owned=record is not None and record.owned)
         except Rejected as error:
             result.errors.append(str(error))

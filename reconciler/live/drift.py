@@ -36,6 +36,7 @@ from reconciler.errors import ClusterError
 from reconciler.kube import inventory
 from reconciler.kube.client import Connection, Rejected, UnservedKind
 from reconciler.live import takeover
+from reconciler.live import unseal as unsealing
 from reconciler.live.takeover import Provenance
 
 SECRET_FIELDS = ("data", "stringData")
@@ -150,7 +151,7 @@ def survey(
                 found.append(Drifted(ref.key, rule, deleted=True))
                 continue
             try:
-                server = obj if unseal is None else unseal(obj, connection.cluster)
+                server = (unseal or unsealing.Unsealer(None))(obj, connection.cluster)
                 if holds(now, server):
                     continue
                 preview = connection.apply(server, dry_run=True)

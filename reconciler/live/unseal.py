@@ -13,7 +13,7 @@ No sops binary, no key, or a key that does not open the file: that object is rej
 message saying which (`kube.Rejected`: its cluster result is `SyncFailed`), every other object
 is applied, and the message never holds a value of the Secret.
 
-Called by `live`.
+Called by `live`, `live.apply`, `live.difference` and `live.drift`.
 """
 
 from __future__ import annotations
