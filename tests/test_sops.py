@@ -15,11 +15,12 @@ from typing import Any
 import pyrage
 import pytest
 
-from reconciler import validate
+from reconciler import validate, yamlio
 from reconciler.branch import paths
 from reconciler.domain import ResourceKey, Source, SourceFile
 from reconciler.errors import Severity
 from reconciler.kube import secrets
+from reconciler.kube.client import Rejected
 from reconciler.live import unseal
 from reconciler.live.outcome import ResultCode
 from tests import leaks
@@ -124,7 +125,11 @@ def fleet(tmp_path: Path) -> Iterator[Fleet]:
 
 
 def test_an_encrypted_secret_validates_renders_as_written_and_applies_decrypted(
-    fleet: Fleet, age: Age, planted: leaks.Planted, tmp_path: Path
+    fleet: Fleet,
+    age: Age,
+    planted: leaks.Planted,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     encrypted = encrypt(PLAIN.format(password=planted.value), age, tmp_path)
     assert planted.value.encode() not in encrypted
@@ -148,6 +153,9 @@ def test_an_encrypted_secret_validates_renders_as_written_and_applies_decrypted(
         assert "sops" not in live
     hunt = leaks.Hunt([planted])
     hunt.folder(fleet.settings.state_dir)
+    captured = capsys.readouterr()
+    hunt.text("the pass's stdout", captured.out)
+    hunt.text("the pass's stderr", captured.err)
     hunt.assert_clean()
 
 
@@ -309,3 +317,20 @@ def test_a_steady_pass_leaves_the_secret_alone_and_drift_is_corrected_masked(
     hunt = leaks.Hunt([planted, leaks.Planted("edit", "changed-behind-dros-back")])
     hunt.folder(fleet.settings.state_dir)
     hunt.assert_clean()
+
+
+def test_no_sops_binary_refuses_the_secret_alone(
+    age: Age, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    encrypted = encrypt(PLAIN.format(password="s3cret"), age, tmp_path)
+    body = yamlio.load_own("db.yaml", encrypted)
+    monkeypatch.setattr(unseal, "sops_binary", lambda: None)
+    opener = unseal.Unsealer(age.key_file)
+    with pytest.raises(Rejected, match="no sops binary") as raised:
+        opener(body, "a")
+    assert "s3cret" not in str(raised.value)
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
+    assert opener(config, "a") is config
+    gone = unseal.Unsealer(age.key_file, binary=str(tmp_path / "no-such-sops"))
+    with pytest.raises(Rejected, match="sops could not run"):
+        gone(body, "a")
