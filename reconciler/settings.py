@@ -63,10 +63,10 @@ def optional_path(text: object) -> Path | None:
     return Path(str(text)) if str(text) else None
 
 
-def sops_age_key_default() -> str:
+def sops_age_key_default() -> str | None:
     """`SOPS_AGE_KEY_FILE`, the variable sops itself reads, when `--sops-age-key-file` and
-    `DRO_SOPS_AGE_KEY_FILE` are not given; empty when it is unset."""
-    return os.environ.get("SOPS_AGE_KEY_FILE", "")
+    `DRO_SOPS_AGE_KEY_FILE` are not given; None when it is unset."""
+    return os.environ.get("SOPS_AGE_KEY_FILE") or None
 
 
 def text(value: object) -> str:
@@ -123,7 +123,7 @@ class Setting:
     lines), so a flag's text is converted after parsing, where those are reported."""
 
     name: str
-    default: str | Callable[[], str] | None
+    default: str | Callable[[], str | None] | None
     convert: Callable[[Any], Any]
     help: str
     metavar: str | None = None
@@ -258,7 +258,7 @@ _ENTRIES = (
         sops_age_key_default,
         optional_path,
         "the age key (a mounted Secret) that sops decrypts SOPS-encrypted Secrets with, at "
-        "apply only (default: $SOPS_AGE_KEY_FILE)",
+        "apply only; by default $SOPS_AGE_KEY_FILE",
     ),
     Setting(
         "in-cluster",

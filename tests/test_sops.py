@@ -15,7 +15,7 @@ from typing import Any
 import pyrage
 import pytest
 
-from reconciler import validate, yamlio
+from reconciler import settings, validate, yamlio
 from reconciler.branch import paths
 from reconciler.domain import ResourceKey, Source, SourceFile
 from reconciler.errors import Severity
@@ -334,3 +334,15 @@ def test_no_sops_binary_refuses_the_secret_alone(
     gone = unseal.Unsealer(age.key_file, binary=str(tmp_path / "no-such-sops"))
     with pytest.raises(Rejected, match="sops could not run"):
         gone(body, "a")
+
+
+def test_the_key_setting_falls_back_to_sops_own_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    table = settings.pick("sops-age-key-file")
+    monkeypatch.delenv("SOPS_AGE_KEY_FILE", raising=False)
+    assert settings.resolve(table, {}, environ={}) == {"sops_age_key_file": None}
+    monkeypatch.setenv("SOPS_AGE_KEY_FILE", "/keys/sops.txt")
+    assert settings.resolve(table, {}, environ={}) == {"sops_age_key_file": Path("/keys/sops.txt")}
+    given = {"DRO_SOPS_AGE_KEY_FILE": "/etc/dro/sops/keys.txt"}
+    assert settings.resolve(table, {}, environ=given) == {
+        "sops_age_key_file": Path("/etc/dro/sops/keys.txt")
+    }
