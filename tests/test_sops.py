@@ -296,3 +296,17 @@ def test_the_key_setting_falls_back_to_sops_own_variable(monkeypatch: pytest.Mon
     assert settings.resolve(table, {}, environ=given) == {
         "sops_age_key_file": Path("/etc/dro/sops/keys.txt")
     }
+
+
+def test_each_encrypted_secret_is_decrypted_once_a_pass(age: Age, tmp_path: Path) -> None:
+    encrypted = encrypt(PLAIN.format(password="s3cret"), age, tmp_path)
+    body = yamlio.load_own("db.yaml", encrypted)
+    calls = tmp_path / "calls"
+    wrapper = tmp_path / "sops"
+    wrapper.write_text(f'#!/bin/sh\necho run >> "{calls}"\nexec "{SOPS}" "$@"\n')
+    wrapper.chmod(0o755)
+    opener = unseal.Unsealer(age.key_file, binary=str(wrapper))
+    opened = [opener(body, cluster) for cluster in ("a", "b", "c")]
+    assert all(plain_value(dict(o), "password") == "s3cret" for o in opened)
+    assert calls.read_text().splitlines() == ["run"]
+    assert opened[0] is not opened[1], "each cluster gets its own copy"

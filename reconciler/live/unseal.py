@@ -49,6 +49,9 @@ class Unsealer:
     def __init__(self, key_file: Path | None, binary: str | None = None) -> None:
         self.key_file = key_file
         self.binary = binary
+        self._opened: dict[bytes, bytes] = {}
+        """sops' output by its input, in memory for this pass: each encrypted Secret is
+        decrypted once, not once per cluster and stage."""
 
     def __call__(self, obj: Mapping[str, Any], cluster: str) -> Mapping[str, Any]:
         """`obj` as `cluster`'s API server gets it: decrypted and stamped when encrypted."""
@@ -77,6 +80,16 @@ class Unsealer:
                 f"a SOPS-encrypted Secret, and the age key file {self.key_file} does not "
                 "exist: not applied",
             )
+        given = json.dumps(obj).encode("utf-8")
+        if given not in self._opened:
+            self._opened[given] = self._run(binary, given, cluster)
+        plain = json.loads(self._opened[given])
+        if not isinstance(plain, dict):
+            raise Rejected(cluster, "sops did not give back an object: not applied")
+        return plain
+
+    def _run(self, binary: str, given: bytes, cluster: str) -> bytes:
+        """sops' standard output for `given` on its standard input."""
         environment = {"SOPS_AGE_KEY_FILE": str(self.key_file), "HOME": "/nonexistent"}
         try:
             done = subprocess.run(
@@ -89,7 +102,7 @@ class Unsealer:
                     "json",
                     "/dev/stdin",
                 ],
-                input=json.dumps(obj).encode("utf-8"),
+                input=given,
                 capture_output=True,
                 env=environment,
                 timeout=TIMEOUT_S,
@@ -103,10 +116,7 @@ class Unsealer:
             raise Rejected(
                 cluster, f"sops could not decrypt it: {_first_line(done.stderr)}; not applied"
             )
-        plain = json.loads(done.stdout)
-        if not isinstance(plain, dict):
-            raise Rejected(cluster, "sops did not give back an object: not applied")
-        return plain
+        return done.stdout
 
 
 def _stamped(plain: dict[str, Any], key: ResourceKey) -> dict[str, Any]:
