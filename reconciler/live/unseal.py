@@ -7,7 +7,8 @@ never written to disk, git, a log or a status file. sops runs with an environmen
 holding only the age key file the operator mounted (`--sops-age-key-file`, by default
 `$SOPS_AGE_KEY_FILE`), so no other variable of dro's reaches it. dro's label and placement
 annotation, which the renderer could not add without breaking the MAC, are added to the
-plain object here.
+plain object here. An `Unsealer` lives for one stage of one pass and keeps sops' output in
+memory, so each encrypted Secret is decrypted once there, whatever the number of clusters.
 
 No sops binary, no key, or a key that does not open the file: that object is rejected with a
 message saying which (`kube.Rejected`: its cluster result is `SyncFailed`), every other object
