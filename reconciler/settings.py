@@ -58,6 +58,17 @@ def path(text: object) -> Path:
     return Path(str(text))
 
 
+def optional_path(text: object) -> Path | None:
+    """A file name, or None when empty."""
+    return Path(str(text)) if str(text) else None
+
+
+def sops_age_key_default() -> str | None:
+    """`SOPS_AGE_KEY_FILE`, the variable sops itself reads, when `--sops-age-key-file` and
+    `DRO_SOPS_AGE_KEY_FILE` are not given; None when it is unset."""
+    return os.environ.get("SOPS_AGE_KEY_FILE") or None
+
+
 def text(value: object) -> str:
     """Text as given."""
     return str(value)
@@ -121,7 +132,7 @@ class Setting:
     lines), so a flag's text is converted after parsing, where those are reported."""
 
     name: str
-    default: str | Callable[[], str] | None
+    default: str | Callable[[], str | None] | None
     convert: Callable[[Any], Any]
     help: str
     metavar: str | None = None
@@ -283,6 +294,13 @@ _ENTRIES = (
         "the commit",
     ),
     Setting(
+        "sops-age-key-file",
+        sops_age_key_default,
+        optional_path,
+        "the age key (a mounted Secret) that sops decrypts SOPS-encrypted Secrets with, at "
+        "apply only; by default $SOPS_AGE_KEY_FILE",
+    ),
+    Setting(
         "in-cluster",
         "false",
         parse_bool,
@@ -424,6 +442,8 @@ class Settings:
     kubeconfig: Path | None = None
     """A kubeconfig file or a directory of them (a mounted Secret): with it, a pass observes
     and applies to the clusters; without it, it stops after the commit (offline)."""
+    sops_age_key_file: Path | None = None
+    """The age key sops decrypts SOPS-encrypted Secrets with, at apply; passed to sops alone."""
     in_cluster: bool = False
     """Reach the clusters marked `kubeconfig.inCluster` with the pod's service account."""
     cluster_timeout: float = 10.0

@@ -37,6 +37,14 @@ RPP_LOCATIONS = (
     RPP.format(name="p")
     + "  resourceSelector: {apiVersion: apps/v1, kind: Deployment}\n  placement:\n"
 )
+
+SOPS_SECRET = (
+    "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: shop}\ntype: Opaque\n"
+    "data:\n  password: ENC[AES256_GCM,data:eA==,iv:aQ==,tag:dA==,type:str]\nsops:\n"
+    "  age: [{recipient: age1x, enc: x}]\n  lastmodified: '2026-01-01T00:00:00Z'\n"
+    "  mac: ENC[AES256_GCM,data:bWFj,type:str]\n  version: 3.11.0\n"
+)
+"""A Secret in sops' shape (not decryptable: validation does not decrypt)."""
 W = "workloads/shop/bad.yaml"
 P = "policies/bad.yaml"
 C = "clusters/eu-west-3.yaml"
@@ -1053,5 +1061,51 @@ CASES: list[tuple[str, dict[str, str | None], str, int, str]] = [
         "workloads/web/kustomization.yaml",
         2,
         "kustomize could not build workloads/web/",
+    ),
+    (
+        "sops-no-mac",
+        {W: SOPS_SECRET.replace("  mac: ENC[AES256_GCM,data:bWFj,type:str]\n", "")},
+        W,
+        7,
+        "sops metadata has no mac",
+    ),
+    (
+        "sops-no-key",
+        {W: SOPS_SECRET.replace("  age: [{recipient: age1x, enc: x}]\n", "")},
+        W,
+        7,
+        "names no key",
+    ),
+    (
+        "sops-mac-plain",
+        {W: SOPS_SECRET.replace("ENC[AES256_GCM,data:bWFj,type:str]", "abc")},
+        W,
+        10,
+        "sops mac must be an ENC[...] string",
+    ),
+    (
+        "sops-metadata-encrypted",
+        {
+            W: SOPS_SECRET.replace(
+                "namespace: shop}", "namespace: shop, labels: {a: 'ENC[AES256_GCM,data:eA]'}}"
+            )
+        },
+        W,
+        3,
+        "metadata is encrypted",
+    ),
+    (
+        "sops-with-other-documents",
+        {W: SOPS_SECRET + "---\n" + CM.format(name="x")},
+        W,
+        1,
+        "must be the only document of its file",
+    ),
+    (
+        "sops-bad-type",
+        {W: SOPS_SECRET.replace("type: Opaque", "type: [Opaque]")},
+        W,
+        4,
+        "must be of type",
     ),
 ]

@@ -15,7 +15,7 @@ import yaml
 
 from reconciler import cli, schedule
 from reconciler.cli import completion
-from tests.conftest import EXAMPLE
+from tests.conftest import EXAMPLE, EXAMPLE_WARNING
 from tests.terminal import DRO
 
 
@@ -115,7 +115,10 @@ def test_validate_o_json_lists_the_problems(
     assert isinstance(problem["line"], int)
     assert problem["line"] > 1
     assert cli.main(["validate", str(EXAMPLE), "-o", "json"]) == 0
-    assert json.loads(capsys.readouterr().out) == []
+    (warning,) = json.loads(capsys.readouterr().out)  # the demo Secret is plaintext
+    assert warning["severity"] == "warning"
+    line = f"{warning['file']}:{warning['line']}: {warning['pointer']}: warning: "
+    assert (line + warning["message"]).startswith(EXAMPLE_WARNING)
 
 
 def test_a_bad_setting_of_run_exits_1_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:

@@ -297,11 +297,13 @@ def test_secret_volumes_are_documented_templated_and_where_dro_looks(pod: dict[s
         "dro-git-credentials",
         "dro-kubeconfigs",
         "dro-webhook",
+        "dro-sops-age",
     }
     wanted_paths = {
         "dro-git-credentials": ("DRO_GIT_CREDENTIALS_FILE", "credentials"),
         "dro-kubeconfigs": ("DRO_KUBECONFIG", None),
         "dro-webhook": ("DRO_WEBHOOK_SECRET_FILE", "secret"),
+        "dro-sops-age": ("DRO_SOPS_AGE_KEY_FILE", "keys.txt"),
     }
     for volume, secret in secrets.items():
         name = secret["secretName"]
@@ -319,6 +321,7 @@ def test_secret_volumes_are_documented_templated_and_where_dro_looks(pod: dict[s
     assert not secrets["git-credentials"].get("optional", False), "dro needs its git access"
     assert secrets["kubeconfigs"]["optional"] is True
     assert secrets["webhook"]["optional"] is True
+    assert secrets["sops-age"]["optional"] is True
 
 
 def test_replicas_prefer_different_nodes(pod: dict[str, Any]) -> None:
@@ -394,6 +397,7 @@ def test_secret_templates_are_valid_secrets_outside_the_kustomization(
         "git-credentials.example.yaml",
         "kubeconfigs.example.yaml",
         "webhook.example.yaml",
+        "sops-age.example.yaml",
     }
     listed = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text(encoding="utf-8"))
     assert not [r for r in listed["resources"] if "secret" in r.lower()]

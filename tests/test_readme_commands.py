@@ -67,6 +67,15 @@ SKIPPED: dict[str, str] = {
         " --from-file=credentials=./git-credentials"
     ): "it needs a real cluster and the reader's git token",
     "kubectl apply -k deploy/": "it needs a real cluster; tests/test_deploy.py checks deploy/",
+    "age-keygen -o age.key": "age's own tool; tests/test_sops.py makes its age key with pyrage",
+    (
+        "sops --encrypt --age age1... --encrypted-regex '^(data|stringData)$' --in-place"
+        " workloads/db-secret.yaml"
+    ): "it needs the reader's age recipient; tests/test_sops.py encrypts with a test key",
+    "dro reconcile --once --repo URL --kubeconfig ~/.kube/fleet/ --sops-age-key-file age.key": (
+        "URL, the kubeconfigs and the key are the reader's: tests/test_sops.py applies"
+        " encrypted Secrets to emulated clusters"
+    ),
 }
 
 # The REST API's curl examples: one per endpoint, against "$DRO" with "$TOKEN".

@@ -80,7 +80,7 @@ def test_a_bad_environment_value_is_one_line_naming_the_variable(
 def test_shared_settings_say_the_same_on_run_and_reconcile() -> None:
     run, reconcile = _flags("run"), _flags("reconcile")
     shared = sorted(set(run) & set(reconcile) - {"--help", "--log-format", "--verbose", "--quiet"})
-    assert len(shared) == 12, shared
+    assert len(shared) == 13, shared
     for flag in shared:
         assert run[flag].help == reconcile[flag].help, flag
         name = flag.removeprefix("--")

@@ -39,7 +39,13 @@ from reconciler.validate import guard
 SOURCE = settings.pick("repo", "ref", "state-dir", "git-credentials-file", "guard")
 """The settings of every command that reads the source: where it is and what may be placed."""
 CLUSTERS = settings.pick(
-    "kubeconfig", "in-cluster", "cluster-timeout", "parallel", "move-wait", "status-interval"
+    "kubeconfig",
+    "sops-age-key-file",
+    "in-cluster",
+    "cluster-timeout",
+    "parallel",
+    "move-wait",
+    "status-interval",
 )
 """The settings of the cluster stages: without --kubeconfig (or --in-cluster) a pass is
 offline."""
@@ -195,6 +201,7 @@ def _cluster_settings(args: argparse.Namespace) -> dict[str, Any]:
     found = {
         "kubeconfig": args.kubeconfig,
         "in_cluster": args.in_cluster,
+        "sops_age_key_file": getattr(args, "sops_age_key_file", None),
         "cluster_timeout": args.cluster_timeout,
         "parallel": args.parallel,
     }

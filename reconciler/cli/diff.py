@@ -37,7 +37,9 @@ from reconciler.live.difference import ClusterDifference
 DIFFERENCES = 2
 UNREACHABLE = frozenset({"cluster_unreachable"})
 FORMATS = ("text", "json")
-CLUSTERS = settings.pick("kubeconfig", "in-cluster", "cluster-timeout", "parallel")
+CLUSTERS = settings.pick(
+    "kubeconfig", "sops-age-key-file", "in-cluster", "cluster-timeout", "parallel"
+)
 """The cluster settings of `dro diff`: how clusters are reached; it applies nothing."""
 
 
@@ -133,6 +135,7 @@ def _known(spec: Spec, chosen: list[str] | None) -> None:
 def _access(conf: settings.Settings) -> live.Access:
     return live.Access(
         kubeconfig=conf.kubeconfig,
+        sops_age_key_file=conf.sops_age_key_file,
         in_cluster=conf.in_cluster,
         timeout=conf.cluster_timeout,
         parallel=conf.parallel,

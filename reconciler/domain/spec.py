@@ -29,6 +29,9 @@ class Workload:
     manifest: Manifest
     origin: Origin
     replicas: int | None = None
+    sealed: bytes = b""
+    """A SOPS-encrypted Secret's source file, rendered as it is (its MAC covers every value);
+    empty for every other object."""
 
     @property
     def uid(self) -> str:

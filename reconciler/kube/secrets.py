@@ -6,14 +6,15 @@ with any apiVersion, whatever the file is called, and wherever it sits: alone, o
 documents, an item of a `List`, a template inside another object) has each value under `data`
 and `stringData` replaced by a marker before the diff: the same marker on both sides when the
 value did not change, a different one when it did. The names of the keys stay, so a reviewer
-sees which keys changed and nothing else. An annotation that can carry a copy of the object
-(`kubectl.kubernetes.io/last-applied-configuration`) is masked too. A file that mentions a
-Secret but cannot be parsed is shown as one opaque line.
+sees which keys changed and nothing else; a SOPS-encrypted Secret's `sops` metadata is one
+masked value, and its `ENC[...]` strings are masked as any value. An annotation that can carry
+a copy of the object (`kubectl.kubernetes.io/last-applied-configuration`) is masked too. A file
+that mentions a Secret but cannot be parsed is shown as one opaque line.
 
 `encoding_problems` reports `data` values that are not base64, as the API server would reject
 them, without quoting them. This module is pure.
 
-Called by `review.plandiff` and `validate.references`.
+Called by `kube.sealed`, `review.plandiff` and `validate.references`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from typing import Any
 from reconciler import yamlio
 
 VALUE_FIELDS = ("data", "stringData")
+ENCRYPTION = "sops"
+"""A SOPS-encrypted Secret's metadata (its data key, encrypted, and its MAC): masked whole."""
 MASKED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
 UNCHANGED = "<redacted>"
 OLD = "<redacted: old value>"
@@ -174,6 +177,9 @@ def _masked_secret(
                 changed.add(f"{where}{name}.{key}")
             masked[key] = UNCHANGED if same else marker
         result[name] = masked
+    if ENCRYPTION in document:  # a SOPS-encrypted Secret: its keys and MAC are not shown
+        same = other is not None and other.get(ENCRYPTION) == document[ENCRYPTION]
+        result[ENCRYPTION] = UNCHANGED if same else marker
     metadata = document.get("metadata")
     if isinstance(metadata, Mapping) and isinstance(metadata.get("annotations"), Mapping):
         annotations = {

@@ -53,7 +53,7 @@ from reconciler.errors import ClusterError
 from reconciler.kube import client as kube
 from reconciler.kube import health
 from reconciler.kube.client import Connection
-from reconciler.live import apply, difference, drift, observe
+from reconciler.live import apply, difference, drift, observe, unseal
 from reconciler.live.difference import ClusterDifference
 from reconciler.live.outcome import ClusterSync
 from reconciler.live.takeover import Provenance
@@ -68,6 +68,8 @@ class Access:
 
     kubeconfig: Path | None
     """A kubeconfig file or a directory of them; None: only in-cluster clusters are reached."""
+    sops_age_key_file: Path | None = None
+    """The age key sops decrypts SOPS-encrypted Secrets with, at apply (`unseal`)."""
     in_cluster: bool = False
     """Whether clusters marked `kubeconfig.inCluster` are reached with the pod's account."""
     timeout: float = 10.0
@@ -178,8 +180,11 @@ class Members:
         holds it back (`held_back` says why the pass before apply forbids it) and no cluster
         failed, sparing the kinds in namespaces where an object was rejected. `provenance`
         names each object's source file and line and its takeover rule."""
+        opener = unseal.Unsealer(self.access.sops_age_key_file)
         reports = self._each(
-            lambda c: apply.apply_all(c, cluster_objects(tree, c.cluster), provenance=provenance)
+            lambda c: apply.apply_all(
+                c, cluster_objects(tree, c.cluster), provenance=provenance, unseal=opener
+            )
         )
         result = Applied()
         for name in sorted(self.errors):
@@ -212,7 +217,10 @@ class Members:
     ) -> dict[str, list[Drifted]]:
         """Each reachable cluster's drifted objects against its folder of `tree`
         (`drift.survey`); a cluster that cannot be surveyed is left out."""
-        found = self._each(lambda c: drift.survey(c, cluster_objects(tree, c.cluster), provenance))
+        opener = unseal.Unsealer(self.access.sops_age_key_file)
+        found = self._each(
+            lambda c: drift.survey(c, cluster_objects(tree, c.cluster), provenance, opener)
+        )
         return {name: r for name, r in found.items() if not isinstance(r, ClusterError)}
 
     def differences(
@@ -221,8 +229,9 @@ class Members:
         """Rendered against live on each cluster dro reaches (of `only`, when given), for
         `dro diff` (`difference.compare`); a cluster that cannot be compared has its error."""
         chosen = {*self.connections, *self.errors} if only is None else set(only)
+        opener = unseal.Unsealer(self.access.sops_age_key_file)
         found = self._each(
-            lambda c: difference.compare(c, cluster_objects(tree, c.cluster)), chosen
+            lambda c: difference.compare(c, cluster_objects(tree, c.cluster), opener), chosen
         )
         result = {
             name: ClusterDifference(name, errors=[str(r)]) if isinstance(r, ClusterError) else r

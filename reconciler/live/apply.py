@@ -59,6 +59,7 @@ from reconciler.kube import inventory
 from reconciler.kube.client import Connection, Rejected, UnservedKind
 from reconciler.kube.inventory import ADOPTED, CREATED, INTENDED, Record
 from reconciler.live import drift, takeover
+from reconciler.live import unseal as unsealing
 from reconciler.live.outcome import ClusterSync, KindInNamespace, ObjectResult, ResultCode, scope
 from reconciler.live.takeover import Provenance
 
@@ -67,6 +68,8 @@ HELD_BACK = "an object of its kind in its namespace was rejected: not pruned yet
 ADOPTED_RELEASED = "adopted, not created by dro: released, not deleted"
 UNLABELLED_LEFT = "does not carry dro's label: left in place"
 NO_PROVENANCE = Provenance()
+_SEALED_REFUSED = unsealing.Unsealer(None)
+"""Without a key: a SOPS-encrypted Secret is refused, every other object passes unchanged."""
 DELETED_LIVE = "deleted on the cluster"
 
 
@@ -91,10 +94,14 @@ def apply_all(
     provenance: Mapping[ResourceKey, Provenance] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    unseal: Callable[[Mapping[str, Any], str], Mapping[str, Any]] | None = None,
 ) -> ClusterSync:
     """Steps 1-5: read the inventory, survey, write the intent, and apply every rendered
     object, stage by stage. `provenance` names each object's source and takeover rule. The
-    caller then calls `finish`, once it knows whether the whole pass allows pruning."""
+    caller then calls `finish`, once it knows whether the whole pass allows pruning.
+    `unseal` gives each object as the API server gets it (`live.unseal` decrypts a
+    SOPS-encrypted Secret; without it such a Secret is refused, never applied encrypted); the
+    inventory records the rendered object's digest."""
     sources = provenance or {}
     report = ClusterSync(connection.cluster)
     try:
@@ -126,7 +133,10 @@ def apply_all(
             record = owned.get(ref.key) or intent.get(ref) or Record(state=INTENDED)
             where = sources.get(ref.key, NO_PROVENANCE)
             try:
-                _apply_one(connection, obj, record.digest or None, report, live, where.drift)
+                server = (unseal or _SEALED_REFUSED)(obj, connection.cluster)
+                _apply_one(
+                    connection, obj, record.digest or None, report, live, where.drift, server
+                )
                 state = ADOPTED if record.state == ADOPTED else CREATED
                 report.done[ref] = Record(inventory.digest(obj), state)
             except Rejected as error:
@@ -231,14 +241,17 @@ def _apply_one(
     report: ClusterSync,
     listed: Mapping[ObjectRef, dict[str, Any] | None],
     rule: str = takeover.CORRECT,
+    server: Mapping[str, Any] | None = None,
 ) -> None:
     """Apply one object unless the live one is already as rendered. An object listed absent
     is applied at once; one listed live that holds every rendered field unchanged, with the
     manifest dro last applied, costs no request; anything else is settled by a server-side
     dry run compared with the live object. Under the drift `rule` Report, an object that
-    drifted from the manifest dro last applied (or was deleted) is reported, not written."""
+    drifted from the manifest dro last applied (or was deleted) is reported, not written.
+    `server` is `obj` as the API server gets it, when that differs (a decrypted Secret)."""
     ref = ObjectRef.of(obj)
     wanted = inventory.digest(obj)
+    obj = obj if server is None else server  # what the API server gets (decrypted)
     outcome = ObjectResult(ref.key, ResultCode.SYNCED)
     report_only = rule == takeover.REPORT and recorded == wanted
     if ref in listed:

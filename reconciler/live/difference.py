@@ -23,7 +23,7 @@ Called by `cli.diff` and `live`.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,7 @@ from reconciler.domain.drift import Change
 from reconciler.kube import inventory
 from reconciler.kube.client import Connection, Rejected
 from reconciler.live import drift, takeover
+from reconciler.live import unseal as unsealing
 
 MODIFIED, MISSING, EXTRA, UNOWNED = "modified", "missing", "extra", "unowned"
 
@@ -90,9 +91,15 @@ class ClusterDifference:
     errors: list[str] = field(default_factory=list)
 
 
-def compare(connection: Connection, rendered: Sequence[Mapping[str, Any]]) -> ClusterDifference:
+def compare(
+    connection: Connection,
+    rendered: Sequence[Mapping[str, Any]],
+    unseal: Callable[[Mapping[str, Any], str], Mapping[str, Any]] | None = None,
+) -> ClusterDifference:
     """Every rendered object against the live one, then the inventory's objects no longer
-    rendered, in apply order. A failure of the cluster itself (unreachable, 5xx) is raised."""
+    rendered, in apply order. A failure of the cluster itself (unreachable, 5xx) is raised.
+    `unseal` gives an object as the API server gets it (a decrypted SOPS-encrypted Secret,
+    whose values the difference masks as any Secret's); one it cannot open is an error."""
     result = ClusterDifference(connection.cluster)
     held = inventory.decode(
         connection.get("v1", "ConfigMap", inventory.INVENTORY_NAME, inventory.INVENTORY_NAMESPACE)
@@ -102,7 +109,8 @@ def compare(connection: Connection, rendered: Sequence[Mapping[str, Any]]) -> Cl
         ref = ObjectRef.of(obj)
         record = held.get(ref)
         try:
-            found = _one(connection, ref, obj, owned=record is not None and record.owned)
+            server = (unseal or unsealing.Unsealer(None))(obj, connection.cluster)
+            found = _one(connection, ref, server, owned=record is not None and record.owned)
         except Rejected as error:
             result.errors.append(str(error))
             continue

@@ -27,7 +27,7 @@ Called by `live`, `live.apply` and `live.difference`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from reconciler.domain import ObjectRef, ResourceKey, group_of
@@ -36,6 +36,7 @@ from reconciler.errors import ClusterError
 from reconciler.kube import inventory
 from reconciler.kube.client import Connection, Rejected, UnservedKind
 from reconciler.live import takeover
+from reconciler.live import unseal as unsealing
 from reconciler.live.takeover import Provenance
 
 SECRET_FIELDS = ("data", "stringData")
@@ -120,10 +121,13 @@ def survey(
     connection: Connection,
     rendered: Sequence[Mapping[str, Any]],
     provenance: Mapping[ResourceKey, Provenance] | None = None,
+    unseal: Callable[[Mapping[str, Any], str], Mapping[str, Any]] | None = None,
 ) -> list[Drifted]:
     """The objects of `rendered` that dro applied as they are rendered (their digest is the
     inventory's) and whose live copy has drifted since, in apply order. An object whose dry
-    run the API rejects is left to apply, which reports it."""
+    run the API rejects is left to apply, which reports it. `unseal` gives an object as the
+    API server gets it (a decrypted SOPS-encrypted Secret); one it cannot open is left to
+    apply too."""
     sources = provenance or {}
     held = inventory.decode(
         connection.get("v1", "ConfigMap", inventory.INVENTORY_NAME, inventory.INVENTORY_NAMESPACE)
@@ -146,10 +150,11 @@ def survey(
             if now is None:
                 found.append(Drifted(ref.key, rule, deleted=True))
                 continue
-            if holds(now, obj):
-                continue
             try:
-                preview = connection.apply(obj, dry_run=True)
+                server = (unseal or unsealing.Unsealer(None))(obj, connection.cluster)
+                if holds(now, server):
+                    continue
+                preview = connection.apply(server, dry_run=True)
             except Rejected:
                 continue
             differences = changes(now, preview)

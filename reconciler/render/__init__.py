@@ -4,7 +4,9 @@
 `dro render` (`cli.render`) writes it, one shard per worker, so both hold the same files.
 
 For every decision and each of its clusters, the source manifest gets the divided replicas,
-dro's label and placement annotation, then the override policies in their stacking order.
+dro's label and placement annotation, then the override policies in their stacking order. A
+SOPS-encrypted Secret is the exception: its source file is rendered byte for byte (sops' MAC
+covers every value), and apply adds dro's label and annotation after decrypting it.
 Renders that come out identical (same replicas, same overrides) are dumped once and shared.
 Fields a server owns (status, uid, resourceVersion …) are dropped. Nothing time- or
 commit-dependent is written: provenance lives in the commit trailers, so a steady pass renders
@@ -320,6 +322,9 @@ def _render_decision(
             previous = held.previous(path)
             if previous is not None:
                 files[path] = previous
+            continue
+        if workload.sealed:  # SOPS-encrypted: its MAC covers every value (`kube.sealed`)
+            files[path] = workload.sealed
             continue
         applied = applicable.get(placed.cluster, ())
         force = rollout.in_force(decision, placed.cluster)

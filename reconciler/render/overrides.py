@@ -7,7 +7,7 @@ quote and `\\\\` a backslash). Missing maps on the way are created; a missing li
 error. Karmada's overriders keep Karmada's semantics (`KARMADA.md` §2). Every operation works
 on a manifest the caller has already copied.
 
-Called by `render`, `render.overridden` and `validate.overridecheck`.
+Called by `render`, `render.overridden`, `validate.overridecheck` and `validate.sealedcheck`.
 """
 
 from __future__ import annotations

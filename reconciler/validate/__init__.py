@@ -54,6 +54,7 @@ from reconciler.validate import (
     policies,
     rollouts,
     schemacheck,
+    sealedcheck,
 )
 from reconciler.validate import references as refs
 
@@ -84,6 +85,8 @@ class _Collector:
         self.data_refs: list[tuple[DataAccess, Origin, str]] = []
         """Every data access a policy or an annotation declares, where it is written."""
         self.list_spans: list[listkinds.Span] = []
+        self.sealed: dict[str, bytes] = {}
+        """The source files that hold a SOPS-encrypted Secret alone, by path."""
         """Where the items of each expanded `kind: List` sit, for their problems' pointers."""
 
     def problem(
@@ -255,6 +258,8 @@ def _parse(source: Source, into: _Collector) -> None:
             continue
         if route == "object":
             documents = listkinds.expand(documents, into.problems, into.list_spans)
+            if sealedcheck.sealed_file(file, documents, into.problems):
+                into.sealed[file.path] = file.data
         if route in ("config", "topology", "cluster", "dataset", "helm") and len(documents) > 1:
             into.problem(documents[1], "", f"{file.path} must hold exactly one document")
         for doc in documents:
@@ -365,6 +370,7 @@ def check(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Result:
     config = _config(into)
     version = config.kubernetes_version or schemacheck.kubernetes_versions()[-1]
     objects = refs.check_objects(into.objects, version, into.problems)
+    objects = sealedcheck.attach(objects, into.sealed)
     into.problems += names.shared_files(objects)
     cluster_list = refs.unique_clusters(into.cluster_list, into.problems)
     rollout_docs = [(d, "/spec/placement/rollout") for d in into.placement_docs]
@@ -389,6 +395,7 @@ def check(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Result:
     into.problems += hooks.problems
     into.problems += datamodel.unknown_data_sets(into.data_refs, data_sets)
     refs.check_karmada_rules(into.placement, into.problems)
+    into.problems += sealedcheck.override_problems(objects, into.overrides, cluster_list)
     refs.check_requested_times(into.placement, config, into.problems)
     refs.check_ceilings(into.placement, config, into.problems)
     claimed_by = refs.check_claims(into.placement, objects, into.problems)

@@ -8,6 +8,7 @@ Called by `validate` and `validate.overridecheck`.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -24,7 +25,7 @@ from reconciler.domain import (
     durations,
 )
 from reconciler.errors import Problem, Severity
-from reconciler.kube import secrets
+from reconciler.kube import sealed, secrets
 from reconciler.validate import quantitycheck, removedapis, schemacheck, workloads
 
 
@@ -64,7 +65,9 @@ def schema_errors(
     body: Mapping[str, Any], version: str, crds: CRDs
 ) -> list[schemacheck.SchemaError] | None:
     """A Kubernetes object checked against its built-in schema or its CRD in the repo; None
-    when there is neither."""
+    when there is neither. A SOPS-encrypted Secret is checked without its `sops` metadata."""
+    if sealed.is_sealed(body):
+        body = sealed.without_metadata(body)
     api_version, kind = str(body["apiVersion"]), str(body["kind"])
     group, _, crd_version = api_version.rpartition("/")
     if schemacheck.has_kube_schema(version, api_version, kind):
@@ -74,9 +77,13 @@ def schema_errors(
     return None
 
 
-def _schema_problems(doc: Document, version: str, crds: CRDs) -> list[Problem]:
+def _schema_problems(doc: Document, version: str, crds: CRDs, alone: bool) -> list[Problem]:
     api_version, kind = str(doc.body["apiVersion"]), str(doc.body["kind"])
     group = api_version.rpartition("/")[0]
+    if sealed.is_sealed(doc.body):
+        found = [_problem(doc.origin, p, m) for p, m in sealed.problems(doc.body)]
+        plain = schema_errors(doc.body, version, crds) or []
+        return found + [_problem(doc.origin, e.pointer, e.message) for e in plain]
     errors = schema_errors(doc.body, version, crds)
     removed = removedapis.removal(api_version, kind, version) if errors is None else ""
     if removed:
@@ -94,7 +101,22 @@ def _schema_problems(doc: Document, version: str, crds: CRDs) -> list[Problem]:
     problems = [_problem(doc.origin, e.pointer, e.message) for e in errors]
     if not problems and kind == "Secret" and group == "":
         problems = [_problem(doc.origin, p, m) for p, m in secrets.encoding_problems(doc.body)]
+        problems += _plaintext_warning(doc, alone)
     return problems
+
+
+def _plaintext_warning(doc: Document, alone: bool) -> list[Problem]:
+    """A warning for a Secret whose values are committed in plain text: how to encrypt it."""
+    fields = [f for f in secrets.VALUE_FIELDS if doc.body.get(f)]
+    if not fields:
+        return []
+    move = "" if alone else "move it to a file of its own and "
+    message = (
+        f"a plaintext Secret: its values are committed and rendered as written; {move}"
+        "encrypt it with sops (sops --encrypt --age RECIPIENT --encrypted-regex "
+        f"'^(data|stringData)$' --in-place {doc.origin.path}): dro decrypts it at apply"
+    )
+    return [_problem(doc.origin, f"/{fields[0]}", message, Severity.WARNING)]
 
 
 def check_objects(
@@ -105,8 +127,9 @@ def check_objects(
     scopes = {key: scope for key, (scope, _) in crds.items()}
     seen: dict[tuple[str, str, str, str], Origin] = {}
     result: list[Workload] = []
+    per_file = Counter(doc.origin.path for doc in objects)
     for doc in objects:
-        found = _schema_problems(doc, version, crds)
+        found = _schema_problems(doc, version, crds, per_file[doc.origin.path] == 1)
         if not any(p.severity is Severity.ERROR for p in found):
             found += [
                 _problem(doc.origin, p, m) for p, m in quantitycheck.findings(doc.body, version)
