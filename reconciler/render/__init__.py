@@ -16,7 +16,7 @@ Each decision is also written for other tools: an Argo CD cluster decision and a
 PlacementDecision (`decisionout`), and with `spec.output.karmada` a Karmada template and
 policies that pin it (`karmadaout`).
 
-Called by 7 modules, among them `cli.render`, `foresee`, `laststate`, `pipeline`.
+Called by 8 modules, among them `cli.render`, `foresee`, `laststate`, `pipeline`.
 """
 
 from __future__ import annotations
