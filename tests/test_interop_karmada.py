@@ -233,3 +233,24 @@ def test_shards_together_render_the_whole_tree_with_karmada_on() -> None:
         union.update(shard)
     assert union == whole
     assert render.tree(spec, list(reversed(decisions))) == whole
+
+
+def test_an_encrypted_workload_is_its_source_bytes_in_the_karmada_file() -> None:
+    spec = karmada_spec(2)
+    sealed = (
+        b"apiVersion: v1\nkind: Secret\ndata:\n  p: ENC[AES256_GCM,data:eA==]\nsops:\n  mac: m\n"
+    )
+    workload = replace(spec.workloads[0], sealed=sealed)
+    spec = replace(spec, workloads=(workload,))
+    decision = Decision(
+        key=workload.key,
+        api_version="apps/v1",
+        policy=PolicyRef(kind="ResourcePlacementPolicy", namespace=None, name="p"),
+        clusters=(Placed("eu-1", 1), Placed("us-1", 1)),
+        diagnosis=Diagnosis(strategy=Strategy.STATIC_WEIGHT),
+    )
+    emitted = render.tree(spec, [decision])["karmada/prod/deployment-web.yaml"]
+    # the MAC covers every byte sops wrote: the template is the source file, untouched
+    assert emitted.startswith(sealed + b"---\n")
+    policies = documents(emitted)[1:]
+    assert [p["kind"] for p in policies] == ["PropagationPolicy"]

@@ -80,7 +80,14 @@ def files(
         template.setdefault("spec", {})["replicas"] = sum(
             per_cluster[name] or 0 for name in clusters
         )
-    documents = [template, propagation_policy(workload, clusters, weights)]
+    policy = propagation_policy(workload, clusters, weights)
+    if workload.sealed:
+        # SOPS-encrypted: the template is the source's bytes, as on every cluster, since the
+        # MAC covers every value; overrides cannot change it (validate refuses), so no rules
+        sealed = workload.sealed.decode()
+        text = sealed.removeprefix("---\n") + ("" if sealed.endswith("\n") else "\n")
+        return {paths.karmada_path(decision.key): (text + "---\n" + yamlio.dump(policy)).encode()}
+    documents = [template, policy]
     rules = _override_rules(decision, template, clusters, weights, rendered)
     if rules:
         documents.append(_policy(workload, "OverridePolicy", {"overrideRules": rules}))

@@ -113,6 +113,7 @@ class Listener:
             raise
         self.server = uvicorn.Server(self.config)
         self.thread = threading.Thread(target=self._serve, name="dro-http", daemon=True)
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def port(self) -> int:
@@ -125,7 +126,7 @@ class Listener:
         return "https" if self.tls else "http"
 
     def _serve(self) -> None:
-        loop = asyncio.new_event_loop()
+        loop = self._loop = asyncio.new_event_loop()
         create_server = loop.create_server
         seconds = self.connections.limits.header_timeout
 
@@ -155,6 +156,11 @@ class Listener:
         self.server.should_exit = True
         if self.thread.is_alive():
             self.thread.join(timeout=SHUTDOWN_SECONDS + 5)
+        # the worker threads of the sync handlers end when told the loop is gone, a moment
+        # after it: wait for them, so that nothing of this server outlives close()
+        for worker in threading.enumerate():
+            if getattr(worker, "loop", None) is self._loop and worker.is_alive():
+                worker.join(timeout=SHUTDOWN_SECONDS)
         self.socket.close()
 
 
