@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconciler.service.api import model
+from tests.kubeapi.patches import merge_patch
 
 BRANCH = "main"
 GROUP_VERSION = "multicluster.io/v1alpha1"
@@ -30,19 +31,6 @@ BODY_KEYS = {"name", "resourceType", "targetClusters", "namespace"}
 def blob_id(data: bytes) -> str:
     """The git blob id of a file's bytes."""
     return hashlib.sha1(b"blob %d\x00" % len(data) + data, usedforsecurity=False).hexdigest()
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7396 JSON merge patch."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 def _invalid(message: str) -> model.ApiError:
