@@ -40,6 +40,7 @@ from reconciler.render import rollout
 from reconciler.settings import Settings
 from tests.conftest import SourceRepo, make_source_repo
 from tests.kubeapi import KubeAPI
+from tests.rolloutfleet import cluster_file, dro_yaml
 
 KUBEFLEET_P90 = 96.0
 """Seconds: KubeFleet's p90 for its first staged rollout over 100 clusters in 3 stages."""
@@ -68,27 +69,6 @@ spec:
     metadata: {{labels: {{app: pause}}}}
     spec:
       containers: [{{name: pause, image: "{image}"}}]
-"""
-
-
-def _dro_yaml(rollout: str) -> str:
-    return f"""apiVersion: multicluster.io/v1alpha1
-kind: SchedulerConfiguration
-metadata: {{name: dro}}
-spec:
-  defaultPlacement:
-    targetClusters: [{{selectorType: label, values: ["env=prod"]}}]
-    replicaScheduling: {{type: Duplicated}}
-{rollout}"""
-
-
-def _cluster(name: str) -> str:
-    return f"""apiVersion: multicluster.io/v1alpha1
-kind: Cluster
-metadata: {{name: {name}, labels: {{env: prod}}}}
-spec:
-  kubeconfig: {{context: {name}}}
-  capacity: {{cpu: "16", memory: 64Gi, pods: "220"}}
 """
 
 
@@ -136,13 +116,13 @@ def _timed(settings: Settings) -> tuple[Timed, pipeline.PassResult]:
     return Timed(total=ended - started, clusters=clusters, engine=engine[0]), result
 
 
-def _run(names: list[str], setting: str, tmp: Path) -> list[Timed]:
+def _run(names: list[str], setting: str | None, tmp: Path) -> list[Timed]:
     """Each pass after the change until the output branch stops changing (the last of
     them a steady pass), then two more steady passes."""
     repo: SourceRepo = make_source_repo(tmp / "source", None)
     repo.write(
-        {"dro.yaml": _dro_yaml(setting), "workloads/bench.yaml": _objects("pause:3.9")}
-        | {f"clusters/{n}.yaml": _cluster(n) for n in names}
+        {"dro.yaml": dro_yaml(setting), "workloads/bench.yaml": _objects("pause:3.9")}
+        | {f"clusters/{n}.yaml": cluster_file(n) for n in names}
     )
     repo.commit("first placement")
     kubeconfig = tmp / "kubeconfig"
@@ -182,8 +162,8 @@ def main() -> int:
     names = [f"member-{i:03d}" for i in range(args.clusters)]
     size = max(1, args.clusters // WAVES)
     with tempfile.TemporaryDirectory() as rolled, tempfile.TemporaryDirectory() as plain:
-        passes = _run(names, f"  rollout: {{maxClusters: {size}, soak: 0s}}\n", Path(rolled))
-        at_once = _run(names, "", Path(plain))
+        passes = _run(names, f"{{maxClusters: {size}, soak: 0s}}", Path(rolled))
+        at_once = _run(names, None, Path(plain))
     steady = min(passes[WAVES + 1 :], key=lambda p: p.own)
     waves = passes[:WAVES]
     added = [p.own - steady.own for p in waves]

@@ -22,8 +22,10 @@ NAMES = ("eu-west-1", "eu-west-2", "us-east-1", "us-east-2")
 START = 1_800_000_000.0
 
 
-def dro_yaml(rollout: str) -> str:
-    """dro.yaml: every prod cluster, duplicated, and `spec.rollout` as given (flow YAML)."""
+def dro_yaml(rollout: str | None) -> str:
+    """dro.yaml: every prod cluster, duplicated, and `spec.rollout` as given (flow YAML), or
+    no rollout setting for None."""
+    setting = "" if rollout is None else f"  rollout: {rollout}\n"
     return f"""apiVersion: multicluster.io/v1alpha1
 kind: SchedulerConfiguration
 metadata: {{name: dro}}
@@ -31,8 +33,7 @@ spec:
   defaultPlacement:
     targetClusters: [{{selectorType: label, values: ["env=prod"]}}]
     replicaScheduling: {{type: Duplicated}}
-  rollout: {rollout}
-"""
+{setting}"""
 
 
 def web(image: str, *, replicas: int = 2, promote: str | None = None) -> str:
