@@ -64,9 +64,10 @@ MAX_OUTPUT = yamlio.MAX_FILE_BYTES
 """Bytes of output one build may write: what dro parses from one file."""
 INSTALL = {
     "kustomize": "install kustomize v5 (https://kubectl.docs.kubernetes.io/installation/"
-    "kustomize/) or kubectl, or run `make tools` in a dro checkout",
-    "helm": "install helm v3 (https://helm.sh/docs/intro/install/), or run `make tools` in "
-    "a dro checkout",
+    "kustomize/) or kubectl, or in a dro checkout run `make tools` and put build/tools/bin "
+    "on PATH",
+    "helm": "install helm v3 (https://helm.sh/docs/intro/install/), or in a dro checkout run "
+    "`make tools` and put build/tools/bin on PATH",
 }
 _HELM_AT = re.compile(r"(?:\(|template: )([^():\s]+/[^():\s]+):(\d+)")
 """Where helm names a template line: `parse error at (web/templates/x.yaml:9)` or
