@@ -1,7 +1,8 @@
 """dro: a declarative GitOps reconciler for multi-cluster placement.
 
-The pipeline is the folder listing. `pipeline.py` runs one pass, one sentence per stage, and is
-the only module that knows their order:
+The pipeline is the folder listing. `pipeline/` runs one pass, one sentence per stage, and is
+the only package that knows their order (its `clusters` and `publishing` hold the online
+clusters and the commit call):
 
     load/       1 LOAD      the source tree at a ref (kustomize and Helm folders built by
                             the tools: load/builds.py), and the last pass's state

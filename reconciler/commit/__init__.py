@@ -11,7 +11,7 @@ or it was a `--no-push` trial) is not on the remote, so the next pass commits it
 same tree, parent, message and time give the same commit) and pushes it. A fence (`fence`),
 checked just before the push, stops a replica that lost its Lease from pushing.
 
-Called by `audit` and `pipeline`.
+Called by `audit`, `pipeline` and `pipeline.publishing`.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ that touches the most replicas, a workload that became unschedulable first; ties
 (namespace, kind, name) order. This module is pure: the same decisions and files give the same
 message, byte for byte, so a commit rebuilt after a lost push race is the same commit.
 
-Called by `pipeline`.
+Called by `pipeline.publishing`.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@
 Clusters are handled in parallel, at most `Access.parallel` at a time; each request has the
 per-cluster `Access.timeout`.
 
-Called by `audit`, `cli.diff`, `pipeline` and `review`.
+Called by `audit`, `cli.diff`, `pipeline`, `pipeline.clusters` and `review`.
 """
 
 from __future__ import annotations

@@ -20,14 +20,14 @@ from enum import StrEnum
 import structlog
 
 from reconciler import audit, commit, foresee, laststate, live, load, render, schedule, validate
-from reconciler.branch import driftfiles, status
+from reconciler.branch import driftfiles
 from reconciler.branch import phases as cluster_phases
-from reconciler.commit import describe as commitmessage
 from reconciler.domain import Decision, Observation, Source, Spec, durations, fence
 from reconciler.domain.forecast import Forecasts
 from reconciler.errors import Problem
 from reconciler.laststate import FIRST_PASS, LastPass
 from reconciler.live import takeover
+from reconciler.pipeline import clusters, publishing
 from reconciler.render import rollout, rolloutgone
 from reconciler.settings import Settings
 from reconciler.validate import guard
@@ -95,8 +95,7 @@ NOT_ON_REMOTE = (
 )
 
 
-Observer = Callable[[Spec], "live.Observed"]
-"""Observes the clusters of a validated spec (between validate and schedule)."""
+Observer = clusters.Observer
 
 
 def _noop(_stage: str) -> None:
@@ -329,7 +328,7 @@ def _one_pass(
     result told to the operators once (`audit`)."""
     assert settings.repo is not None
     source = _loaded(settings, on_stage)
-    with _Clusters(settings, fenced) as clusters, _working_on(source):
+    with clusters.Clusters(settings, fenced) as fleet, _working_on(source):
         before = laststate.online(settings)
         audit.loaded(Stage.LOAD, source, before.decisions, follow_up=follow_up)
         now = time.time()
@@ -338,23 +337,33 @@ def _one_pass(
             on_stage=on_stage,
             before=before,
             now=now,
-            observer=clusters.observer(before, now),
+            observer=fleet.observer(before, now),
             ceiling=settings.guard,
         )
-        planned = _drift_surveyed(clusters.members, planned, before, now)
+        planned = _drift_surveyed(fleet.members, planned, before, now)
         audit.removed_clusters(
             Stage.VALIDATE, validate.removed_clusters(planned.spec, before.decisions)
         )
         audit.planned(Stage.RENDER, source, planned.decisions, planned.tree, observed.unreachable)
-        published = _committed(settings, source, before, planned, observed, now, fenced, on_stage)
+        on_stage(Stage.COMMIT)
+        published = publishing.committed(
+            settings,
+            source,
+            before,
+            planned.tree,
+            planned.decisions,
+            observed=bool(observed.observations),
+            now=now,
+            fenced=fenced,
+        )
         audit.published(
             Stage.COMMIT, source, published, branch=settings.output_branch, repo=settings.repo
         )
-        if clusters.members is None or not published.on_remote:
-            return _unapplied(planned, published, online=clusters.members is not None)
-        applied = _applied(clusters.members, planned, observed, on_stage)
+        if fleet.members is None or not published.on_remote:
+            return _unapplied(planned, published, online=fleet.members is not None)
+        applied = _applied(fleet.members, planned, observed, on_stage)
         audit.applied(Stage.APPLY, source, applied)
-        retire = not follow_up and applied.ok and clusters.members.await_moves(planned.decisions)
+        retire = not follow_up and applied.ok and fleet.members.await_moves(planned.decisions)
         return PassResult(
             planned=planned,
             commit=published.commit,
@@ -392,87 +401,6 @@ def _working_on(source: Source) -> Iterator[None]:
         yield
     finally:
         structlog.contextvars.unbind_contextvars("source")
-
-
-class _Clusters:
-    """The clusters of an online pass: connected when the pass observes them (after validate,
-    once the spec names them), closed when the pass ends. Offline, nothing is observed."""
-
-    def __init__(self, settings: Settings, fenced: fence.Fence) -> None:
-        self._settings = settings
-        self._fenced = fenced
-        self.members: live.Members | None = None
-        """The open connections; None until observed, and always offline."""
-
-    def observer(self, before: LastPass, now: float) -> Observer | None:
-        """Observes the clusters at `now` against their last committed status; None offline."""
-        if not self._settings.online:
-            return None
-
-        def observe(spec: Spec) -> live.Observed:
-            self.members = live.Members(spec, self._access()).open()
-            return self.members.observe(before.statuses, now)
-
-        return observe
-
-    def _access(self) -> live.Access:
-        settings = self._settings
-        return live.Access(
-            fence=self._fenced,
-            kubeconfig=settings.kubeconfig,
-            sops_age_key_file=settings.sops_age_key_file,
-            in_cluster=settings.in_cluster,
-            timeout=settings.cluster_timeout,
-            parallel=settings.parallel,
-            move_wait=settings.move_wait,
-        )
-
-    def __enter__(self) -> _Clusters:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        if self.members is not None:
-            self.members.close()
-
-
-def _committed(
-    settings: Settings,
-    source: Source,
-    before: LastPass,
-    planned: Planned,
-    observed: live.Observed,
-    now: float,
-    fenced: fence.Fence,
-    on_stage: StageHook,
-) -> commit.PublishResult:
-    """Commit: the tree as one commit on the output branch, pushed unless `--no-push`."""
-    assert settings.repo is not None
-    on_stage(Stage.COMMIT)
-    return commit.publish(
-        settings.repo,
-        settings.state_dir,
-        branch=settings.output_branch,
-        tree=planned.tree,
-        source_sha=source.commit,
-        commit_time=source.commit_time,
-        push=settings.push,
-        observations=status.observations_digest(planned.tree)
-        if observed.observations
-        else "declared",
-        hold=before.held_status(planned.tree, now, settings.status_interval),
-        author=(settings.author_name, settings.author_email),
-        credentials=load.credentials_from(
-            settings.credentials_file, otherwise=settings.environment_credentials
-        ),
-        summary=lambda: commitmessage.compose(
-            before=before.decisions,
-            after=planned.decisions,
-            state=before.files,
-            tree=planned.tree,
-            source=source.commit,
-        ),
-        fenced=fenced,
-    )
 
 
 def _unapplied(planned: Planned, published: commit.PublishResult, *, online: bool) -> PassResult:
