@@ -28,6 +28,7 @@ from reconciler.errors import Problem
 from reconciler.laststate import FIRST_PASS, LastPass
 from reconciler.live import takeover
 from reconciler.pipeline import clusters, publishing
+from reconciler.pipeline.warm import Warm as Warm
 from reconciler.render import rollout, rolloutgone
 from reconciler.settings import Settings
 from reconciler.validate import guard
@@ -296,7 +297,11 @@ def rendered(
 
 
 def reconcile_once(
-    settings: Settings, *, on_stage: StageHook = _noop, fenced: fence.Fence = fence.UNFENCED
+    settings: Settings,
+    *,
+    on_stage: StageHook = _noop,
+    fenced: fence.Fence = fence.UNFENCED,
+    warm: Warm | None = None,
 ) -> PassResult:
     """One full pass: pull, validate, observe, schedule, render, commit, push and apply.
 
@@ -304,12 +309,14 @@ def reconcile_once(
     pass moved replicas and their new copies became Healthy within `settings.move_wait`, a
     second pass on the same source retires the old copies (make-before-break). Every write
     (the push, each cluster write) checks `fenced` first; a failed check raises
-    `fence.Deposed` and the pass stops there."""
+    `fence.Deposed` and the pass stops there. `warm` holds what earlier passes of this
+    process left for the next one (`pipeline.warm`); a fresh one is made when none is given."""
     if settings.repo is None:
         raise ValueError("reconcile needs a source repository (--repo)")
-    result = _one_pass(settings, on_stage, fenced)
+    warm = warm if warm is not None else Warm(state_dir=settings.state_dir)
+    result = _one_pass(settings, on_stage, fenced, warm)
     if result.applied is not None and result.passes == 2:
-        second = _one_pass(settings, on_stage, fenced, follow_up=True)
+        second = _one_pass(settings, on_stage, fenced, warm, follow_up=True)
         return PassResult(
             planned=second.planned,
             commit=second.commit or result.commit,
@@ -322,7 +329,12 @@ def reconcile_once(
 
 
 def _one_pass(
-    settings: Settings, on_stage: StageHook, fenced: fence.Fence, *, follow_up: bool = False
+    settings: Settings,
+    on_stage: StageHook,
+    fenced: fence.Fence,
+    warm: Warm,
+    *,
+    follow_up: bool = False,
 ) -> PassResult:
     """Load, plan, commit, apply: each a call that returns the next one's input, and each
     result told to the operators once (`audit`)."""

@@ -136,11 +136,13 @@ class Runner:
         self._abandoning = False
         self.stage: str | None = None
         """The stage the running pass is in; None between passes."""
+        self.warm = pipeline.Warm(state_dir=settings.state_dir)
+        """What each pass leaves for the next one, for this process's life (`pipeline.warm`)."""
         self.forward: Callable[[], bool] | None = None
         """How a follower asks the leader for a pass (a stamp on the Lease)."""
 
     def _reconcile(self, settings: Settings, hook: pipeline.StageHook) -> pipeline.PassResult:
-        return pipeline.reconcile_once(settings, on_stage=hook, fenced=self.fence)
+        return pipeline.reconcile_once(settings, on_stage=hook, fenced=self.fence, warm=self.warm)
 
     # --- control ------------------------------------------------------------------------------
 
