@@ -151,6 +151,8 @@ def _schedule(
     now: float | None,
     source: Source,
     observations: Mapping[str, Observation] | None,
+    *,
+    standing_verdicts: bool = True,
 ) -> schedule.Placement:
     on_stage(Stage.SCHEDULE)
     placed = schedule.place_and_project(
@@ -158,6 +160,7 @@ def _schedule(
         {d.key: d for d in before.decisions} or None,
         observations,
         diagnose=diagnose,
+        standing_verdicts=standing_verdicts,
         now=pass_time(source, now),
         filling=filling(spec, before.phases),
         forecasts=foresee.forecasts(spec, before, observations, pass_time(source, now)),
@@ -203,7 +206,9 @@ def plan(
         on_stage(Stage.OBSERVE)
         observed = observer(spec)
     seen = observed.observations
-    placement = _schedule(spec, on_stage, before, diagnose, now, source, seen)
+    placement = _schedule(
+        spec, on_stage, before, diagnose, now, source, seen, standing_verdicts=False
+    )
     decisions = placement.decisions
     on_stage(Stage.RENDER)
     still = schedule.still_filling(decisions, filling(spec, before.phases), pass_time(source, now))

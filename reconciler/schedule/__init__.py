@@ -142,17 +142,22 @@ def place_and_project(
     observations: Mapping[str, Observation] | None = None,
     *,
     diagnose: bool = True,
+    standing_verdicts: bool = True,
     now: float = 0.0,
     filling: Collection[str] = (),
     forecasts: Forecasts | None = None,
 ) -> Placement:
-    """`place`, with the water levels its decisions leave each cluster at (`dro plan`)."""
+    """`place`, with the water levels its decisions leave each cluster at (`dro plan`).
+    `standing_verdicts=False` lets a placement that stands keep the diagnosis recorded when
+    it was made, instead of scoring every cluster again for it: what a pass writes, since an
+    unchanged placement's file keeps that diagnosis anyway (`record`)."""
     with _no_cyclic_gc():
         return _place(
             spec,
             previous,
             observations,
             diagnose=diagnose,
+            standing_verdicts=standing_verdicts,
             now=now,
             filling=filling,
             forecasts=forecasts or {},
@@ -179,6 +184,7 @@ def _place(
     observations: Mapping[str, Observation] | None,
     *,
     diagnose: bool,
+    standing_verdicts: bool,
     now: float,
     filling: Collection[str],
     forecasts: Forecasts,
@@ -207,6 +213,7 @@ def _place(
         spec.config,
         standing_previous,
         diagnose=diagnose,
+        standing_verdicts=standing_verdicts,
         now=now,
         filling=filling,
         data=data,

@@ -67,6 +67,7 @@ class Pass:
         previous: Mapping[ResourceKey, Decision],
         *,
         diagnose: bool,
+        standing_verdicts: bool = True,
         now: float,
         filling: Collection[str] = (),
         data: stci.DataCosts | None = None,
@@ -88,6 +89,8 @@ class Pass:
         self.config = config
         self.previous = previous
         self.diagnose = diagnose
+        self.standing_verdicts = standing_verdicts
+        """False: a placement that stands keeps its recorded diagnosis, unscored (a pass)."""
         base = fleet.used.T if foresight is None else foresight.base
         self.usage: FloatArray = base.copy(order="C")
         """(resources × clusters) usage as the pass goes: the ledger. It starts from the
@@ -272,13 +275,13 @@ class Pass:
         stuck: Mapping[int, int],
     ) -> bool:
         """Whether a divided workload's previous division stands, found without the filters'
-        verdicts. Every filter after the static ones keeps the clusters a workload holds, so
-        the static filters alone decide whether a holder is dropped, and a kept holder makes
-        the workload feasible. Passes that explain
-        themselves, ordered affinity terms, pods pending and Fresh requests take the full path.
-        """
-        if self.diagnose or stuck or before is None or not before.clusters:
+        verdicts: the static filters alone may drop a holder (every later one keeps holders),
+        and a kept holder makes it feasible. Passes that explain standing placements, ordered
+        affinity terms, pods pending and Fresh requests take the full path."""
+        if stuck or before is None or not before.clusters:
             return False
+        if self.diagnose and (self.standing_verdicts or before.recorded is None):
+            return False  # the verdicts are wanted, and a recorded diagnosis cannot stand in
         if before.over_limit or before.pending:
             return False  # re-checked every pass: room may have appeared
         placement = subject.placement
@@ -313,12 +316,7 @@ class Pass:
             if stuck and reason is None:
                 reason = triggers.pending(fleet)
             reason = reason or triggers.trigger(
-                fleet,
-                subject,
-                feasible,
-                before,
-                lost,
-                subject.movable,
+                fleet, subject, feasible, before, lost, subject.movable
             )
             request = triggers.pending_request(subject.placement, before)
             if reason is None and request is not None:
