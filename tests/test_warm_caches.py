@@ -9,6 +9,7 @@ that a corrupt cache file, or one written for another repository, is ignored wit
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,6 +18,7 @@ import pytest
 from conftest import EXAMPLE, SourceRepo, git, make_source_repo
 
 from reconciler import cli, laststate, load, pipeline, validate
+from reconciler.branch import lastpass, readback
 from reconciler.domain import Source, SourceFile
 from reconciler.load import cachefile
 from reconciler.settings import Settings
@@ -180,3 +182,45 @@ def test_a_cached_parse_is_not_shared_between_passes(tmp_path: Path) -> None:
     again = cache.documents(INFERENCE, data)
     assert again[0].body["spec"]["replicas"] == 4
     assert again[0].origin.lines == first[0].origin.lines
+
+
+def test_a_decision_from_the_cache_file_is_the_decision_its_blob_holds_without_reading_it(
+    tmp_path: Path,
+) -> None:
+    repo = make_source_repo(tmp_path / "src")
+    state = tmp_path / "state"
+    assert reconcile(repo, state) == 0
+    files = load.previous_blobs(str(repo.bare), "dro/rendered", state)
+    assert isinstance(files, readback.Blobs)
+    fresh = lastpass.decisions(dict(files))
+    cache = readback.ReadBack()
+    assert lastpass.decisions(files, cache) == fresh
+    kept = json.loads(json.dumps(cache.exported()))  # as the next process reads its file
+    again = readback.ReadBack()
+    again.adopt(kept)
+    unread = readback.Blobs({p: files.blob_id(p) for p in files}, blob_never_read)
+    decided = lastpass.decisions(unread, again)
+    assert decided == fresh
+    assert any(d.recorded for d in decided.values())  # the diagnosis blocks came back too
+    assert not again.changed
+
+
+def blob_never_read(blob: str) -> bytes:
+    raise AssertionError(f"blob {blob} was read although the cache knew it")
+
+
+def test_a_cache_entry_that_fails_the_field_checks_is_not_believed(tmp_path: Path) -> None:
+    repo = make_source_repo(tmp_path / "src")
+    state = tmp_path / "state"
+    assert reconcile(repo, state) == 0
+    files = load.previous_blobs(str(repo.bare), "dro/rendered", state)
+    assert isinstance(files, readback.Blobs)
+    cache = readback.ReadBack()
+    fresh = lastpass.decisions(files, cache)
+    kept = cache.exported()
+    for entry in kept.values():
+        if "decision" in entry:
+            entry["decision"]["status"]["clusters"] = [{"name": "x", "replicas": "many"}]
+    again = readback.ReadBack()
+    again.adopt(kept)
+    assert lastpass.decisions(files, again) == fresh  # each file read again instead

@@ -8,8 +8,8 @@ the state directory (`load.cachefile`, for the next `dro reconcile --once`). Onl
 wrote them are kept, and kept as what the seal check and the field checks accepted; a file
 that is not (edited by hand, a wrong field) is read, distrusted and warned about on every pass,
 exactly as without the cache. The field checks run again on a document that came from the file
-cache. A decision's diagnosis block is kept as where it sits in the file, not as text: it is
-taken from the blob's bytes when the decision is first needed in a process.
+cache. A decision's diagnosis block (most of its bytes) is kept unparsed, as `yamlio.cut_block`
+cut it, and packed with zlib in the file cache.
 
 `Blobs` is the state files as a mapping read lazily by blob id, so that the bytes of a file
 whose decision is already known are not read at all.
@@ -19,9 +19,12 @@ Called by `branch.lastpass`, `laststate`, `load` and `pipeline.warm`.
 
 from __future__ import annotations
 
+import base64
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from reconciler import yamlio
 from reconciler.branch import statefiles
 from reconciler.domain import Decision
 
@@ -87,29 +90,30 @@ class ReadBack:
         """The decision the file at `path` with blob id `blob` holds (`statefiles.decision`);
         `data()` gives its bytes, read only when the cache cannot answer without them."""
         key = (path, blob)
-        found = self._decisions.get(key)
+        found = self._decisions.get(key) or self._kept_decision(key)
         if found is not None:
+            self._decisions[key] = found
             self._used.add(key)
             return found
-        kept = self._kept.get(key)
-        if kept is not None and "decision" in kept:
-            span = kept.get("span")
-            try:
-                found = statefiles.decision_again(kept["decision"], _span(span), data())
-            except (statefiles.StateError, KeyError, TypeError, ValueError):
-                found = None  # a file cache entry not as written: read the file itself
-            if found is not None:
-                self._decisions[key] = found
-                self._used.add(key)
-                return found
-        decision, trusted = statefiles.read_decision(path, data())
-        if trusted is not None:
-            document, where = trusted
+        decision, document = statefiles.read_decision(path, data())
+        if document is not None:
             self._decisions[key] = decision
-            self._kept[key] = {"decision": document, "span": None if where is None else [*where]}
+            self._kept[key] = {"decision": document}
             self._used.add(key)
             self._changed = True
         return decision
+
+    def _kept_decision(self, key: Key) -> Decision | None:
+        """The decision a file cache entry holds, its fields checked again; None when there
+        is none, or when it is not as `exported` writes it (the file itself is then read)."""
+        kept = self._kept.get(key)
+        if kept is None or "decision" not in kept or "diagnosis" not in kept:
+            return None
+        try:
+            diagnosis = _unpacked(kept["diagnosis"])
+            return statefiles.decision_again(kept["decision"], diagnosis)
+        except (statefiles.StateError, KeyError, TypeError, ValueError, zlib.error):
+            return None
 
     def status(self, path: str, blob: str, data: Callable[[], bytes]) -> Mapping[str, Any]:
         """The checked `status` of the `status/` file at `path` (`statefiles.status_of`),
@@ -145,6 +149,9 @@ class ReadBack:
             del self._kept[key]
             self._decisions.pop(key, None)
             self._statuses.pop(key, None)
+        for key, kept in self._kept.items():
+            if "decision" in kept and "diagnosis" not in kept:
+                kept["diagnosis"] = _packed(self._decisions[key].recorded)
         self._changed = False
         return {f"{blob}/{path}": entry for (path, blob), entry in sorted(self._kept.items())}
 
@@ -156,10 +163,19 @@ class ReadBack:
                 self._kept.setdefault((path, blob), entry)
 
 
-def _span(value: Any) -> statefiles.Span | None:
-    """A diagnosis span as the file cache holds it ([start, end]); ValueError otherwise."""
-    if value is None:
+def _packed(recorded: object) -> str | None:
+    """A diagnosis block (`yamlio.Verbatim`) as a file cache keeps it: zlib, in base64 (a
+    block is ~180 KB of repetitive text at 1,000 clusters; packed it is ~8 KB). None for a
+    decision without a block (an inline diagnosis is part of its document)."""
+    if not isinstance(recorded, yamlio.Verbatim):
         return None
-    if not isinstance(value, list) or len(value) != 2 or not all(type(v) is int for v in value):
-        raise ValueError("not a span")
-    return value[0], value[1]
+    return base64.b64encode(zlib.compress(recorded.encode("utf-8"), 1)).decode("ascii")
+
+
+def _unpacked(packed: Any) -> str | None:
+    """The diagnosis block `_packed` packed; ValueError (or zlib.error) for anything else."""
+    if packed is None:
+        return None
+    if not isinstance(packed, str):
+        raise ValueError("not a packed diagnosis")
+    return zlib.decompress(base64.b64decode(packed, validate=True)).decode("utf-8")

@@ -89,14 +89,10 @@ def decision(path: str, data: bytes) -> Decision:
     return read_decision(path, data)[0]
 
 
-Span = tuple[int, int]
-"""Where a decision's diagnosis block sits in its file's text after the seal line."""
-
-
-def read_decision(path: str, data: bytes) -> tuple[Decision, tuple[Any, Span | None] | None]:
-    """`decision`, and for a decision as dro wrote it (sealed, every field checked) what a
-    cache keeps to give it again without the seal's digest or a parse (`decision_again`): its
-    document without the diagnosis, and where the diagnosis block is. None for a stand-in."""
+def read_decision(path: str, data: bytes) -> tuple[Decision, Any | None]:
+    """`decision`, and for a decision as dro wrote it (sealed, every field checked) its
+    document without the diagnosis block, which a cache keeps to give the decision again
+    without the seal's digest or a parse (`decision_again`). None for a stand-in."""
     try:
         body = unseal(data)
     except StateError as error:
@@ -108,25 +104,16 @@ def read_decision(path: str, data: bytes) -> tuple[Decision, tuple[Any, Span | N
         found = checked_decision(document)
     except StateError as error:
         return _stand_in(path, data, str(error)), None
-    if diagnosis is None:
-        return found, (document, None)
-    start = text.find(_DIAGNOSIS) + len(_DIAGNOSIS)
-    return replace(found, recorded=diagnosis), (document, (start, start + len(diagnosis)))
+    return (found if diagnosis is None else replace(found, recorded=diagnosis)), document
 
 
-_DIAGNOSIS = "\n  diagnosis:\n"
-"""The line `cut_block` cuts the diagnosis below (`status.diagnosis`)."""
-
-
-def decision_again(document: Any, span: Span | None, data: bytes) -> Decision:
-    """The decision `read_decision` read from these very bytes (the caller knows them by
-    their git blob id), from what it kept: the checks run again on the document, and the
-    diagnosis block is taken from the bytes, unparsed, as `cut_block` took it."""
+def decision_again(document: Any, diagnosis: str | None) -> Decision:
+    """The decision `read_decision` read, from what a cache kept of it: its document, whose
+    fields are checked again, and its diagnosis block as `cut_block` cut it (None without)."""
     found = checked_decision(document)
-    if span is None:
+    if diagnosis is None:
         return found
-    text = data.partition(b"\n")[2].decode("utf-8")
-    return replace(found, recorded=yamlio.Verbatim(text[span[0] : span[1]]))
+    return replace(found, recorded=yamlio.Verbatim(diagnosis))
 
 
 def _text_of(data: bytes) -> str:
