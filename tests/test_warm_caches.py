@@ -224,3 +224,27 @@ def test_a_cache_entry_that_fails_the_field_checks_is_not_believed(tmp_path: Pat
     again = readback.ReadBack()
     again.adopt(kept)
     assert lastpass.decisions(files, again) == fresh  # each file read again instead
+
+
+@pytest.mark.parametrize(
+    ("header", "why"),
+    [
+        ({"format": "dro cache", "version": 2}, "another version of dro (cache format 2, not 1)"),
+        ({"format": "dro cache", "version": 1, "kind": "readback"}, "not a parsed cache file"),
+        ({"format": "other", "version": 1}, "not a dro cache file"),
+        ({"format": "dro cache", "version": 1, "kind": "parsed"}, "another repository"),
+    ],
+)
+def test_a_cache_file_that_is_not_this_dros_for_this_repo_says_why_it_is_ignored(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], header: dict[str, object], why: str
+) -> None:
+    url = "https://git.example.com/fleet.git"
+    cachefile.write(tmp_path, url, "parsed", {"a": "b"})
+    assert cachefile.read(tmp_path, url, "parsed") == {"a": "b"}
+    where = cachefile.path_of(tmp_path, url, "parsed")
+    where.write_bytes(json.dumps(header).encode() + b"\n{}")
+    capfd.readouterr()
+    assert cachefile.read(tmp_path, url, "parsed") is None
+    err = capfd.readouterr().err
+    assert "cache_ignored" in err
+    assert why in err

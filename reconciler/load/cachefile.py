@@ -95,8 +95,11 @@ def _refused(data: bytes, url: str, kind: str) -> str | None:
         return "not a dro cache file (its first line is no JSON header)"
     if not newline or not isinstance(header, dict) or header.get("format") != FORMAT:
         return "not a dro cache file"
-    if header.get("version") != VERSION or header.get("kind") != kind:
-        return f"written by another version of dro (format {header.get('version')!r})"
+    if header.get("version") != VERSION:
+        found = header.get("version")
+        return f"written by another version of dro (cache format {found!r}, not {VERSION})"
+    if header.get("kind") != kind:
+        return f"not a {kind} cache file"
     if header.get("repo") != repo_id(url):
         return "written for another repository"
     if header.get("sha256") != hashlib.sha256(body).hexdigest():
