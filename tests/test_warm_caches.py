@@ -248,3 +248,15 @@ def test_a_cache_file_that_is_not_this_dros_for_this_repo_says_why_it_is_ignored
     err = capfd.readouterr().err
     assert "cache_ignored" in err
     assert why in err
+
+
+def test_memory_holds_the_files_of_the_last_pass_only() -> None:
+    cache = parsecache.ParseCache()
+    for replicas in range(5):  # five versions of one file, one per pass
+        cache.begin()
+        data = (
+            (EXAMPLE / INFERENCE).read_bytes().replace(b"replicas: 4", b"replicas: %d" % replicas)
+        )
+        cache.documents(INFERENCE, data)
+        cachefile.keep(cache, None, None, "parsed")
+    assert len(cache.exported()) == 1

@@ -145,15 +145,19 @@ class ReadBack:
     def exported(self) -> dict[str, Any]:
         """The entries this pass used, as JSON values (`load.cachefile`); the others are
         dropped from memory too."""
-        for key in [key for key in self._kept if key not in self._used]:
-            del self._kept[key]
-            self._decisions.pop(key, None)
-            self._statuses.pop(key, None)
+        self.prune()
         for key, kept in self._kept.items():
             if "decision" in kept and "diagnosis" not in kept:
                 kept["diagnosis"] = _packed(self._decisions[key].recorded)
         self._changed = False
         return {f"{blob}/{path}": entry for (path, blob), entry in sorted(self._kept.items())}
+
+    def prune(self) -> None:
+        """Drop the entries this pass did not use (the files of older passes)."""
+        for key in [key for key in self._kept if key not in self._used]:
+            del self._kept[key]
+            self._decisions.pop(key, None)
+            self._statuses.pop(key, None)
 
     def adopt(self, entries: dict[str, Any]) -> None:
         """Take a file cache's entries (`exported`) that memory does not hold."""

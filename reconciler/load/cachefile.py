@@ -44,6 +44,10 @@ class Portable(Protocol):
         """Take the entries a file held (only those not already in memory)."""
         ...
 
+    def prune(self) -> None:
+        """Drop the entries this pass did not use."""
+        ...
+
     @property
     def changed(self) -> bool:
         """True when the cache holds entries its file does not, or holds unused ones."""
@@ -139,7 +143,12 @@ def restore(cache: Portable, state_dir: Path | None, url: str | None, kind: str)
 
 
 def keep(cache: Portable, state_dir: Path | None, url: str | None, kind: str) -> None:
-    """Write `cache` to its file when it changed (nothing without a state directory)."""
-    if state_dir is None or url is None or not cache.changed:
+    """Write `cache` to its file when it changed; without a state directory, only drop the
+    entries this pass did not use, so that memory holds one pass's files."""
+    if state_dir is None or url is None:
+        cache.prune()
+        return
+    if not cache.changed:
+        cache.prune()
         return
     write(state_dir, url, kind, cache.exported())

@@ -76,9 +76,13 @@ class ParseCache:
     def exported(self) -> dict[str, Any]:
         """The entries this pass used, as JSON values (`load.cachefile`); the others are
         dropped from memory too."""
-        self._parsed = {key: text for key, text in self._parsed.items() if key in self._used}
+        self.prune()
         self._changed = False
         return dict(sorted(self._parsed.items()))
+
+    def prune(self) -> None:
+        """Drop the entries this pass did not use (the files of older passes)."""
+        self._parsed = {key: text for key, text in self._parsed.items() if key in self._used}
 
     def adopt(self, entries: dict[str, Any]) -> None:
         """Take a file cache's entries (`exported`) that memory does not hold."""
