@@ -4,7 +4,7 @@
 stage that needs it; `review` (dro plan) builds it once for both sides of a change. Nothing
 else parses the output branch's `decisions/` and `status/` files during a pass.
 
-Called by 7 modules, among them `cli`, `foresee`, `pipeline`, `review`.
+Called by 8 modules, among them `cli`, `foresee`, `pipeline`, `review`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler import load, render, validate
-from reconciler.branch import lastpass, paths, status
+from reconciler.branch import lastpass, paths, readback, status
 from reconciler.domain import Decision, Manifest, ResourceKey, Source
 from reconciler.domain.forecast import History
+from reconciler.load import cachefile
 from reconciler.settings import Settings
 
 
@@ -66,14 +67,16 @@ def of(
     kept: render.Kept | None = None,
     history: Callable[[float, float], History] | None = None,
     templates: render.Templates | None = None,
+    memo: readback.ReadBack | None = None,
 ) -> LastPass:
     """What the output branch's state `files` say, each file read once (an unreadable one is
-    warned about once, by `lastpass`)."""
+    warned about once, by `lastpass`); with a `memo`, files read by blob id
+    (`load.previous_blobs`) that an earlier pass read are not parsed again."""
     return LastPass(
         files=files,
-        decisions=tuple(lastpass.decisions(files).values()),
-        phases=lastpass.phases(files),
-        statuses=status.previous_statuses(files),
+        decisions=tuple(lastpass.decisions(files, memo).values()),
+        phases=lastpass.phases(files, memo),
+        statuses=lastpass.statuses(files, memo),
         kept=kept,
         history=history,
         templates=templates,
@@ -152,28 +155,40 @@ def templates(
     return manifest
 
 
-def online(settings: Settings) -> LastPass:
+def online(settings: Settings, memo: readback.ReadBack | None = None) -> LastPass:
     """The last pass's state, from the output branch of the fetched cache of `settings.repo`
-    (a pass of `dro reconcile` or `dro run`)."""
+    (a pass of `dro reconcile` or `dro run`). A `memo` (`pipeline.Warm`) keeps what each
+    state file parsed to, so that only files new since the last pass are parsed."""
     assert settings.repo is not None
     url = settings.repo
     where = (url, settings.output_branch, settings.state_dir)
+    if memo is not None:
+        memo.begin()
     return of(
-        load.previous_state(*where),
+        load.previous_blobs(*where) if memo is not None else load.previous_state(*where),
         kept=load.previous_rendered(*where),
         history=load.history.reader(*where),
         templates=templates(
             lambda sha: load.source_at(url, settings.state_dir, sha), memo=MEMO, repo=url
         ),
+        memo=memo,
     )
+
+
+READBACK = "readback"
+"""The kind of the read-back cache's file (`load.cachefile`)."""
 
 
 def offline(settings: Settings) -> LastPass:
     """The last pass's decisions and status history for the offline commands (`dro
     validate`, `dro explain`): read from the output branch of the fetched cache of
-    `settings.repo`; nothing for a plain directory."""
+    `settings.repo`, through the read-back cache file a reconcile left (`online`); nothing
+    for a plain directory."""
     if settings.repo is None:
         return FIRST_PASS
     where = (settings.repo, settings.output_branch, settings.state_dir)
-    decisions = tuple(lastpass.decisions(load.previous_state(*where)).values())
+    memo = readback.ReadBack()
+    cachefile.restore(memo, settings.state_dir, settings.repo, READBACK)
+    memo.begin()
+    decisions = tuple(lastpass.decisions(load.previous_blobs(*where), memo).values())
     return LastPass(decisions=decisions, history=load.history.reader(*where))

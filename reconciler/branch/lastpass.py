@@ -10,31 +10,35 @@ Called by `laststate`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import structlog
 
 from reconciler import yamlio
-from reconciler.branch import paths, statefiles
+from reconciler.branch import paths, readback, statefiles
 from reconciler.domain import Decision, ResourceKey
 
 log = structlog.get_logger("dro")
 
 
-def decisions(files: Mapping[str, bytes]) -> dict[ResourceKey, Decision]:
+def decisions(
+    files: Mapping[str, bytes], memo: readback.ReadBack | None = None
+) -> dict[ResourceKey, Decision]:
     """The decisions of the last pass, from the output branch's `decisions/` files.
 
     The branch is state, never authority (`statefiles`): a file that is not as dro wrote it
     (edited by hand, a wrong type, a bad time) is reported with a warning naming it. Its
     workload then comes back as a stand-in with `distrusted` set, so that it is divided again
     by its policy and says why; when even its resource cannot be read, it is skipped and the
-    workload is placed as if for the first time.
+    workload is placed as if for the first time. With a `memo` and `files` read by blob id
+    (`readback.Blobs`), a file seen before is not parsed again.
     """
     result: dict[ResourceKey, Decision] = {}
-    for path, data in sorted(files.items()):
+    for path in sorted(files):
         if not paths.is_decision(path):
             continue
         try:
-            decision = statefiles.decision(path, data)
+            decision = _decision(files, path, memo)
         except (yamlio.YamlError, statefiles.StateError, KeyError, TypeError, ValueError) as error:
             log.warning("previous_decision_unreadable", path=path, error=_said(error))
             continue
@@ -44,21 +48,54 @@ def decisions(files: Mapping[str, bytes]) -> dict[ResourceKey, Decision]:
     return result
 
 
+def _decision(files: Mapping[str, bytes], path: str, memo: readback.ReadBack | None) -> Decision:
+    if memo is None or not isinstance(files, readback.Blobs):
+        return statefiles.decision(path, files[path])
+    return memo.decision(path, files.blob_id(path), lambda: files[path])
+
+
+def status_of(
+    files: Mapping[str, bytes], path: str, memo: readback.ReadBack | None = None
+) -> Mapping[str, Any]:
+    """The checked `status` of the `status/` file at `path` (`statefiles.status_of`), from
+    the `memo` when `files` are read by blob id and the file was seen before."""
+    if memo is None or not isinstance(files, readback.Blobs):
+        return statefiles.status_of(path, files[path])
+    return memo.status(path, files.blob_id(path), lambda: files[path])
+
+
+def statuses(
+    files: Mapping[str, bytes], memo: readback.ReadBack | None = None
+) -> dict[str, dict[str, Any]]:
+    """Cluster name → the `status` of its file (`status.previous_statuses`; unreadable ones
+    skipped, `phases` warns about them), with a `memo` as `status_of`."""
+    found: dict[str, dict[str, Any]] = {}
+    for path in sorted(files):
+        cluster = paths.status_cluster(path)
+        if cluster is None:
+            continue
+        try:
+            found[cluster] = dict(status_of(files, path, memo))
+        except (yamlio.YamlError, statefiles.StateError):
+            continue
+    return found
+
+
 def _said(error: Exception) -> str:
     return error.problem.message if isinstance(error, yamlio.YamlError) else str(error)
 
 
-def phases(files: Mapping[str, bytes]) -> dict[str, str]:
+def phases(files: Mapping[str, bytes], memo: readback.ReadBack | None = None) -> dict[str, str]:
     """Cluster name → its `status.phase` in the last pass's `status/clusters/` files ("" when
     it has none, or its file is not as dro wrote it). Empty when the last pass wrote no status
     (or there was no last pass)."""
     phases: dict[str, str] = {}
-    for path, data in sorted(files.items()):
+    for path in sorted(files):
         name = paths.status_cluster(path)
         if name is None:
             continue
         try:
-            phase = statefiles.status_of(path, data).get("phase") or ""
+            phase = status_of(files, path, memo).get("phase") or ""
         except (yamlio.YamlError, statefiles.StateError) as error:
             log.warning("previous_status_unreadable", path=path, error=_said(error))
             phase = ""

@@ -20,7 +20,8 @@ division.
 The seal detects edits, not forgery: anyone who can push to the output branch can also
 recompute a sha256. Protect the branch so that only dro pushes to it. This module is pure.
 
-Called by `branch.driftfiles`, `branch.lastpass`, `branch.status`, `load` and `render`.
+Called by `branch.driftfiles`, `branch.lastpass`, `branch.readback`, `branch.status`, `load` and
+`render`.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def unseal(data: bytes) -> bytes:
     return body
 
 
-def adopt_unsealed(files: Mapping[str, bytes]) -> dict[str, bytes]:
+def adopt_unsealed(files: Mapping[str, bytes]) -> Mapping[str, bytes]:
     """The output branch's files, with the state files of a branch written before seals
     existed sealed as they are: when no `decisions/` or `status/` file carries a seal, the
     branch predates them, and upgrading dro must not divide every workload again (nor forget
@@ -74,7 +75,7 @@ def adopt_unsealed(files: Mapping[str, bytes]) -> dict[str, bytes]:
     Once any state file carries a seal, an unsealed one is an edit made outside dro."""
     state = [path for path in files if paths.is_state(path)]
     if not state or any(files[path].startswith(SEAL_PREFIX) for path in state):
-        return dict(files)
+        return files
     return {path: seal(data) if path in state else data for path, data in files.items()}
 
 
@@ -85,18 +86,34 @@ def decision(path: str, data: bytes) -> Decision:
     """One `decisions/` file read back. A file that is not as dro wrote it comes back as a
     stand-in with no clusters and `distrusted` set, when its resource can still be read;
     otherwise `StateError` (or `yamlio.YamlError`) is raised."""
+    return read_decision(path, data)[0]
+
+
+def read_decision(path: str, data: bytes) -> tuple[Decision, Any | None]:
+    """`decision`, and for a decision as dro wrote it (sealed, every field checked) its
+    document without the diagnosis block, which a cache keeps to give the decision again
+    without the seal's digest or a parse (`decision_again`). None for a stand-in."""
     try:
         body = unseal(data)
     except StateError as error:
-        return _stand_in(path, data, str(error))
+        return _stand_in(path, data, str(error)), None
     text = _text_of(body)
     rest, diagnosis = yamlio.cut_block(text, "diagnosis", 2)
     document = yamlio.load_own(path, rest.encode())
     try:
         found = checked_decision(document)
     except StateError as error:
-        return _stand_in(path, data, str(error))
-    return found if diagnosis is None else replace(found, recorded=diagnosis)
+        return _stand_in(path, data, str(error)), None
+    return (found if diagnosis is None else replace(found, recorded=diagnosis)), document
+
+
+def decision_again(document: Any, diagnosis: str | None) -> Decision:
+    """The decision `read_decision` read, from what a cache kept of it: its document, whose
+    fields are checked again, and its diagnosis block as `cut_block` cut it (None without)."""
+    found = checked_decision(document)
+    if diagnosis is None:
+        return found
+    return replace(found, recorded=yamlio.Verbatim(diagnosis))
 
 
 def _text_of(data: bytes) -> str:
@@ -231,7 +248,18 @@ _TEXTS = ("source", "phase", "health", "message", "resource")
 def status_of(path: str, data: bytes) -> Mapping[str, Any]:
     """The `status` of one `status/` file read back and checked; raises `StateError` (or
     `yamlio.YamlError`) when it is not as dro wrote it."""
-    document = yamlio.load_own(path, unseal(data))
+    return checked_status(path, status_document(path, data))
+
+
+def status_document(path: str, data: bytes) -> Any:
+    """The document of a `status/` file, its seal checked; raises `StateError` (or
+    `yamlio.YamlError`) when the seal is missing or does not match."""
+    return yamlio.load_own(path, unseal(data))
+
+
+def checked_status(path: str, document: Any) -> Mapping[str, Any]:
+    """The `status` of the document of the `status/` file at `path`, checked field by field;
+    raises `StateError` naming the first field that dro would not have written."""
     status = _mapping(_mapping(document, "").get("status"), "/status")
     for field in _TEXTS:
         _optional_text(status, field, "/status")

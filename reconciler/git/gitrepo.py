@@ -6,7 +6,7 @@ from trees and trees are written from memory. A `TreeWriter` remembers the blobs
 it wrote, so a commit that changes one file rehashes only that file, and refuses any path that
 `git fsck` would reject (`domain.paths`).
 
-Called by 9 modules, among them `audit`, `commit`, `git.policyrepo`, `load`.
+Called by 10 modules, among them `audit`, `commit`, `git.policyrepo`, `load`.
 """
 
 from __future__ import annotations
@@ -168,16 +168,18 @@ SUBMODULE = "a submodule (gitlink)"
 
 
 def walk(
-    repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = ""
+    repo: pygit2.Repository, tree: pygit2.Tree, prefix: str = "", wanted: tuple[str, ...] = ()
 ) -> Iterator[tuple[str, pygit2.Object | str]]:
     """(path, blob) for every file under `tree`, depth first, in git's (sorted) order, and
-    (path, `SYMLINK` or `SUBMODULE`) for a symbolic link or a gitlink, which have no file."""
-    for entry in tree:
+    (path, `SYMLINK` or `SUBMODULE`) for a symbolic link or a gitlink, which have no file.
+    With `wanted`, a folder no wanted path can start in is not entered (the output branch's
+    `clusters/**` when only its state is read)."""
+    for entry in _entries(repo, tree, prefix, wanted):
         path = f"{prefix}{entry.name}"
         if entry.type_str == "tree":
             subtree = repo[entry.id]
             assert isinstance(subtree, pygit2.Tree)
-            yield from walk(repo, subtree, f"{path}/")
+            yield from walk(repo, subtree, f"{path}/", wanted)
         elif entry.type_str == "commit":
             yield path, SUBMODULE
         elif entry.filemode == pygit2.enums.FileMode.LINK:
@@ -186,13 +188,30 @@ def walk(
             yield path, repo[entry.id]
 
 
+def _entries(
+    repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, wanted: tuple[str, ...]
+) -> Iterator[pygit2.Object]:
+    """The entries of `tree` (at `prefix`) that may hold a wanted path: all without `wanted`."""
+    for entry in tree:
+        if not wanted or _may_hold(f"{prefix}{entry.name}", entry.type_str == "tree", wanted):
+            yield entry
+
+
+def _may_hold(path: str, folder: bool, wanted: tuple[str, ...]) -> bool:
+    """True when `path` starts with a wanted prefix, or is a folder a wanted prefix is in."""
+    if path.startswith(wanted):
+        return True
+    return folder and any(prefix.startswith(f"{path}/") for prefix in wanted)
+
+
 def read_tree(
     repo: pygit2.Repository, commit: pygit2.Commit, wanted: tuple[str, ...] = ()
 ) -> tuple[dict[str, bytes], dict[str, str]]:
     """Files of a commit whose path starts with one of `wanted` (all files when empty), and
-    the symbolic links and gitlinks among them (path → `SYMLINK` or `SUBMODULE`)."""
+    the symbolic links and gitlinks among them (path → `SYMLINK` or `SUBMODULE`). Folders
+    that cannot hold a wanted path are not read."""
     files, links = {}, {}
-    for path, found in walk(repo, commit.tree):
+    for path, found in walk(repo, commit.tree, "", wanted):
         if wanted and not path.startswith(wanted):
             continue
         if isinstance(found, str):
@@ -208,6 +227,30 @@ def read_files(
 ) -> dict[str, bytes]:
     """Files of a commit whose path starts with one of `wanted` (all files when empty)."""
     return read_tree(repo, commit, wanted)[0]
+
+
+def blob_ids(
+    repo: pygit2.Repository, commit: pygit2.Commit, wanted: tuple[str, ...]
+) -> dict[str, str]:
+    """Path → blob id (hex) of the files of a commit under `wanted`, without reading a blob:
+    a reader that cached what each id parses to reads only the blobs it has not seen."""
+    found: dict[str, str] = {}
+    for path, entry in _ids(repo, commit.tree, "", wanted):
+        found[path] = entry
+    return found
+
+
+def _ids(
+    repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, wanted: tuple[str, ...]
+) -> Iterator[tuple[str, str]]:
+    for entry in _entries(repo, tree, prefix, wanted):
+        path = f"{prefix}{entry.name}"
+        if entry.type_str == "tree":
+            subtree = repo[entry.id]
+            assert isinstance(subtree, pygit2.Tree)
+            yield from _ids(repo, subtree, f"{path}/", wanted)
+        elif entry.type_str == "blob" and entry.filemode != pygit2.enums.FileMode.LINK:
+            yield path, str(entry.id)
 
 
 class TreeWriter:

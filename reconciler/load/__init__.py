@@ -15,13 +15,13 @@ Called by 9 modules, among them `cli.audit`, `laststate`, `pipeline`, `review`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import structlog
 
 from reconciler import redact
-from reconciler.branch import paths, statefiles
+from reconciler.branch import paths, readback, statefiles
 from reconciler.domain import Source, SourceFile
 from reconciler.domain.credentials import Credentials
 from reconciler.domain.forecast import History
@@ -229,7 +229,7 @@ class Revisions:
         if tip is None:
             return {}
         files = gitrepo.read_files(self._repo, tip, () if manifests else paths.STATE_FOLDERS)
-        return statefiles.adopt_unsealed(files)
+        return dict(statefiles.adopt_unsealed(files))
 
 
 def previous_state(url: str, branch: str, state_dir: Path) -> dict[str, bytes]:
@@ -244,7 +244,25 @@ def previous_state(url: str, branch: str, state_dir: Path) -> dict[str, bytes]:
         files = gitrepo.read_files(repo, tip, paths.STATE_FOLDERS)
     except KeyError as error:
         raise GitError(f"output branch {branch} is unreadable: {error}") from error
-    return statefiles.adopt_unsealed(files)
+    return dict(statefiles.adopt_unsealed(files))
+
+
+def previous_blobs(url: str, branch: str, state_dir: Path) -> Mapping[str, bytes]:
+    """`previous_state`, read lazily: the paths and blob ids of `decisions/` and `status/`
+    (only those folders are walked), each blob read when asked for (`readback.Blobs`), so
+    that a reader that knows what a blob id parses to reads no bytes. A branch written before
+    seals existed comes back as `previous_state` gives it (read whole, sealed as it is)."""
+    repo = gitrepo.open_cache(url, state_dir)
+    tip = gitrepo.remote_tip(repo, branch)
+    if tip is None:
+        return {}
+    try:
+        ids = gitrepo.blob_ids(repo, tip, paths.STATE_FOLDERS)
+    except KeyError as error:
+        raise GitError(f"output branch {branch} is unreadable: {error}") from error
+    files = readback.Blobs(ids, lambda blob: gitrepo.blob_data(repo, blob))
+    adopted = statefiles.adopt_unsealed(files)
+    return files if adopted is files else dict(adopted)
 
 
 def previous_rendered(url: str, branch: str, state_dir: Path) -> Callable[[str], bytes | None]:

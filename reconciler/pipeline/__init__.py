@@ -31,7 +31,7 @@ from reconciler.pipeline import clusters, publishing
 from reconciler.pipeline.warm import Warm as Warm
 from reconciler.render import rollout, rolloutgone
 from reconciler.settings import Settings
-from reconciler.validate import guard
+from reconciler.validate import guard, parsecache
 
 StageHook = Callable[[str], None]
 """Called with each stage's name as it starts; the CLI uses it for its progress display."""
@@ -194,13 +194,15 @@ def plan(
     observer: Observer | None = None,
     diagnose: bool = True,
     ceiling: guard.Guard = guard.BUILTIN,
+    parsed: parsecache.ParseCache | None = None,
 ) -> tuple[Planned, live.Observed]:
     """Validate → (observe) → schedule → render: the part of a pass every command shares.
     Without an `observer` nothing is observed, and the tree is a pure function of the source
     and the last pass's state (`before`). `diagnose=False` leaves the per-cluster verdicts out
-    of the decisions. `ceiling` is the operator's guard."""
+    of the decisions. `ceiling` is the operator's guard; `parsed` keeps each source file's
+    parse between passes (`pipeline.Warm`)."""
     on_stage(Stage.VALIDATE)
-    spec = validate.spec(source, ceiling=ceiling)
+    spec = validate.spec(source, ceiling=ceiling, parsed=parsed)
     observed = live.Observed()
     if observer is not None:
         on_stage(Stage.OBSERVE)
@@ -319,7 +321,10 @@ def reconcile_once(
     if settings.repo is None:
         raise ValueError("reconcile needs a source repository (--repo)")
     warm = warm if warm is not None else Warm(state_dir=settings.state_dir)
-    result = _one_pass(settings, on_stage, fenced, warm)
+    try:
+        result = _one_pass(settings, on_stage, fenced, warm)
+    finally:
+        warm.keep()
     if result.applied is not None and result.passes == 2:
         second = _one_pass(settings, on_stage, fenced, warm, follow_up=True)
         return PassResult(
@@ -345,8 +350,9 @@ def _one_pass(
     result told to the operators once (`audit`)."""
     assert settings.repo is not None
     source = _loaded(settings, on_stage)
+    warm.begin(settings.repo)
     with clusters.Clusters(settings, fenced) as fleet, _working_on(source):
-        before = laststate.online(settings)
+        before = laststate.online(settings, warm.readback)
         audit.loaded(Stage.LOAD, source, before.decisions, follow_up=follow_up)
         now = time.time()
         planned, observed = plan(
@@ -356,6 +362,7 @@ def _one_pass(
             now=now,
             observer=fleet.observer(before, now),
             ceiling=settings.guard,
+            parsed=warm.parsed,
         )
         planned = _drift_surveyed(fleet.members, planned, before, now)
         audit.removed_clusters(

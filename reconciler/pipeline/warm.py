@@ -6,13 +6,30 @@ state directory (`state_dir`). A cache is an optimisation only: a pass with a co
 gives the same bytes as one with a warm one (tests/test_incremental.py proves it on random
 change sequences). Each stage's cache is one field, typed by the stage's own cache class.
 
+- `parsed`: each source file's parse, by its path and the sha256 of its bytes
+  (`validate.parsecache`);
+- `readback`: what each state file of the output branch parsed to, by its blob id
+  (`branch.readback`).
+
+Both are kept on disk per repository when `state_dir` is set (`load.cachefile`): read once,
+when a process's first pass of a repository starts (`begin`), and written after each pass that
+changed them (`keep`).
+
 Called by `pipeline`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from reconciler.branch import readback as readbacks
+from reconciler.laststate import READBACK
+from reconciler.load import cachefile
+from reconciler.validate import parsecache
+
+PARSED = "parsed"
+"""The kind of the source parse cache's file (`load.cachefile`)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -21,3 +38,25 @@ class Warm:
 
     state_dir: Path | None = None
     """Where the on-disk caches live (`--state-dir`); None keeps them in memory only."""
+    parsed: parsecache.ParseCache = field(default_factory=parsecache.ParseCache)
+    """Each source file's parse (`validate.parsecache`)."""
+    readback: readbacks.ReadBack = field(default_factory=readbacks.ReadBack)
+    """What each of the output branch's state files parsed to (`branch.readback`)."""
+    repo: str | None = None
+    """The repository the caches hold the files of; another one starts them afresh."""
+
+    def begin(self, repo: str | None) -> None:
+        """A pass of `repo` starts: the caches are read from the state directory when this
+        process has not read them for it yet."""
+        if repo != self.repo:
+            self.parsed = parsecache.ParseCache()
+            self.readback = readbacks.ReadBack()
+            self.repo = repo
+            cachefile.restore(self.parsed, self.state_dir, repo, PARSED)
+            cachefile.restore(self.readback, self.state_dir, repo, READBACK)
+        self.parsed.begin()
+
+    def keep(self) -> None:
+        """A pass ended: each cache is written to the state directory when it changed."""
+        cachefile.keep(self.parsed, self.state_dir, self.repo, PARSED)
+        cachefile.keep(self.readback, self.state_dir, self.repo, READBACK)

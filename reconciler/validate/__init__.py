@@ -21,7 +21,6 @@ from reconciler import yamlio
 from reconciler.domain import (
     DRO_API_VERSION,
     Cluster,
-    Decision,
     Document,
     MoveBudget,
     Origin,
@@ -51,12 +50,14 @@ from reconciler.validate import (
     locations,
     names,
     overridecheck,
+    parsecache,
     policies,
     rollouts,
     schemacheck,
     sealedcheck,
 )
 from reconciler.validate import references as refs
+from reconciler.validate.removed import removed_clusters as removed_clusters
 
 DRO = DRO_API_VERSION
 
@@ -236,7 +237,7 @@ def _accept_cluster(doc: Document, into: _Collector) -> None:
     into.cluster_list.append(clusters.cluster(doc, into.problems))
 
 
-def _parse(source: Source, into: _Collector) -> None:
+def _parse(source: Source, into: _Collector, parsed: parsecache.ParseCache | None) -> None:
     into.problems += source.problems
     for path, what in source.links:
         into.problems.append(
@@ -252,7 +253,9 @@ def _parse(source: Source, into: _Collector) -> None:
         if route is None:
             continue
         try:
-            documents = yamlio.parse_documents(file.path, file.data)
+            documents = (parsed.documents if parsed else yamlio.parse_documents)(
+                file.path, file.data
+            )
         except yamlio.YamlError as error:
             into.problems.append(error.problem)
             continue
@@ -362,11 +365,18 @@ def _config(into: _Collector) -> SchedulerConfig:
     )
 
 
-def check(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Result:
+def check(
+    source: Source,
+    *,
+    ceiling: guard.Guard = guard.BUILTIN,
+    parsed: parsecache.ParseCache | None = None,
+) -> Result:
     """Validate every file; return the Spec (None on any error) and all problems, sorted.
-    `ceiling` is the operator's guard (`guard.load_ceiling`), which dro.yaml may narrow."""
+    `ceiling` is the operator's guard (`guard.load_ceiling`), which dro.yaml may narrow.
+    `parsed` keeps each file's parse between passes (`pipeline.Warm`); the checks run all
+    the same."""
     into = _Collector()
-    _parse(source, into)
+    _parse(source, into, parsed)
     config = _config(into)
     version = config.kubernetes_version or schemacheck.kubernetes_versions()[-1]
     objects = refs.check_objects(into.objects, version, into.problems)
@@ -466,30 +476,15 @@ def _check_guard(
     return layers
 
 
-def spec(source: Source, *, ceiling: guard.Guard = guard.BUILTIN) -> Spec:
-    """The validated Spec of a source; raises `ValidationFailed` with every problem found."""
-    result = check(source, ceiling=ceiling)
+def spec(
+    source: Source,
+    *,
+    ceiling: guard.Guard = guard.BUILTIN,
+    parsed: parsecache.ParseCache | None = None,
+) -> Spec:
+    """The validated Spec of a source; raises `ValidationFailed` with every problem found
+    (`parsed` as in `check`)."""
+    result = check(source, ceiling=ceiling, parsed=parsed)
     if result.spec is None:
         raise ValidationFailed(result.problems)
     return result.spec
-
-
-def removed_clusters(spec: Spec, previous: Iterable[Decision]) -> list[str]:
-    """Warnings for clusters whose file was deleted while the last pass still placed replicas
-    there (target or retiring), naming them: they are placed elsewhere at once, and dro can no
-    longer reach the cluster to remove the old copies."""
-    known = {c.name for c in spec.clusters}
-    held: dict[str, list[str]] = {}
-    for decision in sorted(previous, key=lambda d: d.key.sort_key):
-        for placed in (*decision.clusters, *decision.retiring):
-            if placed.cluster not in known:
-                runs = decision.effective.get(placed.cluster, placed.replicas)  # an override's
-                count = "" if runs is None or placed.replicas is None else f"{runs}× "
-                held.setdefault(placed.cluster, []).append(f"{count}{decision.key}")
-    return [
-        f"cluster {name} was removed while it still holds {', '.join(objects)}: they are "
-        f"placed elsewhere, but dro can no longer reach {name} to delete the old copies; "
-        "delete them there by hand (next time drain a cluster with spec.drain: true before "
-        "removing its file)"
-        for name, objects in sorted(held.items())
-    ]
