@@ -33,6 +33,18 @@ def loaded(stage: str, source: Source, previous: Sequence[Decision], *, follow_u
     )
 
 
+def idle(stage: str, source: Source, tip: str | None) -> None:
+    """An idle pass: the same source and output branch as a pass that changed nothing, and
+    nothing waiting on a clock, so the pass stops after loading (`pipeline.idle`)."""
+    log.info(
+        "pass_idle",
+        stage=stage,
+        source=source.commit,
+        output=tip,
+        reason="nothing changed since a pass that changed nothing",
+    )
+
+
 def removed_clusters(stage: str, warnings: Iterable[str]) -> None:
     """Clusters that left the source while the last pass still placed replicas on them."""
     for warning in warnings:

@@ -18,7 +18,7 @@ State and caches (bare git caches of remote repos) go to the XDG cache directory
 `$XDG_CACHE_HOME/dro`, else `~/.cache/dro`, never to the working directory; the container image
 sets `DRO_STATE_DIR=/var/lib/dro`.
 
-Called by 15 modules, among them `cli`, `laststate`, `pipeline`, `review.tables`.
+Called by 16 modules, among them `cli`, `laststate`, `pipeline`, `review.tables`.
 """
 
 from __future__ import annotations

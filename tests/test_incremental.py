@@ -18,17 +18,24 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from structlog.testing import capture_logs
 
-from reconciler import pipeline
+from reconciler import load, pipeline
+from reconciler.domain import Decision, Move, Placed
+from reconciler.domain.disruption import Disruption, DisruptionBudget
+from reconciler.domain.reasons import MoveCode, MoveReason
+from reconciler.domain.rollout import PROGRESSING, RolloutStatus
+from reconciler.domain.spec import Prediction
+from reconciler.pipeline import idle
 from reconciler.settings import Settings
-from tests.conftest import SourceRepo, make_source_repo
+from tests.conftest import EXAMPLE, SourceRepo, make_source_repo
 
 START = 1_767_600_000.0  # 2026-01-05T08:00:00Z
 CART = "workloads/shop/cart.yaml"
@@ -139,3 +146,63 @@ def test_the_same_input_twice_makes_no_commit_warm(
     settled = warm.run(monkeypatch, START)
     assert warm.run(monkeypatch, START) == settled
     assert first is not None
+
+
+def test_a_pass_after_a_fixed_point_is_idle_until_the_source_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a pass made no commit, the next one on the same source stops after loading; a
+    new source commit, or an output branch moved by someone else, makes a full pass again."""
+    warm, _ = _deployments(tmp_path)
+    shas = [warm.run(monkeypatch, START + 60 * i) for i in range(4)]
+    assert shas[-1] == shas[-2], "the example fleet settles within three passes"
+    with capture_logs() as seen:
+        assert warm.run(monkeypatch, START + 300) == shas[-1]
+    assert [e["event"] for e in seen if e["event"].startswith("pass_")] == ["pass_idle"]
+    CHANGES["scale"](3)(warm.repo.work)
+    warm.repo.commit("scaled")
+    with capture_logs() as seen:
+        moved = warm.run(monkeypatch, START + 360)
+    assert moved != shas[-1]
+    assert "pass_idle" not in [e["event"] for e in seen]
+
+
+def _steady_plan(tmp_path: Path) -> pipeline.Planned:
+    planned, _ = pipeline.plan(load.from_directory(EXAMPLE), now=START)
+    return planned
+
+
+WAITING: dict[str, Callable[[Decision], Decision]] = {
+    "a move in its cooldown": lambda d: replace(
+        d, moves=(Move("a", "b", 1, MoveReason(MoveCode.WATER_LEVEL), "2026-01-05T08:00:00Z"),)
+    ),
+    "a copy retiring": lambda d: replace(d, retiring=(Placed("eu-west-1", 1),)),
+    "replicas over the limit": lambda d: replace(d, over_limit=(Placed("eu-west-1", 1),)),
+    "replicas pending": lambda d: replace(d, pending=2),
+    "a rollout in progress": lambda d: replace(
+        d, rollout=RolloutStatus(revision="r2", commit="c2", phase=PROGRESSING)
+    ),
+    "a step held by the budget": lambda d: replace(
+        d, disruption=Disruption(budget=DisruptionBudget(count=1), allowed=1, leaving=("a",))
+    ),
+}
+
+
+@pytest.mark.parametrize("why", sorted(WAITING))
+def test_a_plan_that_waits_on_a_clock_is_no_fixed_point(tmp_path: Path, why: str) -> None:
+    """Each thing a later pass decides by the clock keeps the next pass from being idle."""
+    planned = _steady_plan(tmp_path)
+    decisions = planned.decisions
+    assert idle.fixed_point(None, True, False, planned.spec, decisions, frozenset())
+    changed = (WAITING[why](decisions[0]), *decisions[1:])
+    assert not idle.fixed_point(None, True, False, planned.spec, changed, frozenset())
+
+
+def test_prediction_filling_clusters_and_online_passes_are_never_idle(tmp_path: Path) -> None:
+    planned = _steady_plan(tmp_path)
+    spec, decisions = planned.spec, planned.decisions
+    assert not idle.fixed_point(None, True, True, spec, decisions, frozenset())
+    assert not idle.fixed_point(None, True, False, spec, decisions, frozenset({"eu-west-1"}))
+    assert not idle.fixed_point("a1b2", True, False, spec, decisions, frozenset())
+    predicting = replace(spec, config=replace(spec.config, prediction=Prediction(enabled=True)))
+    assert not idle.fixed_point(None, True, False, predicting, decisions, frozenset())

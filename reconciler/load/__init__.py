@@ -247,6 +247,13 @@ def previous_state(url: str, branch: str, state_dir: Path) -> dict[str, bytes]:
     return dict(statefiles.adopt_unsealed(files))
 
 
+def output_tip(url: str, branch: str, state_dir: Path) -> str | None:
+    """The sha of the output branch as last fetched (the remote's, never a local commit of
+    the cache), or None before the first pass."""
+    tip = gitrepo.remote_tip(gitrepo.open_cache(url, state_dir), branch)
+    return None if tip is None else str(tip.id)
+
+
 def previous_blobs(url: str, branch: str, state_dir: Path) -> Mapping[str, bytes]:
     """`previous_state`, read lazily: the paths and blob ids of `decisions/` and `status/`
     (only those folders are walked), each blob read when asked for (`readback.Blobs`), so

@@ -27,7 +27,7 @@ from reconciler.domain.forecast import Forecasts
 from reconciler.errors import Problem
 from reconciler.laststate import FIRST_PASS, LastPass
 from reconciler.live import takeover
-from reconciler.pipeline import clusters, publishing
+from reconciler.pipeline import clusters, idle, publishing
 from reconciler.pipeline.warm import Warm as Warm
 from reconciler.render import rollout, rolloutgone
 from reconciler.settings import Settings
@@ -351,6 +351,13 @@ def _one_pass(
     assert settings.repo is not None
     source = _loaded(settings, on_stage)
     warm.begin(settings.repo)
+    tip = load.output_tip(settings.repo, settings.output_branch, settings.state_dir)
+    inputs = idle.Inputs.of(source, tip, settings)
+    standing: Planned | None = idle.idle(warm.steady, inputs, settings.online)
+    if standing is not None and not follow_up:
+        audit.idle(Stage.LOAD, source, tip)
+        return PassResult(planned=standing, commit=None, pushed=False)
+    warm.steady = None
     with clusters.Clusters(settings, fenced) as fleet, _working_on(source):
         before = laststate.online(settings, warm.readback)
         audit.loaded(Stage.LOAD, source, before.decisions, follow_up=follow_up)
@@ -383,6 +390,15 @@ def _one_pass(
         audit.published(
             Stage.COMMIT, source, published, branch=settings.output_branch, repo=settings.repo
         )
+        if idle.fixed_point(
+            published.commit,
+            published.on_remote,
+            settings.online,
+            planned.spec,
+            planned.decisions,
+            planned.still_filling,
+        ):
+            warm.steady = idle.FixedPoint(inputs, planned)
         if fleet.members is None or not published.on_remote:
             return _unapplied(planned, published, online=fleet.members is not None)
         applied = _applied(fleet.members, planned, observed, on_stage)

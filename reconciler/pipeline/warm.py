@@ -22,10 +22,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from reconciler.branch import readback as readbacks
 from reconciler.laststate import READBACK
 from reconciler.load import cachefile
+from reconciler.pipeline import idle
 from reconciler.validate import parsecache
 
 PARSED = "parsed"
@@ -44,6 +46,8 @@ class Warm:
     """What each of the output branch's state files parsed to (`branch.readback`)."""
     repo: str | None = None
     """The repository the caches hold the files of; another one starts them afresh."""
+    steady: idle.FixedPoint[Any] | None = None
+    """The last pass that made no commit, which the next one may stand on (`pipeline.idle`)."""
 
     def begin(self, repo: str | None) -> None:
         """A pass of `repo` starts: the caches are read from the state directory when this
@@ -52,6 +56,7 @@ class Warm:
             self.parsed = parsecache.ParseCache()
             self.readback = readbacks.ReadBack()
             self.repo = repo
+            self.steady = None
             cachefile.restore(self.parsed, self.state_dir, repo, PARSED)
             cachefile.restore(self.readback, self.state_dir, repo, READBACK)
         self.parsed.begin()
