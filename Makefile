@@ -67,6 +67,7 @@ bench: install ## benchmarks against their baselines (kubectl kustomize, git fas
 	$(PY) bench/rollout.py
 	$(PY) bench/templatememo.py
 	$(PY) bench/api.py
+	$(PY) bench/incremental.py
 
 bench-e2e: install ## the apply benchmark on real clusters beside the emulators (needs Go)
 	$(E2E_BUILD)

@@ -1,0 +1,36 @@
+"""bench/incremental.py runs a real `dro run` end to end on a small fleet: the fleet settles,
+the no-change passes commit nothing and are idle, and a changed workload reaches the output
+branch through the signed webhook."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def test_the_incremental_bench_measures_idle_and_changed_passes() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "incremental.py"),
+            "--clusters",
+            "12",
+            "--workloads",
+            "40",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    figures = json.loads(done.stdout)
+    assert figures["no-change commits"] == 0
+    assert figures["settle passes"] < 8, "the roomy fleet settles"
+    assert figures["no change"] < figures["full (cold)"]
+    assert 0 < figures["webhook to commit"] < 60
+    assert figures["one workload"] > figures["no change"], "a change is a pass, not idle"
