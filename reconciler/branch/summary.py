@@ -18,9 +18,11 @@ from reconciler.branch import status as observed
 from reconciler.domain import (
     DRO_API_VERSION,
     Cluster,
+    ClusterVerdict,
     Decision,
     Disruption,
     DisruptionBudget,
+    Listing,
     Move,
     MoveReason,
     Placed,
@@ -83,28 +85,49 @@ def _with_effective(entry: dict[str, Any], decision: Decision) -> dict[str, Any]
     return entry if runs is None else {**entry, "effectiveReplicas": runs}
 
 
-def diagnosis_document(decision: Decision) -> dict[str, Any]:
-    """The why of a decision: strategy, trigger, weights and one entry per cluster."""
-    verdicts: list[dict[str, Any]] = []
-    for verdict in decision.diagnosis.verdicts:
-        entry: dict[str, Any] = {"name": verdict.cluster, "feasible": verdict.rejected_by is None}
-        if verdict.rejected_by is not None:
-            entry["rejectedBy"] = verdict.rejected_by
-            entry["reason"] = verdict.reason
-        else:
-            entry["scores"] = dict(verdict.scores)
-            entry["score"] = verdict.total_score
-            if verdict.cost_per_replica_hour is not None:
-                entry["costPerReplicaHour"] = verdict.cost_per_replica_hour
-        verdicts.append(entry)
+def diagnosis_document(decision: Decision, *, every: bool = False) -> dict[str, Any]:
+    """The why of a decision: strategy, trigger, weights and the clusters' verdicts.
+
+    A decision file lists every selected cluster, then at most `LISTED_OTHERS` others (the
+    feasible ones by score, best first, then the rejected ones by name), and counts those left
+    out in `omitted` (`feasible`, and `rejectedBy` per filter), as KubeFleet bounds a
+    scheduling snapshot's decisions; `every` lists one entry per cluster (`dro explain`)."""
+    verdicts = decision.diagnosis.verdicts
+    if every:
+        listing = Listing(verdicts.every())
+    else:
+        listing = verdicts.listed(frozenset(p.cluster for p in decision.clusters))
+    entries = [_verdict_entry(verdict) for verdict in listing.verdicts]
     diagnosis = decision.diagnosis
-    return {
+    document: dict[str, Any] = {
         "strategy": diagnosis.strategy.value,
         "trigger": diagnosis.trigger.text,
         "fleetWaterLevel": diagnosis.fleet_water_level,
         "weights": dict(diagnosis.weights),
-        "clusters": verdicts,
+        "clusters": entries,
     }
+    if listing.omitted:
+        omitted: dict[str, Any] = {}
+        if listing.omitted_feasible:
+            omitted["feasible"] = listing.omitted_feasible
+        if listing.omitted_rejected:
+            omitted["rejectedBy"] = dict(listing.omitted_rejected)
+        document["omitted"] = omitted
+    return document
+
+
+def _verdict_entry(verdict: ClusterVerdict) -> dict[str, Any]:
+    """One cluster of a diagnosis: feasible with its scores (and cost), or who rejected it."""
+    entry: dict[str, Any] = {"name": verdict.cluster, "feasible": verdict.rejected_by is None}
+    if verdict.rejected_by is not None:
+        entry["rejectedBy"] = verdict.rejected_by
+        entry["reason"] = verdict.reason
+    else:
+        entry["scores"] = dict(verdict.scores)
+        entry["score"] = verdict.total_score
+        if verdict.cost_per_replica_hour is not None:
+            entry["costPerReplicaHour"] = verdict.cost_per_replica_hour
+    return entry
 
 
 def decision_document(decision: Decision) -> dict[str, Any]:

@@ -372,7 +372,7 @@ def explanation(decision: Decision) -> list[object]:
         lines += rollout_lines(decision.rollout)
     scorers = list(diagnosis.weights)
     rows = []
-    for verdict in diagnosis.verdicts:
+    for verdict in diagnosis.verdicts.every():
         shown = (
             summary.replicas_label(decision, verdict.cluster, replicas[verdict.cluster])
             if verdict.cluster in replicas

@@ -1,0 +1,156 @@
+"""Verdicts built only when read, the bound on what a decision file lists, and the README's.
+
+The fleet is the benchmark's (`bench/schedule.py`), cut down: 40 clusters in 10 regions with
+water-level limits, 300 Deployments under 20 policies, so that every filter rejects some
+clusters and the ledger moves on after each turn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from bench import schedule as bench
+from reconciler import load, schedule, validate
+from reconciler.branch import summary
+from reconciler.domain import LISTED_OTHERS, ClusterVerdict, Decision, Listing, Spec, Verdicts
+from reconciler.domain.verdicts import listing
+from reconciler.schedule import framework
+from reconciler.schedule.turnverdicts import TurnVerdicts
+
+CLUSTERS = 40
+WORKLOADS = 300
+
+
+@pytest.fixture(scope="module")
+def spec(tmp_path_factory: pytest.TempPathFactory) -> Spec:
+    root = tmp_path_factory.mktemp("fleet") / "repo"
+    bench.write_repo(root, CLUSTERS, WORKLOADS)
+    return validate.spec(load.from_directory(root))
+
+
+@pytest.fixture(scope="module")
+def decisions(spec: Spec) -> tuple[Decision, ...]:
+    return schedule.place(spec, diagnose=True)
+
+
+def test_verdicts_read_after_the_pass_are_those_of_the_turn(
+    spec: Spec, decisions: tuple[Decision, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = framework.Outcome.verdicts
+
+    def at_the_turn(self: framework.Outcome, fleet: object) -> Verdicts:
+        found = original(self, fleet)  # type: ignore[arg-type]
+        found.every()  # built now, from the arrays as they stand at the turn
+        return found
+
+    monkeypatch.setattr(framework.Outcome, "verdicts", at_the_turn)
+    eager = schedule.place(spec, diagnose=True)
+    assert [d.key for d in eager] == [d.key for d in decisions]
+    rejected = {v.rejected_by for d in eager for v in d.diagnosis.verdicts.every()}
+    assert {"WaterLevel", "ClusterAffinity"} <= rejected, "the fleet exercises the filters"
+    for late, now in zip(decisions, eager, strict=True):
+        assert late.diagnosis.verdicts.every() == now.diagnosis.verdicts.every(), late.key
+
+
+@pytest.mark.parametrize("others", [0, 3, LISTED_OTHERS, CLUSTERS])
+def test_listing_from_the_arrays_matches_the_listing_of_every_verdict(
+    decisions: tuple[Decision, ...], others: int
+) -> None:
+    checked = 0
+    for decision in decisions:
+        verdicts = decision.diagnosis.verdicts
+        selected = {p.cluster for p in decision.clusters}
+        base = verdicts._base if hasattr(verdicts, "_base") else verdicts  # priced: its source
+        if not isinstance(base, TurnVerdicts):
+            continue
+        fresh = TurnVerdicts(base._fleet, base._rejections, base._total, base._scores)
+        assert fresh.listed(selected, others) == listing(fresh.every(), selected, others)
+        checked += 1
+    assert checked > WORKLOADS // 2
+
+
+def test_a_decision_file_lists_the_selected_clusters_then_at_most_twenty_more(
+    decisions: tuple[Decision, ...],
+) -> None:
+    for decision in decisions:
+        document = summary.decision_document(decision)["status"]["diagnosis"]
+        every = decision.diagnosis.verdicts.every()
+        selected = sorted(p.cluster for p in decision.clusters)
+        names = [entry["name"] for entry in document["clusters"]]
+        assert names[: len(selected)] == selected
+        rest = document["clusters"][len(selected) :]
+        assert len(rest) == min(LISTED_OTHERS, len(every) - len(selected))
+        feasible = [e for e in rest if e["feasible"]]
+        assert rest[: len(feasible)] == feasible, "the feasible ones come first"
+        scores = [e["score"] for e in feasible]
+        assert scores == sorted(scores, reverse=True)
+        rejected = [e["name"] for e in rest[len(feasible) :]]
+        assert rejected == sorted(rejected)
+        omitted = document.get("omitted", {})
+        left_out = [v for v in every if v.cluster not in names]
+        assert omitted.get("feasible", 0) == sum(1 for v in left_out if v.rejected_by is None)
+        by_filter: dict[str, int] = {}
+        for verdict in left_out:
+            if verdict.rejected_by is not None:
+                by_filter[verdict.rejected_by] = by_filter.get(verdict.rejected_by, 0) + 1
+        assert omitted.get("rejectedBy", {}) == by_filter
+        if len(every) <= len(selected) + LISTED_OTHERS:
+            assert "omitted" not in document
+
+
+def test_explain_lists_every_cluster(decisions: tuple[Decision, ...]) -> None:
+    decision = next(d for d in decisions if d.clusters)
+    document = summary.diagnosis_document(decision, every=True)
+    assert [e["name"] for e in document["clusters"]] == [f"c{i:04d}" for i in range(CLUSTERS)]
+    assert "omitted" not in document
+
+
+def test_a_standing_decision_writes_its_recorded_diagnosis_without_building_verdicts(
+    spec: Spec, decisions: tuple[Decision, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    previous = {
+        d.key: summary.decision_from_document(summary.decision_document(d)) for d in decisions
+    }
+    built: list[int] = []
+    original = TurnVerdicts._build
+
+    def counted(self: TurnVerdicts, rows: object, owner: object) -> list[ClusterVerdict]:
+        found = original(self, rows, owner)  # type: ignore[arg-type]
+        built.append(len(found))
+        return found
+
+    monkeypatch.setattr(TurnVerdicts, "_build", counted)
+    steady = schedule.place(spec, previous, diagnose=True)
+    standing = [d for d in steady if d.recorded is not None]
+    assert len(standing) > WORKLOADS // 2
+    for decision in standing:
+        written = summary.decision_document(decision)["status"]["diagnosis"]
+        assert written == previous[decision.key].recorded
+    assert built == [], "no verdict is built for a diagnosis written again"
+    summary.decision_document(replace(standing[0], recorded=None))
+    assert built, "one written afresh builds its listed verdicts"
+    assert sum(built) <= len(standing[0].clusters) + LISTED_OTHERS
+
+
+def test_listing_puts_selected_first_then_the_best_feasible_then_rejected_by_name() -> None:
+    verdicts = (
+        ClusterVerdict(cluster="a", rejected_by="TaintToleration", reason="taint"),
+        ClusterVerdict(cluster="b", total_score=10.0),
+        ClusterVerdict(cluster="c", total_score=90.0),
+        ClusterVerdict(cluster="d", rejected_by="ClusterAffinity", reason="no match"),
+        ClusterVerdict(cluster="e", total_score=50.0),
+        ClusterVerdict(cluster="f", total_score=90.0),
+        ClusterVerdict(cluster="g", rejected_by="ClusterAffinity", reason="no match"),
+    )
+    found = Verdicts(verdicts).listed({"e"}, 4)
+    assert [v.cluster for v in found.verdicts] == ["e", "c", "f", "b", "a"]
+    assert found == Listing(found.verdicts, 0, {"ClusterAffinity": 2})
+    assert found.omitted == 2
+    cut = Verdicts(verdicts).listed({"g"}, 2)
+    assert [v.cluster for v in cut.verdicts] == ["g", "c", "f"]
+    assert (cut.omitted_feasible, dict(cut.omitted_rejected)) == (
+        2,
+        {"ClusterAffinity": 1, "TaintToleration": 1},
+    )
