@@ -13,7 +13,7 @@ import pytest
 
 from bench import schedule as bench
 from reconciler import load, schedule, validate
-from reconciler.branch import summary
+from reconciler.branch import overview, summary
 from reconciler.domain import LISTED_OTHERS, ClusterVerdict, Decision, Listing, Spec, Verdicts
 from reconciler.domain.verdicts import listing
 from reconciler.schedule import framework
@@ -154,3 +154,38 @@ def test_listing_puts_selected_first_then_the_best_feasible_then_rejected_by_nam
         2,
         {"ClusterAffinity": 1, "TaintToleration": 1},
     )
+
+
+def test_readme_shows_a_bounded_table_and_says_how_much_more(
+    spec: Spec, decisions: tuple[Decision, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = summary.readme(spec, decisions)
+    header = next(line for line in text.splitlines() if line.startswith("| workload |"))
+    shown = header.split(" | ")[1:-1]
+    assert shown == [*(f"c{i:04d}" for i in range(overview.COLUMNS)), "other clusters"]
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    assert len(rows) == overview.ROWS
+    assert f"… and {WORKLOADS - overview.ROWS} more workloads, see `decisions/`." in text
+    assert f"The first {overview.ROWS} of {WORKLOADS} workloads by key" in text
+    ordered = sorted(decisions, key=lambda d: d.key.sort_key)
+    for line, decision in zip(rows, ordered, strict=False):
+        cells = line.strip("|").split(" | ")
+        assert cells[0].strip() == f"`{decision.key}`"
+        total = sum(p.replicas or 0 for p in decision.rendered())
+        visible = sum(int(c) for c in cells[1 : overview.COLUMNS + 1] if c.strip().isdigit())
+        other = cells[overview.COLUMNS + 1].strip()
+        elsewhere = 0 if other == "—" else int(other.split(" on ")[0])
+        assert visible + elsewhere == total, decision.key
+    levels = [line for line in text.splitlines() if line.startswith("| c0")]
+    assert {line.split(" | ")[0] for line in levels} == {f"| c{i:04d}" for i in range(CLUSTERS)}
+    monkeypatch.setattr(overview, "ROWS", 10)
+    cut = summary.readme(spec, decisions)
+    assert f"… and {CLUSTERS - 10} more clusters, see `status/clusters/`." in cut
+
+
+def test_readme_of_a_small_fleet_is_the_whole_table(spec: Spec) -> None:
+    small = schedule.place(spec, diagnose=False)[:5]
+    text = summary.readme(replace(spec, clusters=spec.clusters[:4]), small)
+    assert "other clusters" not in text
+    assert "more workloads" not in text
+    assert "The first" not in text
