@@ -12,8 +12,8 @@ from dataclasses import replace
 import pytest
 
 from bench import schedule as bench
-from reconciler import load, schedule, validate
-from reconciler.branch import overview, summary
+from reconciler import load, schedule, validate, yamlio
+from reconciler.branch import overview, statefiles, summary
 from reconciler.domain import LISTED_OTHERS, ClusterVerdict, Decision, Listing, Spec, Verdicts
 from reconciler.domain.verdicts import listing
 from reconciler.schedule import framework
@@ -129,6 +129,31 @@ def test_a_standing_decision_writes_its_recorded_diagnosis_without_building_verd
     summary.decision_document(replace(standing[0], recorded=None))
     assert built, "one written afresh builds its listed verdicts"
     assert sum(built) <= len(standing[0].clusters) + LISTED_OTHERS
+
+
+def test_a_diagnosis_recorded_before_the_bound_is_written_afresh_once(
+    decisions: tuple[Decision, ...],
+) -> None:
+    decision = next(d for d in decisions if d.clusters and not d.unschedulable)
+    old = summary.diagnosis_document(decision, every=True)  # a verdict per cluster
+    assert len(old["clusters"]) == CLUSTERS
+    document = summary.decision_document(decision)
+    document["status"]["diagnosis"] = old
+    written = yamlio.dump(document).encode()
+    path = "decisions/bench/deployment-x.yaml"
+    read_back = statefiles.decision(path, statefiles.seal(written))
+    assert isinstance(read_back.recorded, str), "read back as the block itself"
+    upgraded = replace(decision, recorded=read_back.recorded)
+    diagnosis = summary.decision_document(upgraded)["status"]["diagnosis"]
+    assert diagnosis == summary.diagnosis_document(decision)
+    assert len(diagnosis["clusters"]) <= len(decision.clusters) + LISTED_OTHERS
+    as_mapping = replace(decision, recorded=old)
+    assert summary.decision_document(as_mapping)["status"]["diagnosis"] == diagnosis
+    bounded = {**summary.diagnosis_document(decision), "trigger": "as recorded"}
+    kept = replace(decision, recorded=bounded)
+    assert summary.decision_document(kept)["status"]["diagnosis"] == bounded
+    unexplained = replace(upgraded, diagnosis=replace(decision.diagnosis, verdicts=Verdicts()))
+    assert summary.decision_document(unexplained)["status"]["diagnosis"] == read_back.recorded
 
 
 def test_listing_puts_selected_first_then_the_best_feasible_then_rejected_by_name() -> None:

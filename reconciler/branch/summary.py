@@ -17,12 +17,14 @@ from reconciler.branch import overview, phases, rollouts
 from reconciler.branch import status as observed
 from reconciler.domain import (
     DRO_API_VERSION,
+    LISTED_OTHERS,
     Cluster,
     ClusterVerdict,
     Decision,
     Disruption,
     DisruptionBudget,
     Listing,
+    Manifest,
     Move,
     MoveReason,
     Placed,
@@ -131,7 +133,8 @@ def _verdict_entry(verdict: ClusterVerdict) -> dict[str, Any]:
 
 
 def decision_document(decision: Decision) -> dict[str, Any]:
-    """The PlacementDecision written to `decisions/`: the entry plus the diagnosis."""
+    """The PlacementDecision written to `decisions/`: the entry plus the diagnosis, the
+    recorded one while the placement stands (unless it predates the bound on what it lists)."""
     key = decision.key
     metadata: dict[str, Any] = {"name": key.file_stem}
     if key.namespace:
@@ -169,7 +172,7 @@ def decision_document(decision: Decision) -> dict[str, Any]:
     if decision.rollout is not None:
         status["rollout"] = rollouts.document(decision.rollout)
     recorded = decision.recorded
-    if recorded is None:
+    if recorded is None or (_unbounded(decision, recorded) and decision.diagnosis.verdicts):
         status["diagnosis"] = diagnosis_document(decision)
     else:
         status["diagnosis"] = recorded if isinstance(recorded, str) else dict(recorded)
@@ -179,6 +182,16 @@ def decision_document(decision: Decision) -> dict[str, Any]:
         "metadata": metadata,
         "status": status,
     }
+
+
+def _unbounded(decision: Decision, recorded: Manifest | str) -> bool:
+    """Whether a recorded diagnosis lists more clusters than a file now may (one written
+    before the bound, with a verdict per cluster): it is written afresh once, when the pass has
+    the verdicts, so an upgraded fleet's decision files shrink without waiting for a change."""
+    most = len(decision.clusters) + LISTED_OTHERS
+    if isinstance(recorded, str):  # the block as read back, never parsed: count its entries
+        return recorded.count("feasible: true") + recorded.count("feasible: false") > most
+    return len(recorded.get("clusters") or ()) > most
 
 
 def disruption_status(disruption: Disruption) -> dict[str, Any]:
