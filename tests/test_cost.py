@@ -131,7 +131,7 @@ def test_egress_counts_in_the_cost() -> None:
         spec_of(clusters, [deployment("w", 2)], placement), data_sets={"logs": logs}
     )
     (decision,) = schedule.place(spec)
-    verdicts = {v.cluster: v for v in decision.diagnosis.verdicts}
+    verdicts = {v.cluster: v for v in decision.diagnosis.verdicts.every()}
     assert verdicts["a"].scores["Cost"] > verdicts["b"].scores["Cost"]
     # 500 GiB a day across regions at the crossRegion tier's 0.02 per GiB, over 24 h and 2 replicas
     egress = 500 * 0.02 / 24 / 2

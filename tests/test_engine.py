@@ -170,7 +170,7 @@ def test_karmada_policies_use_only_karmada_plugins() -> None:
     spec = spec_of(clusters, [deployment("w", 2)], Placement(replicas=DYNAMIC))
     policy = replace(spec.placement_policies[0], dro_extensions=False)
     (decision,) = schedule.place(replace(spec, placement_policies=(policy,)))
-    verdicts = {v.cluster: v for v in decision.diagnosis.verdicts}
+    verdicts = {v.cluster: v for v in decision.diagnosis.verdicts.every()}
     assert verdicts["a"].rejected_by is None, "no water-level filter for Karmada's kinds"
     assert set(decision.diagnosis.weights) == {"ClusterLocality"}
 

@@ -26,6 +26,7 @@ from reconciler.domain import (
     Spec,
     SpreadConstraint,
     Taint,
+    Verdicts,
 )
 from reconciler.kube import demand
 from reconciler.schedule import batch, engine, express, facts, framework
@@ -37,7 +38,7 @@ DIVISIONS = ("Duplicated", "StaticWeight", "DynamicWeight", "Aggregated")
 
 
 def without_verdicts(decisions: tuple[Decision, ...]) -> list[Decision]:
-    return [replace(d, diagnosis=replace(d.diagnosis, verdicts=())) for d in decisions]
+    return [replace(d, diagnosis=replace(d.diagnosis, verdicts=Verdicts())) for d in decisions]
 
 
 def region_targets(regions: tuple[str, ...]) -> tuple[ClusterAffinity, ...]:

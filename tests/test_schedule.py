@@ -240,7 +240,7 @@ def test_fit_error_message_counts_each_reason() -> None:
     assert decision.unschedulable == (
         "0/3 clusters are available: 2 untolerated taint, 1 not targeted by the placement"
     )
-    verdicts = {v.cluster: v for v in decision.diagnosis.verdicts}
+    verdicts = {v.cluster: v for v in decision.diagnosis.verdicts.every()}
     assert verdicts["c"].rejected_by == "ClusterAffinity"
     assert verdicts["a"].rejected_by == "TaintToleration"
 
@@ -332,7 +332,7 @@ def test_place_never_uses_rejected_clusters_and_ignores_order(
     assert decision == again
     allowed = {c.name for c in clusters if not c.taints and c.labels["region"] != "ap"}
     assert {p.cluster for p in decision.clusters} <= allowed
-    for verdict in decision.diagnosis.verdicts:
+    for verdict in decision.diagnosis.verdicts.every():
         assert all(0.0 <= s <= framework.SCORE_MAX for s in verdict.scores.values())
     if decision.clusters and division != "Duplicated":
         placed = sum(p.replicas or 0 for p in decision.clusters)

@@ -4,7 +4,7 @@
 `status` of every `decisions/` file. The generated README carries no sha and no time, so an
 unchanged placement renders the same bytes.
 
-Called by `branch.statefiles`, `cli`, `cli.report`, `render` and `review.plandiff`.
+Called by `branch.statefiles`, `cli`, `cli.report` and `render`.
 """
 
 from __future__ import annotations
@@ -13,14 +13,18 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reconciler.branch import phases, rollouts
+from reconciler.branch import overview, phases, rollouts
 from reconciler.branch import status as observed
 from reconciler.domain import (
     DRO_API_VERSION,
+    LISTED_OTHERS,
     Cluster,
+    ClusterVerdict,
     Decision,
     Disruption,
     DisruptionBudget,
+    Listing,
+    Manifest,
     Move,
     MoveReason,
     Placed,
@@ -83,32 +87,54 @@ def _with_effective(entry: dict[str, Any], decision: Decision) -> dict[str, Any]
     return entry if runs is None else {**entry, "effectiveReplicas": runs}
 
 
-def diagnosis_document(decision: Decision) -> dict[str, Any]:
-    """The why of a decision: strategy, trigger, weights and one entry per cluster."""
-    verdicts: list[dict[str, Any]] = []
-    for verdict in decision.diagnosis.verdicts:
-        entry: dict[str, Any] = {"name": verdict.cluster, "feasible": verdict.rejected_by is None}
-        if verdict.rejected_by is not None:
-            entry["rejectedBy"] = verdict.rejected_by
-            entry["reason"] = verdict.reason
-        else:
-            entry["scores"] = dict(verdict.scores)
-            entry["score"] = verdict.total_score
-            if verdict.cost_per_replica_hour is not None:
-                entry["costPerReplicaHour"] = verdict.cost_per_replica_hour
-        verdicts.append(entry)
+def diagnosis_document(decision: Decision, *, every: bool = False) -> dict[str, Any]:
+    """The why of a decision: strategy, trigger, weights and the clusters' verdicts.
+
+    A decision file lists every selected cluster, then at most `LISTED_OTHERS` others (the
+    feasible ones by score, best first, then the rejected ones by name), and counts those left
+    out in `omitted` (`feasible`, and `rejectedBy` per filter), as KubeFleet bounds a
+    scheduling snapshot's decisions; `every` lists one entry per cluster (`dro explain`)."""
+    verdicts = decision.diagnosis.verdicts
+    if every:
+        listing = Listing(verdicts.every())
+    else:
+        listing = verdicts.listed(frozenset(p.cluster for p in decision.clusters))
+    entries = [_verdict_entry(verdict) for verdict in listing.verdicts]
     diagnosis = decision.diagnosis
-    return {
+    document: dict[str, Any] = {
         "strategy": diagnosis.strategy.value,
         "trigger": diagnosis.trigger.text,
         "fleetWaterLevel": diagnosis.fleet_water_level,
         "weights": dict(diagnosis.weights),
-        "clusters": verdicts,
+        "clusters": entries,
     }
+    if listing.omitted:
+        omitted: dict[str, Any] = {}
+        if listing.omitted_feasible:
+            omitted["feasible"] = listing.omitted_feasible
+        if listing.omitted_rejected:
+            omitted["rejectedBy"] = dict(listing.omitted_rejected)
+        document["omitted"] = omitted
+    return document
+
+
+def _verdict_entry(verdict: ClusterVerdict) -> dict[str, Any]:
+    """One cluster of a diagnosis: feasible with its scores (and cost), or who rejected it."""
+    entry: dict[str, Any] = {"name": verdict.cluster, "feasible": verdict.rejected_by is None}
+    if verdict.rejected_by is not None:
+        entry["rejectedBy"] = verdict.rejected_by
+        entry["reason"] = verdict.reason
+    else:
+        entry["scores"] = dict(verdict.scores)
+        entry["score"] = verdict.total_score
+        if verdict.cost_per_replica_hour is not None:
+            entry["costPerReplicaHour"] = verdict.cost_per_replica_hour
+    return entry
 
 
 def decision_document(decision: Decision) -> dict[str, Any]:
-    """The PlacementDecision written to `decisions/`: the entry plus the diagnosis."""
+    """The PlacementDecision written to `decisions/`: the entry plus the diagnosis, the
+    recorded one while the placement stands (unless it predates the bound on what it lists)."""
     key = decision.key
     metadata: dict[str, Any] = {"name": key.file_stem}
     if key.namespace:
@@ -146,7 +172,7 @@ def decision_document(decision: Decision) -> dict[str, Any]:
     if decision.rollout is not None:
         status["rollout"] = rollouts.document(decision.rollout)
     recorded = decision.recorded
-    if recorded is None:
+    if recorded is None or (_unbounded(decision, recorded) and decision.diagnosis.verdicts):
         status["diagnosis"] = diagnosis_document(decision)
     else:
         status["diagnosis"] = recorded if isinstance(recorded, str) else dict(recorded)
@@ -156,6 +182,16 @@ def decision_document(decision: Decision) -> dict[str, Any]:
         "metadata": metadata,
         "status": status,
     }
+
+
+def _unbounded(decision: Decision, recorded: Manifest | str) -> bool:
+    """Whether a recorded diagnosis lists more clusters than a file now may (one written
+    before the bound, with a verdict per cluster): it is written afresh once, when the pass has
+    the verdicts, so an upgraded fleet's decision files shrink without waiting for a change."""
+    most = len(decision.clusters) + LISTED_OTHERS
+    if isinstance(recorded, str):  # the block as read back, never parsed: count its entries
+        return recorded.count("feasible: true") + recorded.count("feasible: false") > most
+    return len(recorded.get("clusters") or ()) > most
 
 
 def disruption_status(disruption: Disruption) -> dict[str, Any]:
@@ -329,33 +365,6 @@ def observation(
     }
 
 
-def cost_text(decision: Decision) -> str:
-    """A decision's cost per hour as tables show it: `0.0953`, `—` when it has none (a kind
-    without replicas, or only unpriced clusters), with `+N unpriced` for replicas left out."""
-    shown = "—" if decision.cost_per_hour is None else f"{decision.cost_per_hour:.4f}"
-    return shown + (f" (+{decision.unpriced} unpriced)" if decision.unpriced else "")
-
-
-def total_cost(decisions: Sequence[Decision]) -> tuple[float, int]:
-    """The placement's cost per hour over the priced clusters, and the replicas left out
-    because they run where no price is declared."""
-    total = round(sum(d.cost_per_hour or 0.0 for d in decisions), 4)
-    return total, sum(d.unpriced for d in decisions)
-
-
-def total_cost_line(decisions: Sequence[Decision]) -> str:
-    """The generated README's sentence on what the whole placement costs per hour."""
-    total, unpriced = total_cost(decisions)
-    line = (
-        f"Cost of the placement: {total:.4f} per hour, at each Cluster's `spec.cost` "
-        "(per core-hour, per GiB-hour of memory; retiring copies included)."
-    )
-    if unpriced:
-        line += f" {unpriced} {'replica runs' if unpriced == 1 else 'replicas run'} on clusters"
-        line += " without a price, not counted."
-    return line
-
-
 def forecast_status(forecast: ClusterForecast) -> dict[str, Any]:
     """A status file's `forecast`: the level (background peak over the horizon plus the error
     band) and next step as quantities, the model, the recent error and when it peaks (left out
@@ -385,80 +394,6 @@ def _coarse(values: Mapping[str, float]) -> dict[str, str]:
 MI = 2**20
 
 
-def replicas_label(decision: Decision, cluster: str, replicas: int | None) -> str:
-    """A cluster's count as users should read it: the count that runs there. `2`; `✓` for
-    a kind without replicas; `5 (override; divided 2)` where an override of `spec.replicas`
-    makes the cluster run another count than the division gave it."""
-    if replicas is None:
-        return "✓"
-    runs = decision.effective.get(cluster)
-    return str(replicas) if runs is None else f"{runs} (override; divided {replicas})"
-
-
-def _cell(decision: Decision, cluster: str) -> str:
-    retiring = {p.cluster: _retiring_label(p) for p in decision.retiring}
-    for placed in decision.clusters:
-        if placed.cluster == cluster:
-            shown = replicas_label(decision, cluster, placed.replicas)
-            return f"{shown} ({retiring[cluster]})" if cluster in retiring else shown
-    if cluster in retiring:
-        return f"{replicas_label(decision, cluster, 0)} ({retiring[cluster]})"
-    return "—"
-
-
-def _retiring_label(placed: Placed) -> str:
-    """`+2 retiring`, and for a stateful move its phase: `+1 retiring, Syncing`, `removed, Done`."""
-    if placed.phase is None:
-        return f"+{placed.replicas} retiring"
-    running = placed.running
-    shown = "removed" if running is None else f"+{running} retiring"
-    return f"{shown}, {placed.phase}"
-
-
-def _pending(decision: Decision) -> str:
-    """` (3 pending)` for a partial placement, else nothing."""
-    return f" ({decision.pending} pending)" if decision.pending else ""
-
-
 def readme(spec: Spec, decisions: Sequence[Decision]) -> str:
-    """The generated README of the output branch: placements, unschedulable, water levels."""
-    names = [c.name for c in spec.clusters]
-    ordered = sorted(decisions, key=lambda d: d.key.sort_key)
-    lines = [
-        "# Rendered by dro",
-        "",
-        "Generated from the source repository named in each commit's `Dro-Source-Commit` "
-        "trailer. Do not edit: the next pass rewrites this branch.",
-        "",
-        "## Placements",
-        "",
-        "| workload | " + " | ".join(names) + " | cost/h |",
-        "|---|" + "---:|" * (len(names) + 1),
-    ]
-    lines += [
-        f"| `{d.key}` | " + " | ".join(_cell(d, n) for n in names) + f" | {cost_text(d)} |"
-        for d in ordered
-    ]
-    lines += ["", total_cost_line(ordered)]
-    blocked = [d for d in ordered if d.unschedulable]
-    if blocked:
-        lines += ["", "## Unschedulable", ""]
-        lines += [f"- `{d.key}`: {d.unschedulable}{_pending(d)}" for d in blocked]
-    overflowed = [d for d in ordered if d.over_limit]
-    if overflowed:
-        lines += ["", "## Over the water-level limit (within the ceiling)", ""]
-        lines += [
-            f"- `{d.key}`: " + ", ".join(f"{p.cluster} {p.replicas}" for p in d.over_limit)
-            for d in overflowed
-        ]
-    lines += [
-        "",
-        "## Water levels (declared)",
-        "",
-        "| cluster | resource | RWL |",
-        "|---|---|---:|",
-    ]
-    for cluster in spec.clusters:
-        for resource, level in water_levels(cluster).items():
-            lines.append(f"| {cluster.name} | {resource} | {level:.2f} |")
-    return "\n".join(lines) + "\n"
+    """The generated README of the output branch, bounded for a reader (`branch.overview`)."""
+    return overview.readme(spec, decisions)

@@ -262,7 +262,7 @@ def _cmd_explain(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
         hint = f"; did you mean {' or '.join(close)}?" if close else " (NAMESPACE/KIND/NAME)"
         raise UsageError(f"no workload {args.workload} in the source{hint}")
     decision = _standing(_settings(args), decision)
-    clusters = [v.cluster for v in decision.diagnosis.verdicts] or [
+    clusters = [v.cluster for v in decision.diagnosis.verdicts.every()] or [
         p.cluster for p in decision.clusters
     ]
     if args.output == "table":
@@ -273,7 +273,7 @@ def _cmd_explain(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
         **summary.decision_entry(decision),
         "costPerHour": decision.cost_per_hour,
         "unpricedReplicas": decision.unpriced,
-        "diagnosis": summary.diagnosis_document(decision),
+        "diagnosis": summary.diagnosis_document(decision, every=True),
     }
     if decision.disruption is not None:
         document["disruption"] = summary.disruption_status(decision.disruption)

@@ -21,7 +21,7 @@ import structlog
 from rich.console import Console
 
 from reconciler import redact, yamlio
-from reconciler.branch import summary
+from reconciler.branch import overview, summary
 from reconciler.cli import shortnames
 from reconciler.domain import Decision, Disruption, Placed
 from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
@@ -164,7 +164,7 @@ def placement_table(decisions: Sequence[Decision], clusters: Sequence[str]) -> t
             listed = " ".join(
                 p.cluster
                 if p.replicas is None
-                else f"{p.cluster}={summary.replicas_label(decision, p.cluster, p.replicas)}"
+                else f"{p.cluster}={overview.replicas_label(decision, p.cluster, p.replicas)}"
                 for p in decision.clusters
             )
             rows.append((label, total, listed or "·"))
@@ -187,7 +187,7 @@ def _by_cluster(labels: Sequence[str], decisions: Sequence[Decision]) -> tables.
         if not decision.clusters:
             entries.append(("<none>", label, "", style))
         for placed in decision.clusters:
-            shown = summary.replicas_label(decision, placed.cluster, placed.replicas)
+            shown = overview.replicas_label(decision, placed.cluster, placed.replicas)
             entries.append((placed.cluster, label, shown, style))
     entries.sort(key=lambda entry: entry[0])  # stable: workloads keep their order
     return tables.Grid(
@@ -207,7 +207,7 @@ def _label(decision: Decision) -> str:
 def _cell(decision: Decision, by_cluster: dict[str, int | None], name: str) -> str:
     if name not in by_cluster:
         return "·"
-    return summary.replicas_label(decision, name, by_cluster[name])
+    return overview.replicas_label(decision, name, by_cluster[name])
 
 
 def apply_table(clusters: Sequence[ClusterSync]) -> tables.Grid:
@@ -354,7 +354,7 @@ def explanation(decision: Decision) -> list[object]:
             "ceiling; moved back under a limit when room appears)"
         )
     if decision.cost_per_hour is not None or decision.unpriced:
-        lines.append(f"cost per hour: {summary.cost_text(decision)}")
+        lines.append(f"cost per hour: {overview.cost_text(decision)}")
     for move in decision.moves:
         lines.append(
             f"moved {move.replicas} replica(s) {move.source} → {move.target} at {move.at}: "
@@ -372,9 +372,9 @@ def explanation(decision: Decision) -> list[object]:
         lines += rollout_lines(decision.rollout)
     scorers = list(diagnosis.weights)
     rows = []
-    for verdict in diagnosis.verdicts:
+    for verdict in diagnosis.verdicts.every():
         shown = (
-            summary.replicas_label(decision, verdict.cluster, replicas[verdict.cluster])
+            overview.replicas_label(decision, verdict.cluster, replicas[verdict.cluster])
             if verdict.cluster in replicas
             else "—"
         )

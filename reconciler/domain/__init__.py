@@ -5,13 +5,14 @@
 by `ResourceKey`; there is no class per Kubernetes kind. Nothing here does I/O.
 
 One module per responsibility: `base` (keys and object refs, origins, the source), `cluster`,
-`policy`, `spec` (workloads, settings, the validated Spec), `decision` and `reasons` (a
-decision's trigger and a move's reason, as codes),
+`policy`, `spec` (workloads, settings, the validated Spec), `decision`, `verdicts` (a
+decision's per-cluster why, built when read) and `reasons` (a decision's trigger and a move's
+reason, as codes),
 `forecast` (cluster history and forecasts); beside them the rules every stage shares:
 `claims` (which policy claims a workload), `durations`, `fence` (a write only while the Lease is
 held) and `paths`.
 
-Called by 107 modules, among them `audit`, `branch.comparison`, `cli`, `commit.describe`.
+Called by 109 modules, among them `audit`, `branch.comparison`, `cli`, `commit.describe`.
 """
 
 from reconciler.domain.base import (
@@ -35,7 +36,6 @@ from reconciler.domain.cluster import (
     Toleration,
 )
 from reconciler.domain.decision import (
-    ClusterVerdict,
     Decision,
     Diagnosis,
     Move,
@@ -85,6 +85,7 @@ from reconciler.domain.spec import (
     Spec,
     Workload,
 )
+from reconciler.domain.verdicts import LISTED_OTHERS, ClusterVerdict, Listing, Verdicts
 
 __all__ = [
     "CITY_CODE_LABEL",
@@ -92,6 +93,7 @@ __all__ = [
     "DRO_API_VERSION",
     "EMPTY",
     "KARMADA_POLICY_API_VERSION",
+    "LISTED_OTHERS",
     "AffinityTerm",
     "Cluster",
     "ClusterAffinity",
@@ -110,6 +112,7 @@ __all__ = [
     "History",
     "LabelRequirement",
     "LabelSelector",
+    "Listing",
     "Location",
     "Manifest",
     "Move",
@@ -143,6 +146,7 @@ __all__ = [
     "Toleration",
     "Trigger",
     "TriggerCode",
+    "Verdicts",
     "Waiting",
     "Workload",
     "group_of",

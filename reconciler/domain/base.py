@@ -1,6 +1,6 @@
 """The basic values: manifests, resource keys and object refs, origins and the loaded source.
 
-Called by 9 modules, among them `domain`.
+Called by 10 modules, among them `domain`.
 """
 
 from __future__ import annotations

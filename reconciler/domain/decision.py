@@ -14,29 +14,15 @@ from reconciler.domain.disruption import Disruption
 from reconciler.domain.policy import PolicyRef, Strategy
 from reconciler.domain.reasons import MoveReason, Trigger
 from reconciler.domain.rollout import RolloutStatus
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClusterVerdict:
-    """Why one cluster was kept or rejected for one workload, and how it scored."""
-
-    cluster: str
-    rejected_by: str | None = None
-    """The filter plugin that rejected the cluster, or None when it passed every filter."""
-    reason: str | None = None
-    scores: Mapping[str, float] = field(default_factory=empty)
-    """Plugin name → score in [0, 100]."""
-    total_score: float = 0.0
-    cost_per_replica_hour: float | None = None
-    """What one replica would cost per hour there (`schedule.pricing`); None where the
-    cluster was rejected or declares no price."""
+from reconciler.domain.verdicts import NONE, Verdicts
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Diagnosis:
     """The why of a decision: each cluster's verdict, the plugin weights and the strategy."""
 
-    verdicts: tuple[ClusterVerdict, ...] = ()
+    verdicts: Verdicts = field(default_factory=lambda: NONE)
+    """Built when first read (`domain.verdicts`); none when the pass does not explain itself."""
     weights: Mapping[str, float] = field(default_factory=empty)
     strategy: Strategy = Strategy.DUPLICATED
     fleet_water_level: float = 0.0

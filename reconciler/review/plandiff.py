@@ -17,7 +17,7 @@ import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from reconciler.branch import paths, summary
+from reconciler.branch import overview, paths
 from reconciler.branch.comparison import WorkloadChange, workload_changes
 from reconciler.domain import Decision
 from reconciler.errors import Problem, Severity
@@ -117,9 +117,9 @@ class PlanDiff:
     @property
     def cost(self) -> tuple[float, float]:
         """The whole placement's cost per hour on each side (priced clusters only)."""
-        return summary.total_cost(self.base.decisions)[0], summary.total_cost(self.head.decisions)[
-            0
-        ]
+        return overview.total_cost(self.base.decisions)[0], overview.total_cost(
+            self.head.decisions
+        )[0]
 
     def counts(self) -> dict[str, int]:
         """The summary figures, in the order the report shows them."""

@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from reconciler.domain import ClusterVerdict, Placement, Strategy, Workload
+from reconciler.domain import Placement, Strategy, Verdicts, Workload
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, frozen, rows_of, some
 from reconciler.schedule.memo import Memos, Ref, Slot, ref
+from reconciler.schedule.turnverdicts import TurnVerdicts
 
 SCORE_MAX = 100.0
 
@@ -216,29 +217,10 @@ class Outcome:
                 counted[category] = counted.get(category, 0) + count
         return fit_error_message(clusters, counted)
 
-    def verdicts(self, fleet: Fleet) -> tuple[ClusterVerdict, ...]:
-        """One verdict per cluster, in name order: who rejected it and why, or its scores."""
-        rejected: dict[int, tuple[str, str]] = {}
-        for name, rows, answer in self.rejected_by:
-            for row in rows_of(rows).tolist():
-                rejected[row] = (name, answer.label(row)[1])
-        columns = {name: np.round(score, 4).tolist() for name, score in self.scores.items()}
-        total = self.total if self.total is not None else np.zeros(fleet.size)
-        totals = np.round(total, 4).tolist()
-        result = []
-        for row, cluster in enumerate(fleet.names.tolist()):
-            if row in rejected:
-                plugin, reason = rejected[row]
-                result.append(ClusterVerdict(cluster=cluster, rejected_by=plugin, reason=reason))
-                continue
-            result.append(
-                ClusterVerdict(
-                    cluster=cluster,
-                    scores={name: column[row] for name, column in columns.items()},
-                    total_score=totals[row],
-                )
-            )
-        return tuple(result)
+    def verdicts(self, fleet: Fleet) -> Verdicts:
+        """Every cluster's verdict (who rejected it and why, or its scores), built from this
+        turn's arrays only when read (`turnverdicts`)."""
+        return TurnVerdicts(fleet, self.rejected_by, self.total, self.scores)
 
 
 def run(

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from reconciler.domain import Cluster, Decision, ResourceKey
+from reconciler.domain import Cluster, ClusterVerdict, Decision, ResourceKey
 from reconciler.kube import quantity
 from reconciler.schedule.fleet import Fleet, FloatArray, IntArray, frozen
 
@@ -175,19 +175,40 @@ def priced(
             unpriced=unpriced,
         )
         if priced_one.diagnosis.verdicts:
-            full = per_replica_hour(fleet, demands[row], egress_per_day=data, replicas=replicas)
-            priced_one = _with_verdict_costs(fleet, priced_one, full)
+            costs = _Costs(fleet, demands[row].copy(), data, replicas)
+            verdicts = priced_one.diagnosis.verdicts.mapped(costs.verdict)
+            priced_one = replace(
+                priced_one, diagnosis=replace(decided.diagnosis, verdicts=verdicts)
+            )
         result.append(priced_one)
     return result
 
 
-def _with_verdict_costs(fleet: Fleet, decision: Decision, each: FloatArray) -> Decision:
-    """The diagnosis's feasible verdicts with their cost per replica-hour (None: unpriced)."""
-    verdicts = []
-    for verdict in decision.diagnosis.verdicts:
-        index = fleet.index.get(verdict.cluster)
-        value = float(each[index]) if index is not None else math.nan
-        cost = None if verdict.rejected_by is not None or math.isnan(value) else round(value, 6)
-        verdicts.append(replace(verdict, cost_per_replica_hour=cost))
-    diagnosis = replace(decision.diagnosis, verdicts=tuple(verdicts))
-    return replace(decision, diagnosis=diagnosis)
+class _Costs:
+    """One workload's cost per replica-hour on each cluster, computed on the first verdict
+    that asks (the verdicts are built only when read)."""
+
+    __slots__ = ("_demand", "_each", "_egress", "_fleet", "_replicas")
+
+    def __init__(
+        self, fleet: Fleet, demand: FloatArray, egress: FloatArray | None, replicas: int
+    ) -> None:
+        self._fleet = fleet
+        self._demand = demand
+        self._egress = egress
+        self._replicas = replicas
+        self._each: FloatArray | None = None
+
+    def verdict(self, verdict: ClusterVerdict) -> ClusterVerdict:
+        """A feasible verdict with its cost per replica-hour (None: unpriced or rejected)."""
+        if verdict.rejected_by is not None:
+            return replace(verdict, cost_per_replica_hour=None)
+        if self._each is None:
+            self._each = per_replica_hour(
+                self._fleet, self._demand, egress_per_day=self._egress, replicas=self._replicas
+            )
+        index = self._fleet.index.get(verdict.cluster)
+        value = float(self._each[index]) if index is not None else math.nan
+        return replace(
+            verdict, cost_per_replica_hour=None if math.isnan(value) else round(value, 6)
+        )

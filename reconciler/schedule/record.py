@@ -4,7 +4,11 @@ A decision lists the clusters with their replicas, the diagnosis (the verdicts w
 explains itself, the scorer weights, the strategy, the fleet's water level and the trigger),
 the moves still within the cooldown and those a failover or pods pending too long forced, and
 the `requestedAt` the placement serves. A decision equal to the previous one keeps its
-`recorded` time, so an unchanged workload's file does not change.
+`recorded` diagnosis, so an unchanged workload's file does not change.
+
+The verdicts are built from the turn's arrays only when something reads them
+(`turnverdicts`): a decision whose `recorded` diagnosis is written again never builds any, and
+a new one builds only what its file lists (`domain.verdicts.listing`).
 
 Called by `schedule.engine`, `schedule.locations`, `schedule.overflow` and `schedule.selecting`.
 """
@@ -27,6 +31,7 @@ from reconciler.domain import (
     Trigger,
     durations,
 )
+from reconciler.domain.verdicts import NONE as NO_VERDICTS
 from reconciler.schedule import facts, framework, triggers
 from reconciler.schedule.fleet import Fleet, IntArray, rows_of
 
@@ -103,7 +108,7 @@ class Recorder:
                 name: round(weight * factors.get(name, 1.0), 4) for name, weight in weights.items()
             }
         return Diagnosis(
-            verdicts=outcome.verdicts(self.fleet) if self.diagnose and outcome else (),
+            verdicts=outcome.verdicts(self.fleet) if self.diagnose and outcome else NO_VERDICTS,
             weights=weights,
             strategy=strategy,
             fleet_water_level=self.load,

@@ -44,17 +44,19 @@ def water_level(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
     if subject.replicas is None or not columns:
         return framework.verdict(np.ones(fleet.size, dtype=bool), "")
     over = subject.headroom[limited] < 0
+    used = subject.usage[limited]  # a copy: the ledger moves on, the verdict is this turn's
     passed = np.logical_or.reduce(over, axis=0)
     np.logical_not(passed, out=passed)
     passed |= subject.holders
 
     def label(row: int) -> tuple[str, str]:
-        j = columns[int(np.argmax(over[:, row]))]
+        i = int(np.argmax(over[:, row]))
+        j = columns[i]
         capacity = float(fleet.capacity[row, j])
-        level = float(subject.usage[j, row]) / capacity if capacity > 0 else 1.0
+        level = float(used[i, row]) / capacity if capacity > 0 else 1.0
         limit = float(subject.limit[j])
         return (
-            names[columns.index(j)],
+            names[i],
             f"{fleet.resources[j]} water level {level:.2f} is above the limit {limit:g}",
         )
 
