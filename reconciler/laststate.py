@@ -52,7 +52,11 @@ class LastPass:
         committed."""
         before = {p: d for p, d in self.files.items() if paths.is_status(p)}
         after = {p: d for p, d in tree.items() if paths.is_status(p)}
-        if before == after or status.urgent(before, after) or status.due(before, now, interval):
+        if (
+            before == after
+            or status.urgent(before, after)
+            or status.due(self.statuses.values(), now, interval)
+        ):
             return None
         return before
 

@@ -25,7 +25,6 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from structlog.testing import capture_logs
 
 from reconciler import load, pipeline
 from reconciler.domain import Decision, Move, Placed
@@ -52,11 +51,15 @@ class Deployment:
     settings: Settings
     warm: pipeline.Warm | None
 
-    def run(self, monkeypatch: pytest.MonkeyPatch, when: float) -> str | None:
-        """One pass at `when`; the output branch's sha after it."""
+    def run(
+        self, monkeypatch: pytest.MonkeyPatch, when: float, stages: list[str] | None = None
+    ) -> str | None:
+        """One pass at `when` (its stages appended to `stages`); the output branch's sha
+        after it."""
         monkeypatch.setattr(pipeline, "time", SimpleNamespace(time=lambda: when))
         warm = self.warm if self.warm is not None else pipeline.Warm(state_dir=None)
-        pipeline.reconcile_once(self.settings, warm=warm)
+        seen = stages if stages is not None else []
+        pipeline.reconcile_once(self.settings, warm=warm, on_stage=seen.append)
         return self.repo.branch_sha(self.settings.output_branch)
 
 
@@ -156,15 +159,14 @@ def test_a_pass_after_a_fixed_point_is_idle_until_the_source_changes(
     warm, _ = _deployments(tmp_path)
     shas = [warm.run(monkeypatch, START + 60 * i) for i in range(4)]
     assert shas[-1] == shas[-2], "the example fleet settles within three passes"
-    with capture_logs() as seen:
-        assert warm.run(monkeypatch, START + 300) == shas[-1]
-    assert [e["event"] for e in seen if e["event"].startswith("pass_")] == ["pass_idle"]
+    stages: list[str] = []
+    assert warm.run(monkeypatch, START + 300, stages) == shas[-1]
+    assert stages == ["load"], "an idle pass stops after loading"
     CHANGES["scale"](3)(warm.repo.work)
     warm.repo.commit("scaled")
-    with capture_logs() as seen:
-        moved = warm.run(monkeypatch, START + 360)
-    assert moved != shas[-1]
-    assert "pass_idle" not in [e["event"] for e in seen]
+    stages.clear()
+    assert warm.run(monkeypatch, START + 360, stages) != shas[-1]
+    assert stages[-1] == "commit"
 
 
 def _steady_plan(tmp_path: Path) -> pipeline.Planned:

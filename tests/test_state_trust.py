@@ -270,7 +270,7 @@ def test_any_field_of_a_status_file_may_be_wrong_without_a_crash(
         phases = lastpass.phases(files)
         statuses = status.previous_statuses(files)
         observations = status.committed_observations(files, PLANNED.spec.clusters)
-        status.due(files, 1.8e9, 600.0)
+        status.due(statuses.values(), 1.8e9, 600.0)
         status.urgent(files, {EU: TREE[EU]})
         cluster = next(c for c in PLANNED.spec.clusters if c.name == "eu-west-1")
         stale = status.stale_observation(cluster, statuses.get("eu-west-1"), unreachable_since=WHEN)

@@ -293,12 +293,13 @@ def urgent(before: Mapping[str, bytes], after: Mapping[str, bytes]) -> bool:
     return any(_vital(p, before[p]) != _vital(p, after[p]) for p in changed)
 
 
-def due(before: Mapping[str, bytes], now: float, interval: float) -> bool:
+def due(statuses: Iterable[Mapping[str, Any]], now: float, interval: float) -> bool:
     """Whether the last committed observation is at least `interval` seconds older than
-    `now` (or there is none): a status-only change may then be committed."""
+    `now` (or there is none): a status-only change may then be committed. `statuses` are the
+    clusters' last committed `status` (`previous_statuses`)."""
     times = [
         durations.epoch(str(status["observedAt"]))
-        for status in previous_statuses(before).values()
+        for status in statuses
         if status.get("observedAt") and status.get("source") == OBSERVED
     ]
     return not times or now - max(times) >= interval
