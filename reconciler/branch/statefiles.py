@@ -20,7 +20,8 @@ division.
 The seal detects edits, not forgery: anyone who can push to the output branch can also
 recompute a sha256. Protect the branch so that only dro pushes to it. This module is pure.
 
-Called by `branch.driftfiles`, `branch.lastpass`, `branch.status`, `load` and `render`.
+Called by `branch.driftfiles`, `branch.lastpass`, `branch.status`, `load`, `render` and
+`render.memo`.
 """
 
 from __future__ import annotations

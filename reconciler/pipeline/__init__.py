@@ -191,11 +191,12 @@ def plan(
     observer: Observer | None = None,
     diagnose: bool = True,
     ceiling: guard.Guard = guard.BUILTIN,
+    warm: Warm | None = None,
 ) -> tuple[Planned, live.Observed]:
     """Validate → (observe) → schedule → render: the part of a pass every command shares.
     Without an `observer` nothing is observed, and the tree is a pure function of the source
     and the last pass's state (`before`). `diagnose=False` leaves the per-cluster verdicts out
-    of the decisions. `ceiling` is the operator's guard."""
+    of the decisions. `ceiling` is the operator's guard; `warm` what earlier passes left."""
     on_stage(Stage.VALIDATE)
     spec = validate.spec(source, ceiling=ceiling)
     observed = live.Observed()
@@ -216,6 +217,7 @@ def plan(
         kept=before.kept,
         forecasts=placement.forecasts,
         templates=before.templates,
+        remembered=warm.render if warm is not None else None,
     )
     planned = Planned(
         spec=spec,
@@ -351,6 +353,7 @@ def _one_pass(
             now=now,
             observer=fleet.observer(before, now),
             ceiling=settings.guard,
+            warm=warm,
         )
         planned = _drift_surveyed(fleet.members, planned, before, now)
         audit.removed_clusters(

@@ -11,8 +11,10 @@ Called by `pipeline`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from reconciler.render import memo
 
 
 @dataclass(slots=True, kw_only=True)
@@ -21,3 +23,5 @@ class Warm:
 
     state_dir: Path | None = None
     """Where the on-disk caches live (`--state-dir`); None keeps them in memory only."""
+    render: memo.Memo = field(default_factory=memo.Memo)
+    """The last pass's rendered files per workload (`render.memo`), in memory only."""
