@@ -370,6 +370,7 @@ def _one_pass(
             observed=bool(observed.observations),
             now=now,
             fenced=fenced,
+            writers=warm.commit,
         )
         audit.published(
             Stage.COMMIT, source, published, branch=settings.output_branch, repo=settings.repo

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reconciler import commit
 from reconciler.render import memo
 
 
@@ -25,3 +26,5 @@ class Warm:
     """Where the on-disk caches live (`--state-dir`); None keeps them in memory only."""
     render: memo.Memo = field(default_factory=memo.Memo)
     """The last pass's rendered files per workload (`render.memo`), in memory only."""
+    commit: commit.Writers = field(default_factory=commit.Writers)
+    """The output branch's tree as last written (`git.trees`), in memory only."""
