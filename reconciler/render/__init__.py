@@ -398,12 +398,10 @@ def _shared_files(
 ) -> dict[str, bytes]:
     per_cluster: dict[str, list[str]] = {c.name: [] for c in spec.clusters}
     for decision in decisions:
-        for placed in decision.rendered():
-            path = paths.object_path(placed.cluster, decision.key)
-            kept = held.suspended(decision, placed.cluster) or held.gone(decision, placed.cluster)
-            if kept and held.previous(path) is None:
-                continue
-            per_cluster[placed.cluster].append(_in_cluster(path).relative)
+        listing = partial(_listing, decision, held)
+        listed = remembered.listed(decision.key, listing) if remembered else listing()
+        for name, relative in listed:
+            per_cluster[name].append(relative)
     files: dict[str, bytes] = {}
     crossing = services.cross_cluster(spec.workloads, decisions)
     for path, data in _mcs_files(spec, crossing).items():
@@ -427,11 +425,23 @@ def _shared_files(
     files.update(decisionout.shared_files(decisions))
     files[paths.README] = (
         summary.readme(spec, decisions)
-        + _crossing_section(crossing)
+        + services.readme_section(crossing)
         + rolloutview.readme_section(decisions)
         + decisionout.readme_section(spec.config.output.karmada)
     ).encode()
     return files
+
+
+def _listing(decision: Decision, held: _Held) -> list[tuple[str, str]]:
+    """(cluster, path in its folder) of each manifest the decision has on the branch."""
+    listed = []
+    for placed in decision.rendered():
+        path = paths.object_path(placed.cluster, decision.key)
+        kept = held.suspended(decision, placed.cluster) or held.gone(decision, placed.cluster)
+        if kept and held.previous(path) is None:
+            continue
+        listed.append((placed.cluster, _in_cluster(path).relative))
+    return listed
 
 
 def placed_requests(spec: Spec, decisions: Sequence[Decision]) -> dict[str, dict[str, float]]:
@@ -470,26 +480,3 @@ def _mcs_files(spec: Spec, crossing: Sequence[services.CrossCluster]) -> dict[st
         for obj in objects:
             files[paths.object_path(cluster, ResourceKey.of(obj))] = yamlio.dump(obj).encode()
     return files
-
-
-def _crossing_section(crossing: Sequence[services.CrossCluster]) -> str:
-    """The generated README's list of services called across clusters."""
-    if not crossing:
-        return ""
-    lines = [
-        "",
-        "## Cross-cluster services",
-        "",
-        "Callers on another cluster than the Service reach it by its clusterset name "
-        "(Kubernetes Multi-Cluster Services: a ServiceExport where it runs, a ServiceImport "
-        "where it is called).",
-        "",
-        "| service | clusterset name | runs on | called from |",
-        "|---|---|---|---|",
-    ]
-    lines += [
-        f"| `{c.service}` | `{c.clusterset_name}` | {', '.join(c.exported_from) or '—'} | "
-        f"{', '.join(c.imported_into)} |"
-        for c in crossing
-    ]
-    return "\n".join(lines) + "\n"

@@ -68,6 +68,8 @@ class Memo:
         self._rendered: dict[ResourceKey, _Rendered] = {}
         self._documents: dict[str, tuple[Any, bytes]] = {}
         self._contents: dict[int, tuple[Rules, Mapping[str, tuple[str, ...]]]] = {}
+        self._listings: dict[ResourceKey, list[tuple[str, str]]] = {}
+        self._current: set[ResourceKey] = set()
         self.hits = 0
         self.misses = 0
 
@@ -86,6 +88,7 @@ class Memo:
             self._rendered.pop(decision.key, None)
             self.misses += 1
             return render()
+        self._current.add(decision.key)
         inputs = _Rendered(
             workload=_workload_inputs(workload),
             decision=_decision_inputs(decision),
@@ -107,12 +110,25 @@ class Memo:
             self.hits += 1
             return known.files
         self.misses += 1
+        self._listings.pop(decision.key, None)
         files = render()
         written = inputs.diagnosis
         if written is None:
             written = _diagnosis_text(files.get(paths.decision_path(decision.key)))
         self._rendered[decision.key] = dataclasses.replace(inputs, diagnosis=written, files=files)
         return files
+
+    def listed(
+        self, key: ResourceKey, listing: Callable[[], list[tuple[str, str]]]
+    ) -> list[tuple[str, str]]:
+        """`listing()`, the workload's manifests as its clusters' kustomizations list them:
+        the last pass's list when this pass reused the workload's files, else computed."""
+        if key not in self._current:
+            return listing()
+        found = self._listings.get(key)
+        if found is None:
+            found = self._listings[key] = listing()
+        return found
 
     def _content(
         self, rules: Rules, rule_key: Callable[[OverrideRule], str]
@@ -144,6 +160,9 @@ class Memo:
         """Forget the workloads and shared paths that the last pass no longer rendered, and
         the pass's rule lists."""
         self._contents.clear()
+        self._current.clear()
+        for key in [k for k in self._listings if k not in workloads]:
+            del self._listings[key]
         for key in [k for k in self._rendered if k not in workloads]:
             del self._rendered[key]
         for path in [p for p in self._documents if p not in files]:
