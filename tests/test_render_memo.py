@@ -136,3 +136,25 @@ def test_only_the_workload_whose_input_changed_is_rendered_again() -> None:
     assert warm == render.tree(changed, decisions)
     assert warm != first
     assert (memo.hits, memo.misses) == (2 * len(decisions) - 1, len(decisions) + 1)
+
+
+def test_a_number_written_otherwise_is_a_change() -> None:
+    """`1 == 1.0 == True` in Python, but YAML writes them apart: the memo must too."""
+    spec = validate.spec(load.from_directory(EXAMPLE))
+    decisions = _read_back(render.tree(spec, schedule.place(spec)), schedule.place(spec))
+    memo = render.memo.Memo()
+    edited = next(w for w in spec.workloads if w.key.name == "frontend")
+    trees = []
+    for value in (1, 1.0, True):
+        manifest = {
+            **edited.manifest,
+            "spec": {**edited.manifest["spec"], "minReadySeconds": value},
+        }
+        workloads = tuple(
+            replace(w, manifest=manifest) if w is edited else w for w in spec.workloads
+        )
+        changed = replace(spec, workloads=workloads)
+        warm = render.tree(changed, decisions, remembered=memo)
+        assert warm == render.tree(changed, decisions), value
+        trees.append(warm)
+    assert trees[0] != trees[1] != trees[2]

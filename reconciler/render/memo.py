@@ -6,7 +6,9 @@ file, its Argo CD and KEP-5313 decisions, its Karmada output) are reused when ev
 are made of is equal to the last pass's:
 
 - the workload: its key, apiVersion, manifest (with any move hook's environment already
-  added), replica count and sealed bytes, but not where it was read from;
+  added), replica count and sealed bytes, but not where it was read from. The manifest is
+  compared as JSON, which tells `1` from `1.0` and `true` (Python's `==` does not, and YAML
+  writes them differently);
 - the decision: every field but the diagnosis, and of the diagnosis its strategy (the Karmada
   policy reads it) and its written text. A decision read back from the branch carries that
   text (`Decision.recorded`); a freshly made diagnosis is never matched, and once rendered its
@@ -21,8 +23,8 @@ by `render._render_decision`, so a pass with a warm memo writes the same bytes a
 (tests/test_render_memo.py checks it over a sequence of changes).
 
 Shared documents (each cluster's kustomization and status file) are dumped again only when
-the document differs from the one last dumped at that path: comparing two documents costs a
-fraction of writing one.
+the document, as JSON, differs from the one last dumped at that path: comparing two documents
+costs a fraction of writing one.
 
 Called by `pipeline.warm` and `render`.
 """
@@ -30,6 +32,7 @@ Called by `pipeline.warm` and `render`.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
@@ -66,7 +69,7 @@ class Memo:
 
     def __init__(self) -> None:
         self._rendered: dict[ResourceKey, _Rendered] = {}
-        self._documents: dict[str, tuple[Any, bytes]] = {}
+        self._documents: dict[str, tuple[str, bytes]] = {}
         self._contents: dict[int, tuple[Rules, Mapping[str, tuple[str, ...]]]] = {}
         self._listings: dict[ResourceKey, list[tuple[str, str]]] = {}
         self._current: set[ResourceKey] = set()
@@ -147,13 +150,14 @@ class Memo:
     def dumped(self, path: str, document: Any, *, sealed: bool = False) -> bytes:
         """`document` as YAML bytes (`statefiles.seal`ed when `sealed`): the bytes last
         written at `path` when the document is equal to the one they were written from."""
+        typed = _typed(document)
         known = self._documents.get(path)
-        if known is not None and known[0] == document:
+        if known is not None and known[0] == typed:
             return known[1]
         data = yamlio.dump(document).encode()
         if sealed:
             data = statefiles.seal(data)
-        self._documents[path] = (document, data)
+        self._documents[path] = (typed, data)
         return data
 
     def retain(self, workloads: Collection[ResourceKey], files: Collection[str]) -> None:
@@ -182,10 +186,16 @@ def _workload_inputs(workload: Workload) -> tuple[Any, ...]:
     return (
         workload.key,
         workload.api_version,
-        workload.manifest,
+        _typed(workload.manifest),
         workload.replicas,
         workload.sealed,
     )
+
+
+def _typed(value: Any) -> str:
+    """Parsed YAML as JSON: equal text, equal YAML (`yamlio.dump` sorts keys itself, so key
+    order only costs a render)."""
+    return json.dumps(value, separators=(",", ":"), default=repr, check_circular=False)
 
 
 def _decision_inputs(decision: Decision) -> tuple[Any, ...]:
