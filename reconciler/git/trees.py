@@ -101,7 +101,10 @@ class TreeWriter:
             known = held.get(path)
             if known is not None:
                 present += 1
-                if known[0] is data or (known[0] is not None and known[0] == data):
+                if known[0] is data:
+                    continue
+                if known[0] is not None and known[0] == data:
+                    held[path] = (data, known[1])  # hold the newest bytes, not two copies
                     continue
             self._refuse_unsafe(path)
             oid = packfile.object_id("blob", data)
