@@ -11,7 +11,7 @@ or it was a `--no-push` trial) is not on the remote, so the next pass commits it
 same tree, parent, message and time give the same commit) and pushes it. A fence (`fence`),
 checked just before the push, stops a replica that lost its Lease from pushing.
 
-Called by `audit`, `pipeline` and `pipeline.publishing`.
+Called by `audit`, `pipeline`, `pipeline.publishing` and `pipeline.warm`.
 """
 
 from __future__ import annotations
@@ -52,14 +52,20 @@ def message(source_sha: str | None, observations: str, summary: str = "") -> str
     )
 
 
-_WRITERS: dict[str, gitrepo.TreeWriter] = {}
+class Writers:
+    """The tree writers of one process, one per output repository's cache: `dro run` keeps
+    them for its life (`pipeline.Warm.commit`), so that each pass's tree is the last one's
+    updated where the render changed (`git.trees`)."""
 
+    def __init__(self) -> None:
+        self._writers: dict[str, gitrepo.TreeWriter] = {}
 
-def _writer(url: str, state_dir: Path) -> gitrepo.TreeWriter:
-    key = str(gitrepo.cache_path(state_dir, url))
-    if key not in _WRITERS:
-        _WRITERS[key] = gitrepo.TreeWriter(gitrepo.open_cache(url, state_dir))
-    return _WRITERS[key]
+    def writer(self, url: str, state_dir: Path) -> gitrepo.TreeWriter:
+        """The writer of the cache of `url`, opened on first use."""
+        key = str(gitrepo.cache_path(state_dir, url))
+        if key not in self._writers:
+            self._writers[key] = gitrepo.TreeWriter(gitrepo.open_cache(url, state_dir))
+        return self._writers[key]
 
 
 def publish(
@@ -77,6 +83,7 @@ def publish(
     credentials: Credentials | None = None,
     summary: Callable[[], str] = str,
     fenced: fence.Fence = fence.UNFENCED,
+    writers: Writers | None = None,
 ) -> PublishResult:
     """Commit `tree` on `branch` in the cache of `url` unless the remote branch holds it
     already, then push it (`fenced.check` first).
@@ -84,11 +91,14 @@ def publish(
     `hold` holds back a change to `status/` alone: when `tree` with its `status/` files
     replaced by `hold` equals the tip, nothing is committed (the status interval applies).
     `summary` is called once a commit is due, for the text that opens its message (`message`):
-    a steady pass does not pay for describing changes it does not commit."""
+    a steady pass does not pay for describing changes it does not commit. `writers` are the
+    process's tree writers (`Writers`); without them the tree is written from the tip's."""
     credentials = gitrepo.url_credentials(url, credentials)
-    writer = _writer(url, state_dir)
+    writer = (writers or Writers()).writer(url, state_dir)
     repo = writer.repo
-    root = writer.write(tree)
+    start = gitrepo.remote_tip(repo, branch)
+    base = gitrepo.tree_of(start) if start is not None else None
+    root = writer.write(tree, base)
     held = None
     if hold is not None:
         kept = {p: d for p, d in tree.items() if not paths.is_status(p)}

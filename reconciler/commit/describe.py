@@ -42,6 +42,8 @@ def compose(
     decisions and status files (`before`, `state`) with the pass's (`after`, `tree`)."""
     changes = comparison.workload_changes(before, after)
     first = not before
+    state = {p: data for p, data in state.items() if paths.is_status(p)}
+    tree = {p: data for p, data in tree.items() if paths.is_status(p)}
     levels = _changed(state, tree, paths.STATUS_CLUSTERS)
     health = _changed(state, tree, paths.STATUS_WORKLOADS)
     drift = _changed(state, tree, paths.STATUS_DRIFT)

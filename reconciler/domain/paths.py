@@ -16,7 +16,7 @@ is always inside the file.
 spellings, the same for `.gitmodules`, and `/`, `\\` or NUL inside. Names are checked at
 validate, so these can only come from a bug: the writers raise.
 
-Called by `branch.paths`, `branch.status`, `cli.outdir`, `domain.base` and `git.gitrepo`.
+Called by `branch.paths`, `branch.status`, `cli.outdir`, `domain.base` and `git.trees`.
 """
 
 from __future__ import annotations

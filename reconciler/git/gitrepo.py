@@ -2,9 +2,9 @@
 
 The only module that imports pygit2. Nothing here checks out a work tree or runs the git
 command (`worktree_changes` only reads a work tree's status, for `dro plan`): blobs are read
-from trees and trees are written from memory. A `TreeWriter` remembers the blobs and subtrees
-it wrote, so a commit that changes one file rehashes only that file, and refuses any path that
-`git fsck` would reject (`domain.paths`).
+from trees and trees are written from memory by a `TreeWriter` (`git.trees`), which updates
+the tree it holds (the one it wrote last, or the parent commit's), so a commit that changes one
+file hashes only that file and rebuilds only the folders above it.
 
 Called by 10 modules, among them `audit`, `commit`, `git.policyrepo`, `load`.
 """
@@ -13,21 +13,19 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 
 import pygit2
 
 from reconciler import redact as redaction
-from reconciler.domain import paths
 from reconciler.domain.credentials import Credentials
 from reconciler.errors import GitError, UsageError
-from reconciler.git import packfile
+from reconciler.git import trees
 
 Repository = pygit2.Repository
+TreeWriter = trees.TreeWriter
 Commit = pygit2.Commit
-SAFE_NAMES_KEPT = 500_000
-"""Path components a `TreeWriter` remembers as checked, so a steady pass checks none again."""
 FETCH_REFSPECS = ["+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"]
 
 
@@ -251,89 +249,6 @@ def _ids(
             yield from _ids(repo, subtree, f"{path}/", wanted)
         elif entry.type_str == "blob" and entry.filemode != pygit2.enums.FileMode.LINK:
             yield path, str(entry.id)
-
-
-class TreeWriter:
-    """Writes nested trees from a path → bytes mapping, reusing what it wrote last time.
-
-    New blobs and trees go into one packfile per write (`packfile`), not one loose file per
-    object; objects the repository already has, or that this writer stored, are not written
-    again. After one file changes, only that blob and the trees above it are new.
-    """
-
-    def __init__(self, repo: pygit2.Repository) -> None:
-        self.repo = repo
-        self._blobs: dict[str, tuple[bytes, bytes]] = {}
-        self._trees: dict[str, tuple[tuple[tuple[str, bytes, bool], ...], bytes]] = {}
-        self._stored: set[bytes] = set()
-        self._pending: list[tuple[str, bytes, bytes]] = []
-        self._safe: set[str] = set()
-        # Every oid a TreeWriter references was just written or checked, so libgit2's
-        # existence check on object creation is redundant work.
-        pygit2.option(pygit2.enums.Option.ENABLE_STRICT_OBJECT_CREATION, False)
-
-    def _store(self, kind: str, oid: bytes, content: bytes) -> None:
-        if oid in self._stored:
-            return
-        self._stored.add(oid)
-        if not self.repo.odb.exists(pygit2.Oid(raw=oid)):
-            self._pending.append((kind, oid, content))
-
-    def _blob(self, path: str, data: bytes) -> bytes:
-        known = self._blobs.get(path)
-        if known is not None and known[0] == data:
-            return known[1]
-        oid = packfile.object_id("blob", data)
-        self._store("blob", oid, data)
-        self._blobs[path] = (data, oid)
-        return oid
-
-    def write(self, files: Mapping[str, bytes]) -> pygit2.Oid:
-        """The oid of the root tree holding exactly `files`, written to the repository."""
-        root: dict[str, object] = {}
-        for path, data in files.items():
-            node = root
-            *folders, name = parts = path.split("/")
-            self._refuse_unsafe(path, parts)
-            for folder in folders:
-                child = node.setdefault(folder, {})
-                assert isinstance(child, dict)
-                node = child
-            node[name] = data
-        oid = self._tree("", root)
-        pending, self._pending = self._pending, []
-        packfile.write_pack(Path(self.repo.path) / "objects", pending)
-        return pygit2.Oid(raw=oid)
-
-    def _refuse_unsafe(self, path: str, parts: list[str]) -> None:
-        """Raise ValueError for a path git would refuse (`paths.unsafe_component`): validation
-        keeps such names out, so one reaching here is a bug, never committed."""
-        if len(self._safe) > SAFE_NAMES_KEPT:
-            self._safe.clear()
-        for part in parts:
-            if part not in self._safe:
-                reason = paths.unsafe_component(part)
-                if reason:
-                    raise ValueError(f"refusing to commit the path {path!r}: {part!r} {reason}")
-                self._safe.add(part)
-
-    def _tree(self, prefix: str, node: Mapping[str, object]) -> bytes:
-        entries = []
-        for name, value in node.items():
-            if isinstance(value, dict):
-                entries.append((name, self._tree(f"{prefix}{name}/", value), True))
-            else:
-                assert isinstance(value, bytes)
-                entries.append((name, self._blob(f"{prefix}{name}", value), False))
-        key = tuple(sorted(entries))
-        known = self._trees.get(prefix)
-        if known is not None and known[0] == key:
-            return known[1]
-        content = packfile.tree_content(entries)
-        oid = packfile.object_id("tree", content)
-        self._store("tree", oid, content)
-        self._trees[prefix] = (key, oid)
-        return oid
 
 
 def commit(

@@ -6,7 +6,7 @@ pygit2 exposes no indexer, so this module writes the two documented formats itse
 (`PACK`, version 2, undeltified zlib objects, SHA-1 trailer) and the index (fan-out table,
 sorted names, CRC-32s, offsets, checksums). libgit2 picks the new pack up on its next lookup.
 
-Called by `git.gitrepo`.
+Called by `git.trees`.
 """
 
 from __future__ import annotations

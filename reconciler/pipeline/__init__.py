@@ -31,7 +31,7 @@ from reconciler.pipeline import clusters, idle, publishing
 from reconciler.pipeline.warm import Warm as Warm
 from reconciler.render import rollout, rolloutgone
 from reconciler.settings import Settings
-from reconciler.validate import guard, parsecache
+from reconciler.validate import guard
 
 StageHook = Callable[[str], None]
 """Called with each stage's name as it starts; the CLI uses it for its progress display."""
@@ -194,15 +194,15 @@ def plan(
     observer: Observer | None = None,
     diagnose: bool = True,
     ceiling: guard.Guard = guard.BUILTIN,
-    parsed: parsecache.ParseCache | None = None,
+    warm: Warm | None = None,
 ) -> tuple[Planned, live.Observed]:
     """Validate → (observe) → schedule → render: the part of a pass every command shares.
     Without an `observer` nothing is observed, and the tree is a pure function of the source
     and the last pass's state (`before`). `diagnose=False` leaves the per-cluster verdicts out
-    of the decisions. `ceiling` is the operator's guard; `parsed` keeps each source file's
-    parse between passes (`pipeline.Warm`)."""
+    of the decisions. `ceiling` is the operator's guard; `warm` what earlier passes left
+    (each source file's parse, the rendered files: `pipeline.Warm`)."""
     on_stage(Stage.VALIDATE)
-    spec = validate.spec(source, ceiling=ceiling, parsed=parsed)
+    spec = validate.spec(source, ceiling=ceiling, parsed=warm.parsed if warm else None)
     observed = live.Observed()
     if observer is not None:
         on_stage(Stage.OBSERVE)
@@ -223,6 +223,7 @@ def plan(
         kept=before.kept,
         forecasts=placement.forecasts,
         templates=before.templates,
+        remembered=warm.render if warm is not None else None,
     )
     planned = Planned(
         spec=spec,
@@ -369,7 +370,7 @@ def _one_pass(
             now=now,
             observer=fleet.observer(before, now),
             ceiling=settings.guard,
-            parsed=warm.parsed,
+            warm=warm,
         )
         planned = _drift_surveyed(fleet.members, planned, before, now)
         audit.removed_clusters(
@@ -386,6 +387,7 @@ def _one_pass(
             observed=bool(observed.observations),
             now=now,
             fenced=fenced,
+            writers=warm.commit,
         )
         audit.published(
             Stage.COMMIT, source, published, branch=settings.output_branch, repo=settings.repo

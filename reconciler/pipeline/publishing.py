@@ -23,9 +23,11 @@ def committed(
     observed: bool,
     now: float,
     fenced: fence.Fence,
+    writers: commit.Writers | None = None,
 ) -> commit.PublishResult:
     """Commit: the tree as one commit on the output branch, pushed unless `--no-push`.
-    `observed` says whether the clusters' figures came from their APIs this pass."""
+    `observed` says whether the clusters' figures came from their APIs this pass; `writers`
+    are the process's tree writers (`pipeline.Warm.commit`)."""
     assert settings.repo is not None
     return commit.publish(
         settings.repo,
@@ -49,4 +51,5 @@ def committed(
             source=source.commit,
         ),
         fenced=fenced,
+        writers=writers,
     )

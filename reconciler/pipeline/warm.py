@@ -9,9 +9,12 @@ change sequences). Each stage's cache is one field, typed by the stage's own cac
 - `parsed`: each source file's parse, by its path and the sha256 of its bytes
   (`validate.parsecache`);
 - `readback`: what each state file of the output branch parsed to, by its blob id
-  (`branch.readback`).
+  (`branch.readback`);
+- `steady`: the last pass that made no commit, for an idle pass (`pipeline.idle`);
+- `render`: each workload's rendered files and their inputs (`render.memo`);
+- `commit`: the output tree as last written, per cache (`commit.Writers`, `git.trees`).
 
-Both are kept on disk per repository when `state_dir` is set (`load.cachefile`): read once,
+The first two are kept on disk per repository when `state_dir` is set (`load.cachefile`): read once,
 when a process's first pass of a repository starts (`begin`), and written after each pass that
 changed them (`keep`).
 
@@ -24,10 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reconciler import commit
 from reconciler.branch import readback as readbacks
 from reconciler.laststate import READBACK
 from reconciler.load import cachefile
 from reconciler.pipeline import idle
+from reconciler.render import memo
 from reconciler.validate import parsecache
 
 PARSED = "parsed"
@@ -48,6 +53,10 @@ class Warm:
     """The repository the caches hold the files of; another one starts them afresh."""
     steady: idle.FixedPoint[Any] | None = None
     """The last pass that made no commit, which the next one may stand on (`pipeline.idle`)."""
+    render: memo.Memo = field(default_factory=memo.Memo)
+    """The last pass's rendered files per workload (`render.memo`), in memory only."""
+    commit: commit.Writers = field(default_factory=commit.Writers)
+    """The output branch's tree as last written (`git.trees`), in memory only."""
 
     def begin(self, repo: str | None) -> None:
         """A pass of `repo` starts: the caches are read from the state directory when this
@@ -57,6 +66,7 @@ class Warm:
             self.readback = readbacks.ReadBack()
             self.repo = repo
             self.steady = None
+            self.render = memo.Memo()
             cachefile.restore(self.parsed, self.state_dir, repo, PARSED)
             cachefile.restore(self.readback, self.state_dir, repo, READBACK)
         self.parsed.begin()

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from reconciler import yamlio
@@ -45,6 +46,7 @@ from reconciler.kube import demand, inventory, movehooks
 from reconciler.render import (
     decisionout,
     karmadaout,
+    memo,
     overrides,
     rollout,
     rolloutview,
@@ -204,6 +206,7 @@ def tree(
     kept: Kept | None = None,
     forecasts: Forecasts | None = None,
     templates: Templates | None = None,
+    remembered: memo.Memo | None = None,
 ) -> dict[str, bytes]:
     """The output-branch tree: manifests, kustomizations, decisions, status, README.
 
@@ -230,6 +233,9 @@ def tree(
     (`render.rollout.in_force`); without it every cluster gets the source's template. When it
     gives None (the commit is gone) the cluster keeps the file last rendered there (`kept`),
     or nothing (`render.rolloutgone`).
+
+    `remembered` holds the last pass's renders (`render.memo`): a workload whose inputs are
+    all unchanged gets the files it had, and the memo then holds this pass's.
     """
     part, parts = shard
     workloads = {w.key: w for w in spec.workloads}
@@ -244,7 +250,15 @@ def tree(
         move = hooked.get(decision.key)
         if move is not None:
             workload = replace(workload, manifest=movehooks.with_move_env(workload.manifest, *move))
-        files.update(_render_decision(spec, workload, decision, index, held, templates))
+        rules = index.by_cluster(rules_for(workload, spec.override_policies))
+        render = partial(_render_decision, spec, workload, decision, index, rules, held, templates)
+        if remembered is None or held.holds(decision):
+            files.update(render())
+        else:
+            context = spec.config.output
+            files.update(
+                remembered.decision_files(workload, decision, rules, index.key, context, render)
+            )
     seen = observations or {}
     files.update(status.workload_files(mine, seen, locations.cities(spec.clusters)))
     if part == 0:
@@ -252,7 +266,10 @@ def tree(
             name: status.cluster_status(seen[name], suspended=name in suspended)
             for name in sorted(seen)
         }
-        files.update(_shared_files(spec, ordered, documents, filling, held, forecasts or {}))
+        shared = _shared_files(spec, ordered, documents, filling, held, forecasts or {}, remembered)
+        files.update(shared)
+        if remembered is not None and parts == 1:
+            remembered.retain({d.key for d in ordered}, shared)
     return dict(sorted(files.items()))
 
 
@@ -274,6 +291,10 @@ class _Held:
         }
         self._kept = kept
         self._read: dict[str, bytes | None] = {}
+
+    def holds(self, decision: Decision) -> bool:
+        """Whether a suspended dispatch may hold back changes to the decision's workload."""
+        return decision.policy is not None and decision.policy in self._placements
 
     def suspended(self, decision: Decision, cluster: str) -> bool:
         """Whether changes to the decision's workload are held back from `cluster`."""
@@ -305,6 +326,7 @@ def _render_decision(
     workload: Workload,
     decision: Decision,
     index: RuleIndex,
+    applicable: memo.Rules,
     held: _Held,
     templates: Templates | None,
 ) -> dict[str, bytes]:
@@ -314,7 +336,6 @@ def _render_decision(
     if not decision.clusters and not decision.retiring:
         return files
     bases: dict[tuple[str, str] | None, dict[str, Any]] = {}
-    applicable = index.by_cluster(rules_for(workload, spec.override_policies))
     rendered: dict[tuple[object, int | None, tuple[str, ...]], bytes] = {}
     for placed in decision.rendered():
         path = paths.object_path(placed.cluster, decision.key)
@@ -373,15 +394,14 @@ def _shared_files(
     filling: Collection[str],
     held: _Held,
     forecasts: Forecasts,
+    remembered: memo.Memo | None,
 ) -> dict[str, bytes]:
     per_cluster: dict[str, list[str]] = {c.name: [] for c in spec.clusters}
     for decision in decisions:
-        for placed in decision.rendered():
-            path = paths.object_path(placed.cluster, decision.key)
-            kept = held.suspended(decision, placed.cluster) or held.gone(decision, placed.cluster)
-            if kept and held.previous(path) is None:
-                continue
-            per_cluster[placed.cluster].append(_in_cluster(path).relative)
+        listing = partial(_listing, decision, held)
+        listed = remembered.listed(decision.key, listing) if remembered else listing()
+        for name, relative in listed:
+            per_cluster[name].append(relative)
     files: dict[str, bytes] = {}
     crossing = services.cross_cluster(spec.workloads, decisions)
     for path, data in _mcs_files(spec, crossing).items():
@@ -389,30 +409,39 @@ def _shared_files(
         mcs = _in_cluster(path)
         per_cluster[mcs.cluster].append(mcs.relative)
     for name, resources in per_cluster.items():
-        files[paths.kustomization_path(name)] = yamlio.dump(
-            summary.kustomization(sorted(resources))
-        ).encode()
+        path = paths.kustomization_path(name)
+        files[path] = memo.dumped(remembered, path, summary.kustomization(sorted(resources)))
     requests = placed_requests(spec, decisions)
     for cluster in spec.clusters:
-        files[paths.cluster_status_path(cluster.name)] = statefiles.seal(
-            yamlio.dump(
-                summary.observation(
-                    cluster,
-                    observations.get(cluster.name),
-                    filling=cluster.name in filling,
-                    placed=requests.get(cluster.name),
-                    forecast=forecasts.get(cluster.name),
-                )
-            ).encode()
+        document = summary.observation(
+            cluster,
+            observations.get(cluster.name),
+            filling=cluster.name in filling,
+            placed=requests.get(cluster.name),
+            forecast=forecasts.get(cluster.name),
         )
+        path = paths.cluster_status_path(cluster.name)
+        files[path] = memo.dumped(remembered, path, document, sealed=True)
     files.update(decisionout.shared_files(decisions))
     files[paths.README] = (
         summary.readme(spec, decisions)
-        + _crossing_section(crossing)
+        + services.readme_section(crossing)
         + rolloutview.readme_section(decisions)
         + decisionout.readme_section(spec.config.output.karmada)
     ).encode()
     return files
+
+
+def _listing(decision: Decision, held: _Held) -> list[tuple[str, str]]:
+    """(cluster, path in its folder) of each manifest the decision has on the branch."""
+    listed = []
+    for placed in decision.rendered():
+        path = paths.object_path(placed.cluster, decision.key)
+        kept = held.suspended(decision, placed.cluster) or held.gone(decision, placed.cluster)
+        if kept and held.previous(path) is None:
+            continue
+        listed.append((placed.cluster, _in_cluster(path).relative))
+    return listed
 
 
 def placed_requests(spec: Spec, decisions: Sequence[Decision]) -> dict[str, dict[str, float]]:
@@ -451,26 +480,3 @@ def _mcs_files(spec: Spec, crossing: Sequence[services.CrossCluster]) -> dict[st
         for obj in objects:
             files[paths.object_path(cluster, ResourceKey.of(obj))] = yamlio.dump(obj).encode()
     return files
-
-
-def _crossing_section(crossing: Sequence[services.CrossCluster]) -> str:
-    """The generated README's list of services called across clusters."""
-    if not crossing:
-        return ""
-    lines = [
-        "",
-        "## Cross-cluster services",
-        "",
-        "Callers on another cluster than the Service reach it by its clusterset name "
-        "(Kubernetes Multi-Cluster Services: a ServiceExport where it runs, a ServiceImport "
-        "where it is called).",
-        "",
-        "| service | clusterset name | runs on | called from |",
-        "|---|---|---|---|",
-    ]
-    lines += [
-        f"| `{c.service}` | `{c.clusterset_name}` | {', '.join(c.exported_from) or '—'} | "
-        f"{', '.join(c.imported_into)} |"
-        for c in crossing
-    ]
-    return "\n".join(lines) + "\n"

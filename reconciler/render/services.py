@@ -355,3 +355,26 @@ def mcs_objects(
     return {
         cluster: [objects[k] for k in sorted(objects)] for cluster, objects in sorted(out.items())
     }
+
+
+def readme_section(crossing: Sequence[CrossCluster]) -> str:
+    """The generated README's list of services called across clusters."""
+    if not crossing:
+        return ""
+    lines = [
+        "",
+        "## Cross-cluster services",
+        "",
+        "Callers on another cluster than the Service reach it by its clusterset name "
+        "(Kubernetes Multi-Cluster Services: a ServiceExport where it runs, a ServiceImport "
+        "where it is called).",
+        "",
+        "| service | clusterset name | runs on | called from |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| `{c.service}` | `{c.clusterset_name}` | {', '.join(c.exported_from) or '—'} | "
+        f"{', '.join(c.imported_into)} |"
+        for c in crossing
+    ]
+    return "\n".join(lines) + "\n"

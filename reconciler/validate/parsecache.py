@@ -10,7 +10,7 @@ nothing a pass does to a parsed document can leak into the next one; every check
 parse (the schemas, references, selectors, claims) runs on every pass, so a cached file gives
 exactly the problems a fresh parse gives.
 
-Called by `pipeline`, `pipeline.warm` and `validate`.
+Called by `pipeline.warm` and `validate`.
 """
 
 from __future__ import annotations
