@@ -8,8 +8,9 @@ and commit. Each pass's time is the `seconds` of its `pass_ended` event, measure
 itself.
 
 - `full (cold)`: the first pass of the process, nothing cached: the baseline.
-- `settle`: passes on the same source until one makes no commit (re-balancing may move
-  replicas for a few passes after the first placement). Their count is reported.
+- `settle`: passes on the same source until one makes no commit (re-balancing moves
+  replicas for some passes after the first placement; at most `SETTLE_LIMIT`). Their count
+  is reported.
 - `no change`: a signed push webhook for the same commit; the pass must make no commit.
   Target < 0.3 s.
 - `one workload`: one Deployment's replicas changed and pushed; then the signed webhook.
@@ -41,6 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import schedule as fleet  # bench/schedule.py: the fleet generator
 
 SECRET = b"bench-webhook-secret"
+SETTLE_LIMIT = 40
+"""Passes allowed for settling: every added cluster starts Filling, and re-balancing fills
+them under its churn budget, a few hundred replicas a pass on the largest fleet."""
 TARGETS = {"no change": 0.3, "one workload": 0.5, "webhook to commit": 2.0}
 GIT = ["git", "-c", "user.name=bench", "-c", "user.email=bench@dro.invalid"]
 
@@ -178,7 +182,7 @@ def measure(clusters: int, workloads: int) -> dict[str, Any]:
             sha = head(bare, "main")
             assert sha is not None
             settle = []
-            for _ in range(8):
+            for _ in range(SETTLE_LIMIT):
                 before = head(bare, out)
                 dro.push_webhook(sha)
                 settle.append(dro.next_pass()["seconds"])
