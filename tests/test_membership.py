@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from reconciler.errors import ClusterError
 from reconciler.kube import client as kube
 from reconciler.service import leader, membership
 from tests.kubeapi import KubeAPI
@@ -143,3 +144,25 @@ def _spec(connection: kube.Connection, name: str) -> dict[str, object]:
     lease = connection.get("coordination.k8s.io/v1", "Lease", name, NAMESPACE)
     assert lease is not None
     return dict(lease["spec"])
+
+
+def test_a_renewal_whose_listing_failed_counts_as_failed(
+    api: tuple[KubeAPI, kube.Connection], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, connection = api
+    clock = FakeClock()
+    a, b = member(connection, "dro-a", clock), member(connection, "dro-b", clock)
+    assert a.try_acquire_or_renew()
+    assert b.try_acquire_or_renew()
+    collection = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases"
+    server.faults.fail_next(1, status=500, method="GET", path_prefix=collection)
+    assert a.learn() is None, "the listing failed"
+    assert a.view.members == ("dro-a",), "the last view is kept"
+
+    def unlisted(*_args: object, **_kwargs: object) -> list[object]:
+        raise ClusterError("hub", "list Lease: 500 injected")
+
+    monkeypatch.setattr(connection, "list", unlisted)
+    assert not a.try_acquire_or_renew(), "renewed, but the members are unknown: no fence"
+    renewed = _spec(connection, "dro-member-dro-a")["renewTime"]
+    assert renewed == leader.format_time(clock.now)

@@ -24,7 +24,7 @@ thus leaves the process alive (`/healthz`) but not ready, which is what it is: i
 the fleet is not at the source's state. An interrupted pass (shutdown, lost leadership) changes
 nothing. A follower is ready: it has nothing to fail at until it leads.
 
-Called by `cli.run` and `service.server`.
+Called by `cli.run`, `service.server` and `service.sharding`.
 """
 
 from __future__ import annotations
@@ -140,6 +140,9 @@ class Runner:
         """What each pass leaves for the next one, for this process's life (`pipeline.warm`)."""
         self.forward: Callable[[], bool] | None = None
         """How a follower asks the leader for a pass (a stamp on the Lease)."""
+        self.commits: Callable[[], bool] = self.leading.is_set
+        """Whether this replica's passes commit: it leads. Sharded, every member runs passes
+        and only the leader's commit (`service.sharding`)."""
 
     def _reconcile(self, settings: Settings, hook: pipeline.StageHook) -> pipeline.PassResult:
         return pipeline.reconcile_once(settings, on_stage=hook, fenced=self.fence, warm=self.warm)
@@ -149,10 +152,12 @@ class Runner:
     def trigger(self, reason: str) -> bool:
         """Start a pass as soon as the current one (if any) is done; bursts coalesce. On a
         follower, hand the request to the leader (`forward`); False when that failed."""
-        if not self.leading.is_set() and self.forward is not None:
+        if not self.commits() and self.forward is not None:
             forwarded = self.forward()
             log.info("pass_forwarded_to_leader", reason=reason, forwarded=forwarded)
-            return forwarded
+            if not self.leading.is_set():
+                return forwarded
+            # a sharded member: the leader commits, and this member applies its clusters
         log.info("pass_triggered", reason=reason)
         self._wake.set()
         return True

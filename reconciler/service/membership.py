@@ -14,7 +14,7 @@ a member that died keeps its Lease until it expires. Leases expired for `GARBAGE
 lease durations (a pod killed outright leaves one; a Deployment's pods have new names each
 time) are deleted by whichever member sees them first.
 
-Called by no module of the package: an entry point.
+Called by `service.observations` and `service.sharding`.
 """
 
 from __future__ import annotations
@@ -89,13 +89,24 @@ class Member(leader.Elector):
         return f"{self.lease_name}{MEMBER_INFIX}"
 
     def _attempt(self) -> leader._Outcome:
+        """Renew, then learn the members: a renewal whose listing failed counts as failed,
+        so the member's fence (`LeaderLoop.check`) never runs on a view older than its renew
+        deadline."""
         outcome = super()._attempt()
-        if outcome is leader._Outcome.HELD:
-            self.learn()
+        if outcome is leader._Outcome.HELD and self.learn() is None:
+            return leader._Outcome.FAILED
         return outcome
 
-    def learn(self) -> View:
-        """List the member Leases; keep the live ones as `view` (unchanged on an API error)."""
+    def _observe(self, holder: str) -> None:
+        """Note whether this member holds its Lease (logged as joining, not as leading)."""
+        was = self._leader
+        self._leader = holder == self.config.identity
+        if self._leader and not was:
+            log.info("member_joined", lease=self.config.where, identity=self.config.identity)
+
+    def learn(self) -> View | None:
+        """List the member Leases and keep the live ones as `view`; None (and `view`
+        unchanged) on an API error."""
         config, now = self.config, self._clock()
         try:
             leases = self.connection.list(
@@ -103,7 +114,7 @@ class Member(leader.Elector):
             )
         except errors.ClusterError as error:
             log.warning("members_unlisted", lease=config.where, error=str(error))
-            return self.view
+            return None
         expiries: dict[str, float] = {}
         for lease in leases:
             name = str((lease.get("metadata") or {}).get("name") or "")

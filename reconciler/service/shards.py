@@ -14,7 +14,7 @@ Python's `hash`, which is salted per process), clusters are placed in a fixed or
 ring position, then name), so every replica that sees the same live members computes the same
 assignment without talking to the others.
 
-Called by no module of the package: an entry point.
+Called by `service.sharding`.
 """
 
 from __future__ import annotations
