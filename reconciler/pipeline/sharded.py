@@ -49,6 +49,8 @@ from reconciler.pipeline import (
 )
 from reconciler.settings import Settings
 
+NOTHING_YET = "the output branch has no commit yet (the leader's first pass): nothing to apply"
+
 
 class Shard(Protocol):
     """This replica's part in a sharded `dro run` (`service.sharding.Sharding`)."""
@@ -197,8 +199,8 @@ def _member_pass(
         )
         tree = revisions.state(settings.output_branch, manifests=True)
         planned = Planned(spec=spec, decisions=before.decisions, tree=tree)
-        if not tree:  # the leader has not committed yet: nothing to apply
-            return PassResult(planned=planned, commit=None, pushed=False)
+        if not tree:
+            return PassResult(planned=planned, commit=None, pushed=False, skipped=NOTHING_YET)
         on_stage(Stage.APPLY)
         down = ", ".join(sorted(observed.unreachable))
         applied = members.apply(

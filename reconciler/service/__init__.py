@@ -308,7 +308,8 @@ class Runner:
         if outcome.applied is None:
             log.warning(
                 "apply_skipped",
-                reason="no cluster credentials: give --kubeconfig or --in-cluster to apply; "
+                reason=outcome.skipped
+                or "no cluster credentials: give --kubeconfig or --in-cluster to apply; "
                 "this pass validated, scheduled, rendered and committed only",
             )
             result = metrics.SUCCESS
