@@ -82,6 +82,8 @@ class Sharding:
         self._owners: dict[str, str] = {}
         self._not_before: dict[str, float] = {}
         self._timers: list[threading.Timer] = []
+        self._publishing = threading.Lock()
+        self._closed = False
 
     @classmethod
     def joining(
@@ -166,10 +168,13 @@ class Sharding:
             observations={c: o for c, o in observed.observations.items() if c in owned},
             unreachable={c: why for c, why in observed.unreachable.items() if c in owned},
         )
-        try:
-            observations.publish(self.connection, self.namespace, self.lease_name, document)
-        except errors.ClusterError as error:
-            log.warning("observations_not_published", error=str(error))
+        with self._publishing:  # never after `close` withdrew them
+            if self._closed:
+                return
+            try:
+                observations.publish(self.connection, self.namespace, self.lease_name, document)
+            except errors.ClusterError as error:
+                log.warning("observations_not_published", error=str(error))
 
     def gathered(self, now: float) -> tuple[dict[str, Observation], dict[str, str]]:
         """The other live members' fresh observations, each cluster from its owner."""
@@ -260,7 +265,9 @@ class Sharding:
         """Stop the handover timers and withdraw this member's observations."""
         for timer in self._timers:
             timer.cancel()
-        observations.withdraw(self.connection, self.namespace, self.lease_name, self.identity)
+        with self._publishing:
+            self._closed = True
+            observations.withdraw(self.connection, self.namespace, self.lease_name, self.identity)
 
 
 class _ClusterFence:
