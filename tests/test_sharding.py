@@ -224,3 +224,16 @@ def test_a_bad_shards_mode_is_one_line_naming_where_it_came_from(
     assert str(caught.value) == said
     assert settings.resolve(table, {}, environ={})["shards"] == "off"
     assert settings.resolve(table, {}, environ={"DRO_SHARDS": "Auto"}) == {"shards": "auto"}
+
+
+def test_a_cluster_added_to_the_source_is_divided_too(hub: kube.Connection) -> None:
+    clock = FakeClock()
+    a = member(hub, "dro-a", clock)
+    renew(clock, 0, a)
+    a.own(CLUSTERS)
+    renew(clock, 16, a)
+    assert a.own(CLUSTERS) == frozenset(CLUSTERS)
+    assert a.own([*CLUSTERS, "new"]) == frozenset(CLUSTERS), "the new one waits its turn"
+    renew(clock, 16, a)
+    assert a.own([*CLUSTERS, "new"]) == frozenset([*CLUSTERS, "new"])
+    a.check("new", "PATCH /x")

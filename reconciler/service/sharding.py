@@ -79,6 +79,8 @@ class Sharding:
         self._lock = threading.Lock()
         self._clusters: tuple[str, ...] = ()
         self._members: tuple[str, ...] | None = None
+        self._split: tuple[str, ...] = ()
+        """The clusters `_owners` divides."""
         self._owners: dict[str, str] = {}
         self._not_before: dict[str, float] = {}
         self._timers: list[threading.Timer] = []
@@ -215,10 +217,12 @@ class Sharding:
     # --- the assignment -----------------------------------------------------------------------
 
     def _current(self) -> dict[str, str]:
-        """The assignment under the members last learned; notes the clusters that came to
-        this member since the last call, with when they may first be written."""
+        """The assignment of the clusters last named (`own`) under the members last learned;
+        notes the clusters that came to this member since the last call, with when they may
+        first be written (a cluster new to the source waits too: another member may have
+        seen it first under another view)."""
         view = self.member.view
-        if view.members == self._members:
+        if (view.members, self._clusters) == (self._members, self._split):
             return self._owners
         owners = shards.assign(self._clusters, view.members)
         now = self.clock()
@@ -244,7 +248,7 @@ class Sharding:
                 identity=self.identity,
             )
             self._after(self.lease_duration + 0.05)
-        self._members, self._owners = view.members, owners
+        self._members, self._split, self._owners = view.members, self._clusters, owners
         return owners
 
     def _after(self, seconds: float) -> None:
