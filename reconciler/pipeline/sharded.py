@@ -38,7 +38,6 @@ from reconciler.pipeline import (
     Planned,
     Stage,
     StageHook,
-    Warm,
     _applied,
     _drift_surveyed,
     _loaded,
@@ -77,12 +76,9 @@ class Shard(Protocol):
         """The other members' fresh observations, and why their unreachable clusters were."""
 
 
-def reconcile_shard(
-    settings: Settings, shard: Shard, *, on_stage: StageHook, warm: Warm | None = None
-) -> PassResult:
+def reconcile_shard(settings: Settings, shard: Shard, *, on_stage: StageHook) -> PassResult:
     """One member's pass (the module's docstring): the leader's commits, the others apply
     what the output branch holds."""
-    del warm  # the sharded pass keeps no caches of its own yet
     if settings.repo is None:
         raise ValueError("reconcile needs a source repository (--repo)")
     source = _loaded(settings, on_stage)

@@ -2,7 +2,9 @@
 
 A pass starts at once, then every `interval` seconds plus up to `jitter` of it at random, and
 at once when `trigger` is called (a webhook; a burst of triggers during a pass makes one more
-pass, not many). Only the leader runs passes (`leading`); a follower waits.
+pass, not many). Only the leader runs passes (`leading`); a follower waits. Sharded
+(`--shards auto`, `service.sharding`), every member runs passes on its own clusters and only
+the leader's commit; a webhook on a member that does not lead also goes to the leader.
 
 - A transient error (git or a cluster API unavailable) is retried with exponential backoff and
   jitter for up to one interval; the last good state stays in force meanwhile.

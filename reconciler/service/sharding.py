@@ -114,10 +114,9 @@ class Sharding:
             on_started=started,
             on_stopped=runner.leading.clear,
         )
-        warm = runner.warm
 
         def run_pass(settings: Settings, hook: pipeline.StageHook) -> pipeline.PassResult:
-            return sharded.reconcile_shard(settings, made, on_stage=hook, warm=warm)
+            return sharded.reconcile_shard(settings, made, on_stage=hook)
 
         runner.run_pass = run_pass
         runner.fence = made.member_loop
