@@ -41,6 +41,10 @@ def test_each_member_applies_its_own_clusters_and_the_leader_alone_commits(
         assert fleet.committers() == {fleet.leader()}, "only the leader commits"
         assert fleet.rendered_commits(), "and it did"
         assert fleet.double_writes() == []
+        owned = {name: r.metric("dro_shard_clusters") for name, r in fleet.replicas.items()}
+        assert sum(owned.values()) == 6, owned
+        assert max(owned.values()) <= 3, "ceil(1.25 × 6 / 3)"
+        assert {r.metric("dro_shard_members") for r in fleet.replicas.values()} == {3}
 
         for replica in fleet.replicas.values():
             assert replica.terminate() == 0

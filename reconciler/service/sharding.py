@@ -37,7 +37,7 @@ from reconciler.domain import Observation
 from reconciler.domain.fence import Deposed, Fence
 from reconciler.kube import client as kube
 from reconciler.pipeline import sharded
-from reconciler.service import Runner, leader, membership, observations, shards
+from reconciler.service import Runner, leader, membership, metrics, observations, shards
 from reconciler.settings import Settings
 
 log = structlog.get_logger("dro")
@@ -57,8 +57,10 @@ class Sharding:
         on_started: Callable[[], None] = lambda: None,
         on_stopped: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.time,
+        meter: metrics.Metrics | None = None,
     ) -> None:
         self.connection = connection
+        self.meter = meter
         self.member = membership.Member(
             connection, config, clock=clock, on_changed=self.members_changed
         )
@@ -113,6 +115,7 @@ class Sharding:
             trigger=runner.trigger,
             on_started=started,
             on_stopped=runner.leading.clear,
+            meter=runner.metrics,
         )
 
         def run_pass(settings: Settings, hook: pipeline.StageHook) -> pipeline.PassResult:
@@ -140,11 +143,15 @@ class Sharding:
             self._clusters = tuple(sorted(set(clusters)))
             owners = self._current()
             now = self.clock()
-            return frozenset(
+            mine = frozenset(
                 c
                 for c, owner in owners.items()
                 if owner == self.identity and self._not_before.get(c, 0.0) <= now
             )
+        if self.meter is not None:
+            self.meter.shard_members.set(len(self.member.view.members))
+            self.meter.shard_clusters.set(len(mine))
+        return mine
 
     def fence(self, cluster: str) -> Fence:
         """The fence of every write to `cluster` (the module's docstring)."""
