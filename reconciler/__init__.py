@@ -2,7 +2,7 @@
 
 The pipeline is the folder listing. `pipeline/` runs one pass, one sentence per stage, and is
 the only package that knows their order (its `clusters` and `publishing` hold the online
-clusters and the commit call):
+clusters and the commit call; `sharded` is the pass of a member of a sharded `dro run`):
 
     load/       1 LOAD      the source tree at a ref (kustomize and Helm folders built by
                             the tools: load/builds.py), and the last pass's state

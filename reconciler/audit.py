@@ -2,9 +2,7 @@
 events a collector or a person reads (`source_loaded`, `planned`, `committed`, `applied`, and
 the `audit` trail of every commit, push and cluster write).
 
-Called by `pipeline` once per stage result, so that the pass itself reads as its stages. The
-event names and fields are a contract: dashboards, the soak tests and `dro run`'s tests read
-them. `stage` is the pipeline's name for the stage whose result is narrated.
+Called by `pipeline` and `pipeline.sharded`.
 """
 
 from __future__ import annotations

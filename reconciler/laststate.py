@@ -4,7 +4,7 @@
 stage that needs it; `review` (dro plan) builds it once for both sides of a change. Nothing
 else parses the output branch's `decisions/` and `status/` files during a pass.
 
-Called by 8 modules, among them `cli`, `foresee`, `pipeline`, `review`.
+Called by 9 modules, among them `cli`, `foresee`, `pipeline`, `review`.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ State and caches (bare git caches of remote repos) go to the XDG cache directory
 `$XDG_CACHE_HOME/dro`, else `~/.cache/dro`, never to the working directory; the container image
 sets `DRO_STATE_DIR=/var/lib/dro`.
 
-Called by 16 modules, among them `cli`, `laststate`, `pipeline`, `review.tables`.
+Called by 18 modules, among them `cli`, `laststate`, `pipeline`, `review.tables`.
 """
 
 from __future__ import annotations
@@ -92,6 +92,17 @@ def write_mode(value: object) -> str:
     text = str(value).strip().lower()
     if text not in WRITE_MODES:
         raise ValueError(f"{value!r} is not direct or branch")
+    return text
+
+
+SHARD_MODES = ("auto", "off")
+
+
+def shards_mode(value: object) -> str:
+    """`auto` or `off`: whether the replicas of `dro run` share the clusters."""
+    text = str(value).strip().lower()
+    if text not in SHARD_MODES:
+        raise ValueError(f"{value!r} is not auto or off")
     return text
 
 
@@ -276,6 +287,15 @@ _ENTRIES = (
         "hold a Lease so one replica runs passes (true|false; bare means true)",
     ),
     Setting("lease-name", "dro", text, "the Lease's name"),
+    Setting(
+        "shards",
+        "off",
+        shards_mode,
+        "auto: every replica observes and applies the clusters it owns (a Lease per member, "
+        "consistent hashing with bounded loads) and the leader schedules and commits; off: "
+        "the leader does everything",
+        metavar="auto|off",
+    ),
     Setting("lease-namespace", None, text, "the Lease's namespace (default: the pod's)"),
     Setting("lease-duration", "15s", seconds, "how long a Lease is valid without renewal"),
     Setting(

@@ -157,6 +157,11 @@ def test_no_secret_and_nothing_cluster_wide_in_the_default_set(
     assert not kinds & {"Secret", "ClusterRole", "ClusterRoleBinding"}
 
 
+SHARDING_VERBS = {"get", "list", "update", "delete"}
+"""What a sharded replica does to its member Lease and its observations ConfigMap, whose names
+hold the pod's (`service.membership`, `service.observations`)."""
+
+
 def test_the_role_is_least_privilege(built: list[dict[str, Any]]) -> None:
     role = one(built, "Role")
     assert role["metadata"]["namespace"] == "dro-system"
@@ -168,16 +173,19 @@ def test_the_role_is_least_privilege(built: list[dict[str, Any]]) -> None:
         if rule.get("resourceNames"):
             assert "create" not in rule["verbs"], "create cannot be restricted by name"
         else:
-            # Only what Kubernetes cannot restrict by name goes without resourceNames: create,
-            # and Events, whose names are generated.
+            # Only what Kubernetes cannot restrict by name goes without resourceNames: create;
+            # Events, whose names are generated; and, for sharding, the member Leases and
+            # observation ConfigMaps, named after pods of a Deployment (never patch).
             unrestricted = set(rule["verbs"]) - {"create"}
             if rule["resources"] == ["events"]:
                 unrestricted -= {"patch"}
+            if rule["resources"] in (["leases"], ["configmaps"]):
+                unrestricted -= SHARDING_VERBS
             assert not unrestricted, f"{sorted(unrestricted)} for any name: {rule}"
         for group in rule["apiGroups"]:
             for resource in rule["resources"]:
                 granted.setdefault((group, resource), set()).update(rule["verbs"])
-    assert granted[("coordination.k8s.io", "leases")] == {"get", "create", "update"}
+    assert granted[("coordination.k8s.io", "leases")] == {"create", *SHARDING_VERBS}
     assert granted[("", "configmaps")] <= {"get", "list", "create", "update", "patch", "delete"}
     assert {"get", "create", "patch"} <= granted[("", "configmaps")]
     assert granted[("", "events")] == {"create", "patch"}
@@ -204,7 +212,7 @@ def test_the_role_is_least_privilege(built: list[dict[str, Any]]) -> None:
 
 def test_deployment_runs_dro_with_leader_election(built: list[dict[str, Any]]) -> None:
     deployment = one(built, "Deployment")
-    assert deployment["spec"]["replicas"] == 2
+    assert deployment["spec"]["replicas"] == 3
     spec = deployment["spec"]["template"]["spec"]
     assert spec["serviceAccountName"] == "dro"
     assert spec["automountServiceAccountToken"] is True
@@ -217,6 +225,7 @@ def test_deployment_runs_dro_with_leader_election(built: list[dict[str, Any]]) -
     assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
     assert env["DRO_STATE_DIR"]["value"] == "/var/lib/dro"
     assert env["DRO_LEADER_ELECT"]["value"] == "true"
+    assert env["DRO_SHARDS"]["value"] == "auto", "the replicas share the clusters"
     assert env["DRO_LISTEN"]["value"].endswith(":8080")
     # The Lease dro uses is the one the Role grants by name.
     assert env.get("DRO_LEASE_NAME", {"value": "dro"})["value"] == "dro"
@@ -330,6 +339,10 @@ def test_replicas_prefer_different_nodes(pod: dict[str, Any]) -> None:
     terms = preferred.get("preferredDuringSchedulingIgnoredDuringExecution", [])
     anti = [t["podAffinityTerm"]["topologyKey"] for t in terms]
     assert "kubernetes.io/hostname" in spread + anti
+    assert "kubernetes.io/hostname" in anti, "anti-affinity by hostname, preferred"
+    assert "requiredDuringSchedulingIgnoredDuringExecution" not in preferred, (
+        "required anti-affinity would leave a replica pending on a cluster of fewer nodes"
+    )
 
 
 def test_service_and_pdb_select_the_pods(built: list[dict[str, Any]]) -> None:
@@ -345,7 +358,8 @@ def test_service_and_pdb_select_the_pods(built: list[dict[str, Any]]) -> None:
     assert annotations["prometheus.io/port"] == "8080"
     assert annotations["prometheus.io/path"] == "/metrics"
     pdb = one(built, "PodDisruptionBudget")
-    assert pdb["spec"]["minAvailable"] == 1
+    assert pdb["spec"]["maxUnavailable"] == 1
+    assert "minAvailable" not in pdb["spec"]
     assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
 
 

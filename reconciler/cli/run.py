@@ -30,7 +30,7 @@ from reconciler.cli import habits as clihabits
 from reconciler.cli import report
 from reconciler.errors import ClusterError, UsageError
 from reconciler.kube import client as kube
-from reconciler.service import guarded, leader, listener, metrics, server
+from reconciler.service import guarded, leader, listener, metrics, server, sharding
 from reconciler.service.api import routes as api_routes
 from reconciler.validate import guard
 from reconciler.yamlio import plain
@@ -64,6 +64,7 @@ OPTIONS = settings.pick(
     "api-write-mode",
     "leader-elect",
     "lease-name",
+    "shards",
     "lease-namespace",
     "lease-duration",
     "lease-kubeconfig",
@@ -158,7 +159,7 @@ def run(args: argparse.Namespace, _hook: Any) -> int:
         ),
         metrics.Metrics(),
     )
-    elector = _elector(values, loop) if values["leader_elect"] else None
+    elector, member = _elections(values, loop)
     if elector is None:
         loop.leading.set()
         loop.metrics.leader.set(1)
@@ -183,8 +184,7 @@ def run(args: argparse.Namespace, _hook: Any) -> int:
         raise UsageError(f"--listen {values['listen']}: {error.strerror or error}") from None
 
     def abandoned() -> None:
-        if elector is not None:
-            elector.stop()  # release the Lease: a follower takes over at once
+        _leave(elector, member)  # release the Leases: others take over at once
         http.close()
 
     _on_signals(loop, abandoned)
@@ -192,15 +192,35 @@ def run(args: argparse.Namespace, _hook: Any) -> int:
         http.start()
     except OSError as error:
         raise UsageError(f"--listen {values['listen']}: {error}") from None
-    if elector is not None:
-        elector.start()
+    for started in (elector, member):
+        if started is not None:
+            started.start()
     try:
         loop.loop()
     finally:
-        if elector is not None:
-            elector.stop()
+        _leave(elector, member)
         http.close()
     return 0
+
+
+def _elections(
+    values: Mapping[str, Any], loop: runner.Runner
+) -> tuple[leader.LeaderLoop | None, sharding.Sharding | None]:
+    """The leader election (unless `--leader-elect=false`) and, with `--shards auto`, the
+    membership; UsageError when they cannot work."""
+    if values["shards"] == "auto" and not values["leader_elect"]:
+        raise UsageError("--shards auto needs leader election: drop --leader-elect=false")
+    elector = _elector(values, loop) if values["leader_elect"] else None
+    member = _member(values, loop, elector) if values["shards"] == "auto" else None
+    return elector, member
+
+
+def _leave(elector: leader.LeaderLoop | None, member: sharding.Sharding | None) -> None:
+    """Release the leader's Lease and delete the member's, so others take over at once."""
+    if elector is not None:
+        elector.stop()
+    if member is not None:
+        member.stop()
 
 
 def _tls(values: Mapping[str, Any]) -> listener.Tls | None:
@@ -270,8 +290,9 @@ def _has_files(folder: Path) -> bool:
     return any(p.is_file() and not p.name.startswith(".") for p in folder.iterdir())
 
 
-def _elector(values: Mapping[str, Any], loop: runner.Runner) -> leader.LeaderLoop:
-    """The leader election, or UsageError when it cannot reach a Lease."""
+def _lease_connection(values: Mapping[str, Any]) -> tuple[kube.Connection, leader.LeaseConfig]:
+    """A connection to the Leases' cluster and the leader's Lease, or UsageError when it
+    cannot reach one."""
     namespace = values["lease_namespace"] or leader.pod_namespace()
     try:
         if namespace is None:
@@ -297,14 +318,24 @@ def _elector(values: Mapping[str, Any], loop: runner.Runner) -> leader.LeaderLoo
         renew_deadline=values["lease_duration"] * 2 / 3,
         retry_period=values["lease_duration"] / 7.5,
     )
+    return connection, config
+
+
+def _elector(values: Mapping[str, Any], loop: runner.Runner) -> leader.LeaderLoop:
+    """The leader election, or UsageError when it cannot reach a Lease. Sharded, the leader
+    schedules and commits, and every member runs passes (`_member`)."""
+    connection, config = _lease_connection(values)
+    sharded = values["shards"] == "auto"
 
     def started() -> None:
-        loop.leading.set()
+        if not sharded:
+            loop.leading.set()
         loop.metrics.leader.set(1)
         loop.trigger("became leader")
 
     def stopped() -> None:
-        loop.leading.clear()
+        if not sharded:
+            loop.leading.clear()
         loop.metrics.leader.set(0)
 
     def requested() -> None:
@@ -320,6 +351,19 @@ def _elector(values: Mapping[str, Any], loop: runner.Runner) -> leader.LeaderLoo
     )
     loop.fence = leading  # every write of a pass checks the renew deadline
     return leading
+
+
+def _member(
+    values: Mapping[str, Any], loop: runner.Runner, elected: leader.LeaderLoop | None
+) -> sharding.Sharding:
+    """This replica's membership (`--shards auto`): while it holds its member Lease, it runs
+    passes on the clusters it owns (`service.sharding`)."""
+    assert elected is not None
+    connection, config = _lease_connection(values)
+    fresh = values["interval"] * max(2.0, values["ready_intervals"]) + values["lease_duration"]
+    return sharding.Sharding.joining(
+        loop, connection=connection, config=config, elected=elected, fresh=fresh
+    )
 
 
 def _secret(path: Path | None) -> bytes | None:

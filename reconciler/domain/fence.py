@@ -16,7 +16,7 @@ and nothing after it is written. What no check made by the writer can exclude is
 more than that margin between the check and the request leaving the process; the window is
 the few microseconds from the check in the client to its socket write.
 
-Called by 8 modules, among them `commit`, `kube.client`, `live`, `pipeline`.
+Called by 10 modules, among them `commit`, `kube.client`, `live`, `pipeline`.
 """
 
 from __future__ import annotations

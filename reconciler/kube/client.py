@@ -5,7 +5,7 @@ It offers cluster access to the observe and apply stages: kubeconfig contexts, a
 request. The client is imported only when a cluster is reached, so commands that reach no
 cluster do not pay its ~0.4 s import (`kube.quantity` loads Kubernetes' quantity parser alone).
 
-Called by 9 modules, among them `cli.run`, `live`, `service.leader`.
+Called by 12 modules, among them `cli.run`, `live`, `service.leader`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Live: the steps of a pass that talk to clusters, for every cluster at once.
 
 - `Members.open` connects to each cluster dro can reach (a kubeconfig context from the file or
-  directory given with `--kubeconfig`, or in-cluster), skipping suspended clusters.
+  directory given with `--kubeconfig`, or in-cluster), skipping suspended clusters and, when
+  sharded, the clusters other members own (`Access.only`, each with its fence).
 - `Members.observe`, before scheduling: each reachable cluster's Nodes, Pods and workload
   health (`observe.live`). A cluster that cannot be listed keeps its last committed
   observation, marked stale and unreachable since the first pass that failed; a suspended one
@@ -21,7 +22,7 @@
 Clusters are handled in parallel, at most `Access.parallel` at a time; each request has the
 per-cluster `Access.timeout`.
 
-Called by `audit`, `cli.diff`, `pipeline`, `pipeline.clusters` and `review`.
+Called by 7 modules, among them `audit`, `cli.diff`, `pipeline`, `review`.
 """
 
 from __future__ import annotations
@@ -78,6 +79,12 @@ class Access:
     """How long a pass waits for the new copies of its moves to become Healthy."""
     fence: fencing.Fence = fencing.UNFENCED
     """Checked before every write to a cluster (`fencing`): a deposed leader writes nothing."""
+    only: frozenset[str] | None = None
+    """The clusters this replica reaches, when sharded (`pipeline.sharded`): its own; the
+    others are left alone, as clusters dro has no way to reach. None: every cluster."""
+    fences: Callable[[str], fencing.Fence] | None = None
+    """When sharded, each cluster's own fence (the member still owns it and may write),
+    checked before every write to that cluster in place of `fence`."""
 
 
 @dataclass(slots=True)
@@ -124,6 +131,8 @@ class Members:
         for cluster in self.spec.clusters:
             if cluster.suspend or not cluster.reachable_by_dro:
                 continue
+            if self.access.only is not None and cluster.name not in self.access.only:
+                continue  # another member's (sharded)
             try:
                 self.connections[cluster.name] = self._connect(cluster, contexts)
             except ClusterError as error:
@@ -278,6 +287,8 @@ class Members:
         return health.of(live).status == health.HEALTHY
 
     def _connect(self, cluster: Cluster, contexts: Mapping[str, Path]) -> Connection:
+        fences = self.access.fences
+        fence = fences(cluster.name) if fences is not None else self.access.fence
         if cluster.in_cluster:
             if not self.access.in_cluster:
                 raise ClusterError(cluster.name, "it is marked inCluster; pass --in-cluster")
@@ -286,7 +297,7 @@ class Members:
                 context=None,
                 kubeconfig=None,
                 timeout=self.access.timeout,
-                fence=self.access.fence,
+                fence=fence,
             )
         context = str(cluster.kubeconfig_context)
         if context not in contexts:
@@ -297,7 +308,7 @@ class Members:
             context=context,
             kubeconfig=contexts[context],
             timeout=self.access.timeout,
-            fence=self.access.fence,
+            fence=fence,
         )
 
     def _each(

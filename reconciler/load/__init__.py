@@ -9,7 +9,7 @@ A folder under `workloads/` holding a kustomization or a Helm chart is read whol
 templates, patches and helpers whatever their names) and built by the tool (`builds`): the
 `Source` holds the tool's output in its place.
 
-Called by 9 modules, among them `cli.audit`, `laststate`, `pipeline`, `review`.
+Called by 10 modules, among them `cli.audit`, `laststate`, `pipeline`, `review`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Only this module knows the order of the stages. Each step names the reason it fa
 report says which stage broke. A pass that fails before `commit` changes nothing anywhere: the
 last good state on the output branch stays in force.
 
-Called by `cli`, `cli.diff`, `cli.plan`, `cli.progress`, `review` and `service`.
+Called by 8 modules, among them `cli`, `pipeline.sharded`, `review`, `service`.
 """
 
 from __future__ import annotations

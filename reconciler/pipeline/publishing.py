@@ -1,6 +1,6 @@
 """Commit: the planned tree as one commit on the output branch, pushed unless `--no-push`.
 
-Called by `pipeline`.
+Called by `pipeline` and `pipeline.sharded`.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ The first two are kept on disk per repository when `state_dir` is set (`load.cac
 when a process's first pass of a repository starts (`begin`), and written after each pass that
 changed them (`keep`).
 
-Called by `pipeline`.
+Called by `pipeline` and `pipeline.sharded`.
 """
 
 from __future__ import annotations

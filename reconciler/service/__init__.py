@@ -2,7 +2,9 @@
 
 A pass starts at once, then every `interval` seconds plus up to `jitter` of it at random, and
 at once when `trigger` is called (a webhook; a burst of triggers during a pass makes one more
-pass, not many). Only the leader runs passes (`leading`); a follower waits.
+pass, not many). Only the leader runs passes (`leading`); a follower waits. Sharded
+(`--shards auto`, `service.sharding`), every member runs passes on its own clusters and only
+the leader's commit; a webhook on a member that does not lead also goes to the leader.
 
 - A transient error (git or a cluster API unavailable) is retried with exponential backoff and
   jitter for up to one interval; the last good state stays in force meanwhile.
@@ -24,7 +26,7 @@ thus leaves the process alive (`/healthz`) but not ready, which is what it is: i
 the fleet is not at the source's state. An interrupted pass (shutdown, lost leadership) changes
 nothing. A follower is ready: it has nothing to fail at until it leads.
 
-Called by `cli.run` and `service.server`.
+Called by `cli.run`, `service.server` and `service.sharding`.
 """
 
 from __future__ import annotations
@@ -140,6 +142,9 @@ class Runner:
         """What each pass leaves for the next one, for this process's life (`pipeline.warm`)."""
         self.forward: Callable[[], bool] | None = None
         """How a follower asks the leader for a pass (a stamp on the Lease)."""
+        self.commits: Callable[[], bool] = self.leading.is_set
+        """Whether this replica's passes commit: it leads. Sharded, every member runs passes
+        and only the leader's commit (`service.sharding`)."""
 
     def _reconcile(self, settings: Settings, hook: pipeline.StageHook) -> pipeline.PassResult:
         return pipeline.reconcile_once(settings, on_stage=hook, fenced=self.fence, warm=self.warm)
@@ -149,10 +154,12 @@ class Runner:
     def trigger(self, reason: str) -> bool:
         """Start a pass as soon as the current one (if any) is done; bursts coalesce. On a
         follower, hand the request to the leader (`forward`); False when that failed."""
-        if not self.leading.is_set() and self.forward is not None:
+        if not self.commits() and self.forward is not None:
             forwarded = self.forward()
             log.info("pass_forwarded_to_leader", reason=reason, forwarded=forwarded)
-            return forwarded
+            if not self.leading.is_set():
+                return forwarded
+            # a sharded member: the leader commits, and this member applies its clusters
         log.info("pass_triggered", reason=reason)
         self._wake.set()
         return True
@@ -303,7 +310,8 @@ class Runner:
         if outcome.applied is None:
             log.warning(
                 "apply_skipped",
-                reason="no cluster credentials: give --kubeconfig or --in-cluster to apply; "
+                reason=outcome.skipped
+                or "no cluster credentials: give --kubeconfig or --in-cluster to apply; "
                 "this pass validated, scheduled, rendered and committed only",
             )
             result = metrics.SUCCESS

@@ -12,7 +12,7 @@ is a create or a PUT guarded by the resourceVersion read: of two contenders one 
 other gets a 409 `kube.Conflict` and stays a follower this round. Times are MicroTime: RFC 3339
 in UTC with microseconds.
 
-Called by `cli.run`.
+Called by `cli.run`, `service.membership` and `service.sharding`.
 """
 
 from __future__ import annotations

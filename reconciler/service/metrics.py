@@ -4,7 +4,7 @@ Every pass is counted once in `dro_reconcile_total` with its result, so passes t
 were interrupted are accounted for as well as the ones that succeeded. Each `Metrics` has its
 own registry: two runners in one process (as in tests) do not share counters.
 
-Called by `cli.run` and `service`.
+Called by `cli.run`, `service` and `service.sharding`.
 """
 
 from __future__ import annotations
@@ -75,6 +75,16 @@ class Metrics:
         self.leader = Gauge(
             "dro_leader",
             "1 while this replica holds the lease (or runs without one).",
+            registry=registry,
+        )
+        self.shard_members = Gauge(
+            "dro_shard_members",
+            "Sharded (--shards auto): the live members this replica sees.",
+            registry=registry,
+        )
+        self.shard_clusters = Gauge(
+            "dro_shard_clusters",
+            "Sharded (--shards auto): the clusters this replica owns and may write to now.",
             registry=registry,
         )
         self.webhooks = Counter(

@@ -6,7 +6,7 @@ then checked as a whole: duplicate objects, references to unknown clusters, and 
 policies that claim one workload with the same precedence. Any error fails the whole source:
 nothing is scheduled, committed or applied from it.
 
-Called by `laststate`, `pipeline`, `service.api.store` and `simulate.trace`.
+Called by `laststate`, `pipeline`, `pipeline.sharded`, `service.api.store` and `simulate.trace`.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 import traceback
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,6 +30,16 @@ class RequestRecord(NamedTuple):
     query: dict[str, str]
 
 
+class Stamped(NamedTuple):
+    """A request as the log of clients has it: when it arrived (`time.monotonic`), its
+    method and path, and the bearer token it carried (which client sent it)."""
+
+    at: float
+    method: str
+    path: str
+    token: str
+
+
 class KubeAPI:
     """An in-process Kubernetes API server emulator serving JSON over HTTP on 127.0.0.1."""
 
@@ -52,6 +63,7 @@ class KubeAPI:
         self._requests: list[RequestRecord] = []
         self._writes: list[RequestRecord] = []
         self._changes: list[RequestRecord] = []
+        self._stamped: list[Stamped] = []
         self._stopping = threading.Event()
         for index in range(nodes):
             self.objects.add_node(f"node-{index}", cpu=node_cpu, memory=node_memory)
@@ -105,11 +117,14 @@ class KubeAPI:
         """Return the base URL, e.g. `http://127.0.0.1:34567`."""
         return f"http://127.0.0.1:{self.port}"
 
-    def kubeconfig(self, path: str | Path, context: str = "c1") -> Path:
+    def kubeconfig(
+        self, path: str | Path, context: str = "c1", token: str = "kubeapi-emulator-token"
+    ) -> Path:
         """Write (or merge into) a kubeconfig with a token user for this server; return its path.
 
         An existing file keeps its other contexts, so several emulators can share one file;
-        `current-context` is set only if the file has none.
+        `current-context` is set only if the file has none. A distinct `token` per client
+        tells their requests apart in `stamped`.
         """
         target = Path(path)
         config: dict[str, Any] = {}
@@ -121,7 +136,7 @@ class KubeAPI:
         user = f"{context}-user"
         entries = {
             "clusters": {"name": context, "cluster": {"server": self.url}},
-            "users": {"name": user, "user": {"token": "kubeapi-emulator-token"}},
+            "users": {"name": user, "user": {"token": token}},
             "contexts": {"name": context, "context": {"cluster": context, "user": user}},
         }
         for section, entry in entries.items():
@@ -152,12 +167,19 @@ class KubeAPI:
         with self._records_lock:
             return list(self._changes)
 
+    @property
+    def stamped(self) -> list[Stamped]:
+        """Every request received, with when and from which token (`Stamped`), oldest first."""
+        with self._records_lock:
+            return list(self._stamped)
+
     def reset_counters(self) -> None:
         """Forget recorded requests, writes and changes."""
         with self._records_lock:
             self._requests.clear()
             self._writes.clear()
             self._changes.clear()
+            self._stamped.clear()
 
     # Faults and seeding shortcuts -----------------------------------------------------------
 
@@ -227,6 +249,9 @@ class KubeAPI:
         request = ApiRequest(method, split.path, query, headers, body)
         with self._records_lock:
             self._requests.append(record)
+            token = headers.get("authorization") or headers.get("Authorization") or ""
+            stamp = Stamped(time.monotonic(), method, split.path, token.split(" ")[-1])
+            self._stamped.append(stamp)
             if method in MUTATING_METHODS and query.get("dryRun") != "All":
                 self._writes.append(record)
         pause = self.faults.delay_for(method, split.path)

@@ -1,0 +1,52 @@
+"""Three `dro run --shards auto` replicas share six emulated clusters: each replica observes and
+applies only the clusters it owns, publishes its observations, and the leader alone commits
+(`tests/shardfleet.py` says how the writes are told apart). The failure drills are in
+`test_shard_drills.py`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.service import wait_for
+from tests.shardfleet import Fleet, running
+
+REPLICAS = ("dro-a", "dro-b", "dro-c")
+
+
+def leases(fleet: Fleet) -> list[str]:
+    """The names of the Leases on the hub."""
+    found = fleet.hub.objects.list("coordination.k8s.io", "v1", "leases", "default")
+    return sorted(lease["metadata"]["name"] for lease in found)
+
+
+def test_each_member_applies_its_own_clusters_and_the_leader_alone_commits(
+    tmp_path: Path,
+) -> None:
+    with running(tmp_path, clusters=6) as fleet:
+        for name in REPLICAS:
+            fleet.start(name)
+        wait_for(lambda: fleet.converged(6), "web applied on every cluster", timeout=60)
+        wait_for(
+            lambda: (
+                leases(fleet) == ["dro", "dro-member-dro-a", "dro-member-dro-b", "dro-member-dro-c"]
+            ),
+            "a member Lease per replica, and the leader's",
+        )
+        seen = fleet.settled()
+        assert all(len(readers) == 1 for readers in seen.values()), seen
+        assert {r for readers in seen.values() for r in readers} == set(REPLICAS), seen
+        config_maps = fleet.hub.objects.list("", "v1", "configmaps", "default")
+        published = sorted(c["metadata"]["name"] for c in config_maps)
+        assert published == [f"dro-observations-{name}" for name in REPLICAS]
+        assert fleet.committers() == {fleet.leader()}, "only the leader commits"
+        assert fleet.rendered_commits(), "and it did"
+        assert fleet.double_writes() == []
+        owned = {name: r.metric("dro_shard_clusters") for name, r in fleet.replicas.items()}
+        assert sum(owned.values()) == 6, owned
+        assert max(owned.values()) <= 3, "ceil(1.25 × 6 / 3)"
+        assert {r.metric("dro_shard_members") for r in fleet.replicas.values()} == {3}
+
+        for replica in fleet.replicas.values():
+            assert replica.terminate() == 0
+        assert leases(fleet) == ["dro"], "the members left cleanly"
+        assert fleet.hub.objects.list("", "v1", "configmaps", "default") == []
