@@ -162,6 +162,10 @@ def test_a_pass_after_a_fixed_point_is_idle_until_the_source_changes(
     stages: list[str] = []
     assert warm.run(monkeypatch, START + 300, stages) == shas[-1]
     assert stages == ["load"], "an idle pass stops after loading"
+    assert warm.warm is not None
+    again = pipeline.reconcile_once(warm.settings, warm=warm.warm)
+    assert again.idle
+    assert again.commit is None
     CHANGES["scale"](3)(warm.repo.work)
     warm.repo.commit("scaled")
     stages.clear()

@@ -89,6 +89,8 @@ class PassResult:
     """2 when the moves' new copies became Healthy and a second pass retired the old ones."""
     skipped: str | None = None
     """Why an online pass applied nothing (`applied` is None), e.g. `NOT_ON_REMOTE`."""
+    idle: bool = False
+    """The pass stopped after loading: nothing changed since a pass that changed nothing."""
 
 
 NOT_ON_REMOTE = (
@@ -357,7 +359,7 @@ def _one_pass(
     standing: Planned | None = idle.idle(warm.steady, inputs, settings.online)
     if standing is not None and not follow_up:
         audit.idle(Stage.LOAD, source, tip)
-        return PassResult(planned=standing, commit=None, pushed=False)
+        return PassResult(planned=standing, commit=None, pushed=False, idle=True)
     warm.steady = None
     with clusters.Clusters(settings, fenced) as fleet, _working_on(source):
         before = laststate.online(settings, warm.readback)

@@ -307,7 +307,9 @@ class Runner:
         self.metrics.record_plan(
             planned.water_levels, unschedulable, rolloutview.counts(planned.decisions)
         )
-        if outcome.applied is None:
+        if outcome.idle:
+            result = metrics.SUCCESS  # `pass_idle` said why nothing was done
+        elif outcome.applied is None:
             log.warning(
                 "apply_skipped",
                 reason=outcome.skipped
