@@ -15,7 +15,11 @@ as the busiest. The emulators and the clients share this process's GIL, so the s
 throughput is a lower bound on dro's with `--parallel` workers against real API servers, and
 the extrapolation an upper bound on the time.
 
-Run: `.venv/bin/python bench/scale.py [--clusters N] [--workloads N] [--json]`.
+`--without-diagnosis` schedules as `dro schedule` does, without the per-cluster verdicts a
+pass writes into the decision files.
+
+Run: `.venv/bin/python bench/scale.py [--clusters N] [--workloads N] [--without-diagnosis]
+[--json]`.
 """
 
 from __future__ import annotations
@@ -54,7 +58,9 @@ def timed(stages: dict[str, dict[str, float]], name: str, work: Callable[[], T])
     return result
 
 
-def stages(clusters: int, workloads: int) -> tuple[dict[str, dict[str, float]], list[Any]]:
+def stages(
+    clusters: int, workloads: int, *, diagnose: bool = True
+) -> tuple[dict[str, dict[str, float]], list[Any]]:
     """Every stage's figures, and the busiest cluster's rendered objects (for the fan-out)."""
     from reconciler import load, render, schedule, validate
     from reconciler.yamlio import parse_documents
@@ -65,7 +71,7 @@ def stages(clusters: int, workloads: int) -> tuple[dict[str, dict[str, float]], 
         timed(figures, "generate", lambda: fleet.write_repo(root, clusters, workloads))
         source = timed(figures, "load", lambda: load.from_directory(root))
     spec = timed(figures, "validate", lambda: validate.spec(source))
-    placed = timed(figures, "schedule", lambda: schedule.place_and_project(spec))
+    placed = timed(figures, "schedule", lambda: schedule.place_and_project(spec, diagnose=diagnose))
     tree = timed(figures, "render", lambda: render.tree(spec, placed.decisions))
     per_cluster: dict[str, list[str]] = {}
     for path in tree:
@@ -125,9 +131,16 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--clusters", type=int, default=10_000)
     parser.add_argument("--workloads", type=int, default=100_000)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--without-diagnosis",
+        action="store_true",
+        help="schedule as `dro schedule` does, without the per-cluster verdicts",
+    )
     arguments = parser.parse_args(argv)
     print(f"{arguments.clusters} clusters × {arguments.workloads} workloads", flush=True)
-    figures, objects = stages(arguments.clusters, arguments.workloads)
+    figures, objects = stages(
+        arguments.clusters, arguments.workloads, diagnose=not arguments.without_diagnosis
+    )
     holding = int(figures["tree"]["clusters holding objects"])
     model = fan_out(objects, holding)
     checked = {
