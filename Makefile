@@ -68,6 +68,7 @@ bench: install ## benchmarks against their baselines (kubectl kustomize, git fas
 	$(PY) bench/templatememo.py
 	$(PY) bench/api.py
 	$(PY) bench/incremental.py
+	$(PY) bench/scale.py --without-diagnosis
 
 bench-e2e: install ## the apply benchmark on real clusters beside the emulators (needs Go)
 	$(E2E_BUILD)
