@@ -163,6 +163,7 @@ def _leader_pass(
             observed=bool(observed.observations),
             now=now,
             fenced=shard.commit_fence,
+            writers=warm.commit,
         )
         audit.published(
             Stage.COMMIT, source, published, branch=settings.output_branch, repo=settings.repo
