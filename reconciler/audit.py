@@ -2,7 +2,7 @@
 events a collector or a person reads (`source_loaded`, `planned`, `committed`, `applied`, and
 the `audit` trail of every commit, push and cluster write).
 
-Called by `pipeline` and `pipeline.sharded`.
+Called by `pipeline`, `pipeline.publishing` and `pipeline.sharded`.
 """
 
 from __future__ import annotations

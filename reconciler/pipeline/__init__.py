@@ -390,9 +390,7 @@ def _one_pass(
             now=now,
             fenced=fenced,
             writers=warm.commit,
-        )
-        audit.published(
-            Stage.COMMIT, source, published, branch=settings.output_branch, repo=settings.repo
+            stage=Stage.COMMIT,
         )
         if idle.fixed_point(
             published.commit,

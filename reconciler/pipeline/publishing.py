@@ -5,7 +5,7 @@ Called by `pipeline` and `pipeline.sharded`.
 
 from __future__ import annotations
 
-from reconciler import commit, load
+from reconciler import audit, commit, load
 from reconciler.branch import status
 from reconciler.commit import describe as commitmessage
 from reconciler.domain import Decision, Source, fence
@@ -24,12 +24,14 @@ def committed(
     now: float,
     fenced: fence.Fence,
     writers: commit.Writers | None = None,
+    stage: str,
 ) -> commit.PublishResult:
-    """Commit: the tree as one commit on the output branch, pushed unless `--no-push`.
-    `observed` says whether the clusters' figures came from their APIs this pass; `writers`
-    are the process's tree writers (`pipeline.Warm.commit`)."""
+    """Commit: the tree as one commit on the output branch, pushed unless `--no-push`, and
+    told to the operators (`audit.published`, under `stage`). `observed` says whether the
+    clusters' figures came from their APIs this pass; `writers` are the process's tree
+    writers (`pipeline.Warm.commit`)."""
     assert settings.repo is not None
-    return commit.publish(
+    published = commit.publish(
         settings.repo,
         settings.state_dir,
         branch=settings.output_branch,
@@ -53,3 +55,5 @@ def committed(
         fenced=fenced,
         writers=writers,
     )
+    audit.published(stage, source, published, branch=settings.output_branch, repo=settings.repo)
+    return published

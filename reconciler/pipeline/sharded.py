@@ -164,9 +164,7 @@ def _leader_pass(
             now=now,
             fenced=shard.commit_fence,
             writers=warm.commit,
-        )
-        audit.published(
-            Stage.COMMIT, source, published, branch=settings.output_branch, repo=settings.repo
+            stage=Stage.COMMIT,
         )
         if not published.on_remote:
             return _unapplied(planned, published, online=True)
