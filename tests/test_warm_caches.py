@@ -260,3 +260,26 @@ def test_memory_holds_the_files_of_the_last_pass_only() -> None:
         cache.documents(INFERENCE, data)
         cachefile.keep(cache, None, None, "parsed")
     assert len(cache.exported()) == 1
+
+
+def test_a_secret_in_the_source_is_never_written_to_a_cache_file(tmp_path: Path) -> None:
+    """The example repo's plaintext Secret (a warning of its own) lives in the source and its
+    git cache only: the parse cache keeps every other file and never that one."""
+    repo = make_source_repo(tmp_path / "fleet")
+    secret = (repo.work / "workloads/payments/ledger-db.yaml").read_text()
+    assert "kind: Secret" in secret
+    planted = "planted-password-5f1c0a7d"
+    repo.write({"workloads/payments/ledger-db.yaml": secret + f"\n# {planted}\n"})
+    text = (repo.work / "workloads/payments/ledger-db.yaml").read_text()
+    value = text.split("POSTGRES_PASSWORD:", 1)[1].split("\n", 1)[0].strip()
+    assert len(value) > 10, "the Secret has a password"
+    repo.commit("a Secret")
+    state = tmp_path / "state"
+    assert reconcile(repo, state, "--no-push") == 0
+    files = cache_files(state)
+    assert "parsed" in files
+    for path in files.values():
+        written = path.read_text()
+        assert value not in written
+        assert planted not in written
+    assert "workloads/payments/checkout.yaml" in files["parsed"].read_text()

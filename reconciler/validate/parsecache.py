@@ -8,7 +8,8 @@ folder), in memory across the passes of `dro run` and in the state directory for
 `dro reconcile --once` (`load.cachefile`). Every pass builds fresh values from the JSON, so
 nothing a pass does to a parsed document can leak into the next one; every check after the
 parse (the schemas, references, selectors, claims) runs on every pass, so a cached file gives
-exactly the problems a fresh parse gives.
+exactly the problems a fresh parse gives. A file holding a Secret is never kept: its values
+would otherwise sit in plain JSON in the state directory.
 
 Called by `pipeline.warm` and `validate`.
 """
@@ -61,7 +62,10 @@ class ParseCache:
         except yamlio.YamlError as error:
             self._keep(key, {"problem": _problem_entry(error.problem)})
             raise
-        self._keep(key, {"documents": [_document_entry(doc) for doc in found]})
+        if any(_holds_secret(doc.body) for doc in found):
+            self._used.discard(key)  # not kept, so not counted as a change either
+        else:
+            self._keep(key, {"documents": [_document_entry(doc) for doc in found]})
         return found
 
     def _keep(self, key: str, entry: dict[str, Any]) -> None:
@@ -89,6 +93,18 @@ class ParseCache:
         for key, text in entries.items():
             if isinstance(text, str):
                 self._parsed.setdefault(key, text)
+
+
+def _holds_secret(body: Any) -> bool:
+    """Whether a document is a Secret, or a List holding one: its file is parsed on every
+    pass and never kept, in memory or in the state directory, so that a Secret's values live
+    nowhere dro did not find them (the source and its git cache)."""
+    if not isinstance(body, dict):
+        return False
+    if body.get("kind") == "Secret":
+        return True
+    items = body.get("items")
+    return isinstance(items, list) and any(_holds_secret(item) for item in items)
 
 
 def _document_entry(doc: Document) -> list[Any]:
