@@ -374,23 +374,11 @@ def _one_pass(
             ceiling=settings.guard,
             warm=warm,
         )
-        planned = _drift_surveyed(fleet.members, planned, before, now)
         audit.removed_clusters(
             Stage.VALIDATE, validate.removed_clusters(planned.spec, before.decisions)
         )
-        audit.planned(Stage.RENDER, source, planned.decisions, planned.tree, observed.unreachable)
-        on_stage(Stage.COMMIT)
-        published = publishing.committed(
-            settings,
-            source,
-            before,
-            planned.tree,
-            planned.decisions,
-            observed=bool(observed.observations),
-            now=now,
-            fenced=fenced,
-            writers=warm.commit,
-            stage=Stage.COMMIT,
+        planned, published = surveyed_and_committed(
+            settings, source, before, planned, observed, fleet.members, now, fenced, warm, on_stage
         )
         if idle.fixed_point(
             published.commit,
@@ -414,6 +402,39 @@ def _one_pass(
             unreachable=dict(observed.unreachable),
             passes=2 if retire else 1,
         )
+
+
+def surveyed_and_committed(
+    settings: Settings,
+    source: Source,
+    before: LastPass,
+    planned: Planned,
+    observed: live.Observed,
+    members: live.Members | None,
+    now: float,
+    fenced: fence.Fence,
+    warm: Warm,
+    on_stage: StageHook,
+) -> tuple[Planned, commit.PublishResult]:
+    """After render: the clusters' drift surveyed into the tree (`members`, online), the plan
+    told to the operators, and the tree committed (`publishing`); the tree as committed and
+    the commit's result. The sharded leader's pass shares it (`pipeline.sharded`)."""
+    planned = _drift_surveyed(members, planned, before, now)
+    audit.planned(Stage.RENDER, source, planned.decisions, planned.tree, observed.unreachable)
+    on_stage(Stage.COMMIT)
+    published = publishing.committed(
+        settings,
+        source,
+        before,
+        planned.tree,
+        planned.decisions,
+        observed=bool(observed.observations),
+        now=now,
+        fenced=fenced,
+        writers=warm.commit,
+        stage=Stage.COMMIT,
+    )
+    return planned, published
 
 
 def _drift_surveyed(

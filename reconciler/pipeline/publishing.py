@@ -1,6 +1,6 @@
 """Commit: the planned tree as one commit on the output branch, pushed unless `--no-push`.
 
-Called by `pipeline` and `pipeline.sharded`.
+Called by `pipeline`.
 """
 
 from __future__ import annotations

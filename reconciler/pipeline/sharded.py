@@ -39,12 +39,11 @@ from reconciler.pipeline import (
     Stage,
     StageHook,
     _applied,
-    _drift_surveyed,
     _loaded,
     _unapplied,
     _working_on,
     plan,
-    publishing,
+    surveyed_and_committed,
 )
 from reconciler.pipeline.warm import Warm
 from reconciler.settings import Settings
@@ -151,20 +150,17 @@ def _leader_pass(
             warm=warm,
         )
         members, own = opened[0]
-        planned = _drift_surveyed(members, planned, before, now)
-        audit.planned(Stage.RENDER, source, planned.decisions, planned.tree, observed.unreachable)
-        on_stage(Stage.COMMIT)
-        published = publishing.committed(
+        planned, published = surveyed_and_committed(
             settings,
             source,
             before,
-            planned.tree,
-            planned.decisions,
-            observed=bool(observed.observations),
-            now=now,
-            fenced=shard.commit_fence,
-            writers=warm.commit,
-            stage=Stage.COMMIT,
+            planned,
+            observed,
+            members,
+            now,
+            shard.commit_fence,
+            warm,
+            on_stage,
         )
         if not published.on_remote:
             return _unapplied(planned, published, online=True)
