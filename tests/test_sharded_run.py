@@ -50,3 +50,19 @@ def test_each_member_applies_its_own_clusters_and_the_leader_alone_commits(
             assert replica.terminate() == 0
         assert leases(fleet) == ["dro"], "the members left cleanly"
         assert fleet.hub.objects.list("", "v1", "configmaps", "default") == []
+
+
+def test_the_leader_warns_of_a_cluster_removed_while_replicas_ran_there(tmp_path: Path) -> None:
+    with running(tmp_path, clusters=3) as fleet:
+        replica = fleet.start("dro-a")
+        wait_for(lambda: fleet.converged(6), "web applied on every cluster", timeout=60)
+        assert not [e for e in replica.events() if e["event"] == "cluster_removed_with_replicas"]
+        fleet.repo.write({"clusters/c02.yaml": None})
+        fleet.repo.commit("c02 leaves the fleet")
+
+        def warned() -> list[dict[str, object]]:
+            return [e for e in replica.events() if e["event"] == "cluster_removed_with_replicas"]
+
+        wait_for(lambda: bool(warned()), "the leader's warning", timeout=60)
+        assert "c02" in str(warned()[0]["detail"])
+        assert any(e["event"] == "source_loaded" for e in replica.events())

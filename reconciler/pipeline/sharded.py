@@ -90,6 +90,7 @@ def reconcile_shard(
     try:
         with _working_on(source):
             before = laststate.online(settings, warm.readback)
+            audit.loaded(Stage.LOAD, source, before.decisions, follow_up=False)
             now = time.time()
             if shard.leads():
                 return _leader_pass(settings, shard, source, before, now, on_stage, warm)
@@ -148,6 +149,9 @@ def _leader_pass(
             observer=observer,
             ceiling=settings.guard,
             warm=warm,
+        )
+        audit.removed_clusters(
+            Stage.VALIDATE, validate.removed_clusters(planned.spec, before.decisions)
         )
         members, own = opened[0]
         planned, published = surveyed_and_committed(
