@@ -50,15 +50,18 @@ class LastPass:
         """The last committed `status/` files when a change to status alone must wait for
         `--status-interval` (health and reachability unchanged); None when it may be
         committed."""
-        before = {p: d for p, d in self.files.items() if paths.is_status(p)}
         after = {p: d for p, d in tree.items() if paths.is_status(p)}
-        if (
-            before == after
-            or status.urgent(before, after)
-            or status.due(self.statuses.values(), now, interval)
+        differ = [p for p, d in after.items() if not readback.holds(self.files, p, d)]
+        differ += [p for p in self.files if paths.is_status(p) and p not in after]
+        if not differ:
+            return None
+        # only the files that differ are read back: the others are `after`'s bytes already
+        before = {p: self.files[p] for p in differ if p in self.files}
+        if status.urgent(before, {p: after[p] for p in differ if p in after}) or status.due(
+            self.statuses.values(), now, interval
         ):
             return None
-        return before
+        return {**after, **before}
 
 
 FIRST_PASS = LastPass()

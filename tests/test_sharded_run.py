@@ -5,12 +5,15 @@ applies only the clusters it owns, publishes its observations, and the leader al
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
+from tests.livefleet import DRO
 from tests.service import wait_for
 from tests.shardfleet import Fleet, running
 
 REPLICAS = ("dro-a", "dro-b", "dro-c")
+REPORT = "    apply: {drift: Report}\n"
 
 
 def leases(fleet: Fleet) -> list[str]:
@@ -50,3 +53,58 @@ def test_each_member_applies_its_own_clusters_and_the_leader_alone_commits(
             assert replica.terminate() == 0
         assert leases(fleet) == ["dro"], "the members left cleanly"
         assert fleet.hub.objects.list("", "v1", "configmaps", "default") == []
+
+
+def test_the_leader_warns_of_a_cluster_removed_while_replicas_ran_there(tmp_path: Path) -> None:
+    with running(tmp_path, clusters=3) as fleet:
+        replica = fleet.start("dro-a")
+        wait_for(lambda: fleet.converged(6), "web applied on every cluster", timeout=60)
+        assert not [e for e in replica.events() if e["event"] == "cluster_removed_with_replicas"]
+        fleet.repo.write({"clusters/c02.yaml": None})
+        fleet.repo.commit("c02 leaves the fleet")
+
+        def warned() -> list[dict[str, object]]:
+            return [e for e in replica.events() if e["event"] == "cluster_removed_with_replicas"]
+
+        wait_for(lambda: bool(warned()), "the leader's warning", timeout=60)
+        assert "c02" in str(warned()[0]["detail"])
+        assert any(e["event"] == "source_loaded" for e in replica.events())
+
+
+def drift_file(fleet: Fleet, cluster: str) -> str | None:
+    """`status/drift/<cluster>.yaml` on the output branch, or None."""
+    shown = subprocess.run(
+        ["git", "-C", str(fleet.repo.bare), "show", f"dro/rendered:status/drift/{cluster}.yaml"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return shown.stdout if shown.returncode == 0 else None
+
+
+def test_drift_on_a_cluster_another_member_owns_reaches_the_output_branch(
+    tmp_path: Path,
+) -> None:
+    duplicated = "    replicaScheduling: {type: Duplicated}\n"
+    assert duplicated in DRO
+    with running(tmp_path, clusters=4) as fleet:
+        fleet.repo.write({"dro.yaml": DRO.replace(duplicated, duplicated + REPORT)})
+        fleet.repo.commit("report drift, correct nothing")
+        for name in REPLICAS[:2]:
+            fleet.start(name)
+        wait_for(lambda: fleet.converged(6), "web applied on every cluster", timeout=60)
+        leader = fleet.leader()
+        seen = fleet.settled()
+        theirs = sorted(c for c, readers in seen.items() if readers and leader not in readers)
+        assert theirs, f"the other member owns some clusters: {seen}"
+        cluster = theirs[0]
+        live = fleet.apis[cluster].get("", "v1", "configmaps", "shop", "web")
+        assert live is not None
+        live["data"]["greeting"] = "hacked"
+        fleet.apis[cluster].put(live)
+        wait_for(lambda: drift_file(fleet, cluster) is not None, "the drift file", timeout=60)
+        found = drift_file(fleet, cluster)
+        assert found is not None
+        assert "core/ConfigMap/shop/web" in found
+        assert "/data/greeting" in found
+        assert fleet.committers() == {leader}, "the leader wrote it, from the member's survey"

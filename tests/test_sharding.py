@@ -12,6 +12,7 @@ import pytest
 
 from reconciler import live, settings
 from reconciler.domain import Observation, ResourceKey
+from reconciler.domain.drift import ABSENT, Change, Drifted
 from reconciler.domain.fence import Deposed
 from reconciler.errors import UsageError
 from reconciler.kube import client as kube
@@ -159,6 +160,32 @@ def test_an_observation_survives_its_document_whole() -> None:
     text = observations.encode(document)
     assert observations.decode(text) == document
     assert observations.encode(observations.decode(text)) == text
+
+
+DRIFTED = (
+    Drifted(
+        key=WEB,
+        rule="Report",
+        changes=(Change("/spec/replicas", live=9, rendered=3), Change("/metadata/labels/x", 1)),
+    ),
+    Drifted(key=ResourceKey("", "ConfigMap", "shop", "web"), rule="Correct", deleted=True),
+)
+
+
+def test_drift_survives_its_document_whole_and_only_an_owned_clusters_counts() -> None:
+    document = observations.Published(
+        member="dro-a",
+        observed_at=5.0,
+        owned=frozenset({"c0"}),
+        drift={"c0": DRIFTED, "c1": DRIFTED[:1]},
+    )
+    back = observations.decode(observations.encode(document))
+    assert back == document
+    assert back.drift["c0"][0].changes[1].rendered is ABSENT
+    older = observations.Published(
+        member="dro-b", observed_at=1.0, owned=frozenset({"c0", "c2"}), drift={"c0": (), "c2": ()}
+    )
+    assert observations.drift_of([older, back]) == {"c0": DRIFTED, "c2": ()}
 
 
 def test_the_leader_gathers_fresh_documents_of_live_members_and_owned_clusters_only(

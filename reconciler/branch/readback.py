@@ -14,12 +14,13 @@ cut it, and packed with zlib in the file cache.
 `Blobs` is the state files as a mapping read lazily by blob id, so that the bytes of a file
 whose decision is already known are not read at all.
 
-Called by `branch.lastpass`, `laststate`, `load` and `pipeline.warm`.
+Called by `branch.lastpass`, `commit.describe`, `laststate`, `load` and `pipeline.warm`.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -59,6 +60,21 @@ class Blobs(Mapping[str, bytes]):
     def blob_id(self, path: str) -> str:
         """The git blob id of the file at `path`."""
         return self._ids[path]
+
+
+def holds(files: Mapping[str, bytes], path: str, data: bytes) -> bool:
+    """Whether the file at `path` in `files` is `data`: by blob id when `files` is `Blobs`
+    (its bytes are not read), else by its bytes."""
+    if isinstance(files, Blobs):
+        return path in files and files.blob_id(path) == blob_id(data)
+    return files.get(path) == data
+
+
+def blob_id(data: bytes) -> str:
+    """The git blob id of `data` (hex): the SHA-1 of git's `blob <size>\\0` header and the
+    bytes, as git names the file's content."""
+    header = b"blob %d\x00" % len(data)
+    return hashlib.sha1(header + data, usedforsecurity=False).hexdigest()
 
 
 class ReadBack:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from reconciler.branch import comparison, paths
+from reconciler.branch import comparison, paths, readback
 from reconciler.domain import Decision, Move, MoveCode
 from reconciler.domain import rollout as r
 
@@ -42,11 +42,10 @@ def compose(
     decisions and status files (`before`, `state`) with the pass's (`after`, `tree`)."""
     changes = comparison.workload_changes(before, after)
     first = not before
-    state = {p: data for p, data in state.items() if paths.is_status(p)}
-    tree = {p: data for p, data in tree.items() if paths.is_status(p)}
-    levels = _changed(state, tree, paths.STATUS_CLUSTERS)
-    health = _changed(state, tree, paths.STATUS_WORKLOADS)
-    drift = _changed(state, tree, paths.STATUS_DRIFT)
+    differ = _differ(state, tree)
+    levels = _changed(differ, paths.STATUS_CLUSTERS)
+    health = _changed(differ, paths.STATUS_WORKLOADS)
+    drift = _changed(differ, paths.STATUS_DRIFT)
     status = _status(levels, health, drift)
     rollouts = rollout_events(before, after)
     if rollouts and not first:
@@ -260,11 +259,17 @@ def _clusters(placed: Mapping[str, int | None], compact: bool) -> str:
     return ", ".join(names)
 
 
-def _changed(state: Mapping[str, bytes], tree: Mapping[str, bytes], folder: str) -> list[str]:
-    """The names of the status files under `folder` that differ (added, changed, removed)."""
-    found = {p for p in (*state, *tree) if p.startswith(folder)}
-    changed = sorted(p for p in found if state.get(p) != tree.get(p))
-    return [paths.status_name(p, folder) for p in changed]
+def _differ(state: Mapping[str, bytes], tree: Mapping[str, bytes]) -> list[str]:
+    """The `status/` files added, changed or removed, in path order; an unchanged file is
+    told by its blob id, without reading it back (`readback.holds`)."""
+    found = {p for p in state if paths.is_status(p)}
+    found.update(p for p in tree if paths.is_status(p))
+    return sorted(p for p in found if p not in tree or not readback.holds(state, p, tree[p]))
+
+
+def _changed(differ: Sequence[str], folder: str) -> list[str]:
+    """The names of the status files under `folder` among those that differ."""
+    return [paths.status_name(p, folder) for p in differ if p.startswith(folder)]
 
 
 def _status(levels: Sequence[str], health: Sequence[str], drift: Sequence[str]) -> str:

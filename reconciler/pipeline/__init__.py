@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 import itertools
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -23,6 +23,7 @@ from reconciler import audit, commit, foresee, laststate, live, load, render, sc
 from reconciler.branch import driftfiles
 from reconciler.branch import phases as cluster_phases
 from reconciler.domain import Decision, Observation, Source, Spec, durations, fence
+from reconciler.domain.drift import Drifted
 from reconciler.domain.forecast import Forecasts
 from reconciler.errors import Problem
 from reconciler.laststate import FIRST_PASS, LastPass
@@ -415,11 +416,14 @@ def surveyed_and_committed(
     fenced: fence.Fence,
     warm: Warm,
     on_stage: StageHook,
+    *,
+    others_drift: Mapping[str, Sequence[Drifted]] | None = None,
 ) -> tuple[Planned, commit.PublishResult]:
     """After render: the clusters' drift surveyed into the tree (`members`, online), the plan
     told to the operators, and the tree committed (`publishing`); the tree as committed and
-    the commit's result. The sharded leader's pass shares it (`pipeline.sharded`)."""
-    planned = _drift_surveyed(members, planned, before, now)
+    the commit's result. The sharded leader's pass shares it (`pipeline.sharded`), and adds
+    `others_drift`: what the other members surveyed on the clusters they own."""
+    planned = _drift_surveyed(members, planned, before, now, others_drift or {})
     audit.planned(Stage.RENDER, source, planned.decisions, planned.tree, observed.unreachable)
     on_stage(Stage.COMMIT)
     published = publishing.committed(
@@ -438,12 +442,17 @@ def surveyed_and_committed(
 
 
 def _drift_surveyed(
-    members: live.Members | None, planned: Planned, before: LastPass, now: float
+    members: live.Members | None,
+    planned: Planned,
+    before: LastPass,
+    now: float,
+    others: Mapping[str, Sequence[Drifted]],
 ) -> Planned:
-    """Observe, after render: each reachable cluster's drift from the tree, in `status/drift/`."""
+    """Observe, after render: each reachable cluster's drift from the tree, in `status/drift/`
+    (`others`: as the members that own them surveyed them)."""
     if members is None:
         return planned
-    surveyed = members.survey(planned.tree, takeover.provenance(planned.spec))
+    surveyed = {**others, **members.survey(planned.tree, takeover.provenance(planned.spec))}
     names = [cluster.name for cluster in planned.spec.clusters]
     at = durations.rfc3339(now)
     tree = driftfiles.merged(planned.tree, surveyed, before.files, at, names)

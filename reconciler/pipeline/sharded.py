@@ -31,6 +31,7 @@ from typing import Protocol
 from reconciler import audit, laststate, live, load, validate
 from reconciler.branch import status
 from reconciler.domain import Observation, Source, Spec
+from reconciler.domain.drift import Drifted
 from reconciler.domain.fence import Fence
 from reconciler.live import takeover
 from reconciler.pipeline import (
@@ -69,11 +70,20 @@ class Shard(Protocol):
     def commit_fence(self) -> Fence:
         """The leader's fence, checked before the push."""
 
-    def publish(self, observed: live.Observed, owned: frozenset[str], now: float) -> None:
-        """Publish this member's observations of its own clusters."""
+    def publish(
+        self,
+        observed: live.Observed,
+        owned: frozenset[str],
+        now: float,
+        drift: Mapping[str, Sequence[Drifted]] | None = None,
+    ) -> None:
+        """Publish this member's observations of its own clusters, and their drift."""
 
     def gathered(self, now: float) -> tuple[dict[str, Observation], dict[str, str]]:
         """The other members' fresh observations, and why their unreachable clusters were."""
+
+    def drift(self) -> Mapping[str, Sequence[Drifted]]:
+        """The drift the other members published with the observations `gathered` read."""
 
 
 def reconcile_shard(
@@ -90,6 +100,7 @@ def reconcile_shard(
     try:
         with _working_on(source):
             before = laststate.online(settings, warm.readback)
+            audit.loaded(Stage.LOAD, source, before.decisions, follow_up=False)
             now = time.time()
             if shard.leads():
                 return _leader_pass(settings, shard, source, before, now, on_stage, warm)
@@ -112,14 +123,22 @@ def _access(settings: Settings, shard: Shard, owned: frozenset[str]) -> live.Acc
 
 
 def _observed(
-    settings: Settings, shard: Shard, spec: Spec, before: laststate.LastPass, now: float
-) -> tuple[live.Members, live.Observed]:
-    """Open this member's clusters, observe them and publish what was seen."""
+    settings: Settings,
+    shard: Shard,
+    spec: Spec,
+    before: laststate.LastPass,
+    now: float,
+    *,
+    publish: bool = True,
+) -> tuple[live.Members, live.Observed, frozenset[str]]:
+    """Open this member's clusters and observe them; publish what was seen unless told not
+    to (a member publishes once it has surveyed drift too); the clusters it owns."""
     owned = shard.own([cluster.name for cluster in spec.clusters])
     members = live.Members(spec, _access(settings, shard, owned)).open()
     observed = members.observe(before.statuses, now)
-    shard.publish(observed, owned, now)
-    return members, observed
+    if publish:
+        shard.publish(observed, owned, now)
+    return members, observed, owned
 
 
 def _leader_pass(
@@ -135,7 +154,7 @@ def _leader_pass(
     opened: list[tuple[live.Members, live.Observed]] = []
 
     def observer(spec: Spec) -> live.Observed:
-        members, observed = _observed(settings, shard, spec, before, now)
+        members, observed, _ = _observed(settings, shard, spec, before, now)
         opened.append((members, observed))
         return merged(spec, observed, *shard.gathered(now), before.statuses)
 
@@ -149,6 +168,9 @@ def _leader_pass(
             ceiling=settings.guard,
             warm=warm,
         )
+        audit.removed_clusters(
+            Stage.VALIDATE, validate.removed_clusters(planned.spec, before.decisions)
+        )
         members, own = opened[0]
         planned, published = surveyed_and_committed(
             settings,
@@ -161,6 +183,7 @@ def _leader_pass(
             shard.commit_fence,
             warm,
             on_stage,
+            others_drift=shard.drift(),
         )
         if not published.on_remote:
             return _unapplied(planned, published, online=True)
@@ -191,7 +214,7 @@ def _member_pass(
     on_stage(Stage.VALIDATE)
     spec = validate.spec(source, ceiling=settings.guard, parsed=warm.parsed)
     on_stage(Stage.OBSERVE)
-    members, observed = _observed(settings, shard, spec, before, now)
+    members, observed, owned = _observed(settings, shard, spec, before, now, publish=False)
     with members:
         revisions = load.Revisions(
             settings.repo,
@@ -203,7 +226,11 @@ def _member_pass(
         tree = revisions.state(settings.output_branch, manifests=True)
         planned = Planned(spec=spec, decisions=before.decisions, tree=tree)
         if not tree:
+            shard.publish(observed, owned, now)
             return PassResult(planned=planned, commit=None, pushed=False, skipped=NOTHING_YET)
+        # the drift of what the branch holds, surveyed before it is applied again, as the
+        # leader surveys its own clusters; the leader writes it into `status/drift/`
+        shard.publish(observed, owned, now, members.survey(tree, takeover.provenance(spec)))
         on_stage(Stage.APPLY)
         down = ", ".join(sorted(observed.unreachable))
         applied = members.apply(

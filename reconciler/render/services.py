@@ -273,25 +273,36 @@ def cross_cluster(
     Services that select no workload (no selector, ExternalName) are never cross-cluster.
     """
     index = _index(workloads)
-    running = {
-        d.key: frozenset(p.cluster for p in d.rendered() if p.replicas != 0) for d in decisions
-    }
+    if not any(index.backing.values()):
+        return ()  # no Service selects a workload: none can be called across clusters
+    by_key = {d.key: d for d in decisions}
+    running: dict[ResourceKey, frozenset[str]] = {}
+
+    def runs_on(key: ResourceKey) -> frozenset[str]:
+        """Where `key` runs: where its decision renders it with replicas (none: nowhere)."""
+        found = running.get(key)
+        if found is None:
+            decision = by_key.get(key)
+            rendered = decision.rendered() if decision is not None else ()
+            found = running[key] = frozenset(p.cluster for p in rendered if p.replicas != 0)
+        return found
+
     callers: dict[ResourceKey, set[ResourceKey]] = {}
     for call in _calls(workloads, index):
         callers.setdefault(call.service, set()).add(call.consumer)
     crossing: list[CrossCluster] = []
     for service in sorted(callers, key=lambda k: k.sort_key):
-        backends = [running.get(b, frozenset()) for b in index.backing.get(service, ())]
+        backends = [runs_on(b) for b in index.backing.get(service, ())]
         if not backends:
             continue
         complete = frozenset.intersection(*backends)
         exported = frozenset.union(*backends)
-        if service in running:
-            exported &= running[service]
+        if service in by_key:
+            exported &= runs_on(service)
         imported: set[str] = set()
         consumers: list[ResourceKey] = []
         for consumer in callers[service]:
-            lacking = running.get(consumer, frozenset()) - complete
+            lacking = runs_on(consumer) - complete
             if lacking:
                 imported |= lacking
                 consumers.append(consumer)

@@ -44,7 +44,7 @@ from reconciler import pipeline
 from reconciler.domain import fence
 from reconciler.errors import DroError, PermanentError, TransientError, ValidationFailed
 from reconciler.render import rolloutview
-from reconciler.service import metrics
+from reconciler.service import heap, metrics
 from reconciler.settings import Settings
 
 log = structlog.get_logger("dro")
@@ -299,6 +299,7 @@ class Runner:
             self.metrics.record_pass(result, stages)
             log.info("pass_ended", result=result, seconds=round(stages["total"], 3))
             structlog.contextvars.unbind_contextvars("pass")
+            heap.between_passes(self.passes)
         return result
 
     def _finished_pass(self, outcome: pipeline.PassResult) -> str:

@@ -4,9 +4,11 @@ Each member writes one ConfigMap, `<lease-name>-observations-<identity>`, in the
 namespace, after observing its own clusters: key `observations.json` holds a JSON document
 with the member's identity, the time it observed, the members and clusters it saw as its own
 (its assignment view), each owned cluster's `Observation` in full (figures, pending pods, the
-health, sync marks and revisions of the workloads dro applied there) and why the unreachable
-ones could not be listed. A document over `INLINE_LIMIT` bytes is stored gzipped under
-`binaryData` (`observations.json.gz`), as a ConfigMap holds at most 1 MiB.
+health, sync marks and revisions of the workloads dro applied there), why the unreachable
+ones could not be listed, and each surveyed cluster's drift from the output branch's tree
+(`drift.survey`: a Secret's values already masked), for the leader's `status/drift/` files.
+A document over `INLINE_LIMIT` bytes is stored gzipped under `binaryData`
+(`observations.json.gz`), as a ConfigMap holds at most 1 MiB.
 
 The leader reads them all (`gather`) and keeps, for each cluster, the observation of its
 owner: the member that had it in its own view when it observed, and whose document is fresh
@@ -29,6 +31,7 @@ import structlog
 
 from reconciler import errors
 from reconciler.domain import Observation, ResourceKey, durations
+from reconciler.domain.drift import ABSENT, Change, Drifted
 from reconciler.kube import client as kube
 from reconciler.kube import inventory
 from reconciler.service.membership import member_lease_name
@@ -52,6 +55,8 @@ class Published:
     owned: frozenset[str] = frozenset()
     observations: Mapping[str, Observation] = field(default_factory=dict)
     unreachable: Mapping[str, str] = field(default_factory=dict)
+    drift: Mapping[str, tuple[Drifted, ...]] = field(default_factory=dict)
+    """Each owned cluster surveyed: its drifted objects (none: nothing drifted)."""
 
 
 def name(lease_name: str, identity: str) -> str:
@@ -69,6 +74,7 @@ def encode(published: Published) -> str:
         "owned": sorted(published.owned),
         "observations": {c: _observation(o) for c, o in sorted(published.observations.items())},
         "unreachable": dict(sorted(published.unreachable.items())),
+        "drift": {c: [_drifted(d) for d in found] for c, found in sorted(published.drift.items())},
     }
     return json.dumps(document, sort_keys=True, separators=(",", ":"))
 
@@ -86,6 +92,10 @@ def decode(text: str) -> Published:
         owned=frozenset(str(c) for c in raw.get("owned") or ()),
         observations={str(c): _decoded(str(c), o) for c, o in observations.items()},
         unreachable={str(c): str(why) for c, why in (raw.get("unreachable") or {}).items()},
+        drift={
+            str(c): tuple(_drifted_back(d) for d in found)
+            for c, found in (raw.get("drift") or {}).items()
+        },
     )
 
 
@@ -168,6 +178,15 @@ def merged(documents: list[Published]) -> tuple[dict[str, Observation], dict[str
     return observations, unreachable
 
 
+def drift_of(documents: list[Published]) -> dict[str, tuple[Drifted, ...]]:
+    """Each surveyed cluster's drift from the documents (oldest first): only of a cluster its
+    member had as its own, the later one winning (as `merged`)."""
+    found: dict[str, tuple[Drifted, ...]] = {}
+    for published in documents:
+        found.update((c, d) for c, d in published.drift.items() if c in published.owned)
+    return found
+
+
 def _text(config_map: Mapping[str, Any]) -> str:
     data = config_map.get("data") or {}
     if KEY in data:
@@ -221,4 +240,35 @@ def _decoded(cluster: str, raw: Mapping[str, Any]) -> Observation:
         health=health,
         synced=keyed("synced"),
         revisions=keyed("revisions"),
+    )
+
+
+def _drifted(drifted: Drifted) -> dict[str, Any]:
+    return {
+        "resource": inventory.placement_name(drifted.key),
+        "rule": drifted.rule,
+        "changes": [change.document() for change in drifted.changes],
+        "deleted": drifted.deleted,
+        "foreign": drifted.foreign,
+    }
+
+
+def _drifted_back(raw: Mapping[str, Any]) -> Drifted:
+    key = inventory.parse_placement_name(str(raw["resource"]))
+    if key is None:
+        raise ValueError(f"not a resource: {raw['resource']!r}")
+    changes = tuple(
+        Change(
+            pointer=str(change["pointer"]),
+            live=change.get("live", ABSENT),
+            rendered=change.get("rendered", ABSENT),
+        )
+        for change in raw.get("changes") or ()
+    )
+    return Drifted(
+        key=key,
+        rule=str(raw["rule"]),
+        changes=changes,
+        deleted=bool(raw.get("deleted")),
+        foreign=bool(raw.get("foreign")),
     )

@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import structlog
 
 from reconciler import errors, live, pipeline
 from reconciler.domain import Observation
+from reconciler.domain.drift import Drifted
 from reconciler.domain.fence import Deposed, Fence
 from reconciler.kube import client as kube
 from reconciler.pipeline import sharded
@@ -88,6 +89,7 @@ class Sharding:
         self._timers: list[threading.Timer] = []
         self._publishing = threading.Lock()
         self._closed = False
+        self._drift: dict[str, tuple[Drifted, ...]] = {}
 
     @classmethod
     def joining(
@@ -166,8 +168,15 @@ class Sharding:
         """The leader's fence: the push is sent only while the leader's Lease is fresh."""
         return self.elected
 
-    def publish(self, observed: live.Observed, owned: frozenset[str], now: float) -> None:
-        """Write this member's ConfigMap: its own clusters' observations at `now`."""
+    def publish(
+        self,
+        observed: live.Observed,
+        owned: frozenset[str],
+        now: float,
+        drift: Mapping[str, Sequence[Drifted]] | None = None,
+    ) -> None:
+        """Write this member's ConfigMap: its own clusters' observations at `now`, and the
+        drift it surveyed on them."""
         document = observations.Published(
             member=self.identity,
             observed_at=now,
@@ -175,6 +184,7 @@ class Sharding:
             owned=owned,
             observations={c: o for c, o in observed.observations.items() if c in owned},
             unreachable={c: why for c, why in observed.unreachable.items() if c in owned},
+            drift={c: tuple(d) for c, d in (drift or {}).items() if c in owned},
         )
         with self._publishing:  # never after `close` withdrew them
             if self._closed:
@@ -198,8 +208,15 @@ class Sharding:
             )
         except errors.ClusterError as error:
             log.warning("observations_not_gathered", error=str(error))
+            self._drift = {}
             return {}, {}
+        self._drift = observations.drift_of(documents)
         return observations.merged(documents)
+
+    def drift(self) -> Mapping[str, Sequence[Drifted]]:
+        """The drift the other members surveyed on their clusters, from the documents the
+        last `gathered` read."""
+        return dict(self._drift)
 
     # --- the fence ----------------------------------------------------------------------------
 

@@ -68,24 +68,6 @@ def _walk(node: Any, definitions: Mapping[str, Any], seen: frozenset[str]) -> It
     yield from ((_VALUE, *rest) for rest in _walk(extra, definitions, seen))
 
 
-def _values(node: Any, pattern: Pattern, at: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
-    """(path tokens, value) for each place of `node` that `pattern` names."""
-    if not pattern:
-        yield at, node
-        return
-    head, rest = pattern[0], pattern[1:]
-    if head == _ITEM:
-        if isinstance(node, list):
-            for index, item in enumerate(node):
-                yield from _values(item, rest, (*at, str(index)))
-    elif head == _VALUE:
-        if isinstance(node, Mapping):
-            for key, item in node.items():
-                yield from _values(item, rest, (*at, str(key)))
-    elif isinstance(node, Mapping) and head in node:
-        yield from _values(node[head], rest, (*at, head))
-
-
 _POD_AT = {"Pod": ("spec",), "CronJob": ("spec", "jobTemplate", "spec", "template", "spec")}
 """Where `demand.pod_template` finds the pod spec, by kind (else `spec.template.spec`)."""
 
@@ -107,12 +89,57 @@ def findings(manifest: Mapping[str, Any], version: str) -> list[tuple[str, str]]
     if not patterns and not schemacheck.has_kube_schema(version, api_version, kind):
         patterns = _template_fields(version, kind) if demand.pod_template(manifest) else ()
     found = []
-    for pattern in patterns:
-        for tokens, value in _values(manifest, pattern, ()):
-            message = _problem(manifest, pattern, tokens, value)
-            if message is not None:
-                found.append(("".join(f"/{escape_pointer_token(t)}" for t in tokens), message))
+    # each value once, by one walk of the patterns' trie; reported in the patterns' order
+    for _, pattern, tokens, value in sorted(_matches(manifest, _trie(patterns), ()), key=_first):
+        message = _problem(manifest, pattern, tokens, value)
+        if message is not None:
+            found.append(("".join(f"/{escape_pointer_token(t)}" for t in tokens), message))
     return found
+
+
+_END = ""
+"""The trie key under which a pattern that ends at a node is kept (no property is named "")."""
+Trie = dict[str, Any]
+
+
+@cache
+def _trie(patterns: tuple[Pattern, ...]) -> Trie:
+    """The patterns as a trie of path tokens; a node's `_END` lists (index, pattern) of the
+    patterns that end there."""
+    root: Trie = {}
+    for index, pattern in enumerate(patterns):
+        node = root
+        for token in pattern:
+            node = node.setdefault(token, {})
+        node.setdefault(_END, []).append((index, pattern))
+    return root
+
+
+def _matches(node: Any, trie: Trie, at: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
+    """(pattern index, pattern, path tokens, value) for each place of `node` that one of the
+    trie's patterns names, visiting only the places some pattern goes through."""
+    for index, pattern in trie.get(_END, ()):
+        yield index, pattern, at, node
+    if isinstance(node, list):
+        items = trie.get(_ITEM)
+        if items is not None:
+            for position, item in enumerate(node):
+                yield from _matches(item, items, (*at, str(position)))
+        return
+    if not isinstance(node, Mapping):
+        return
+    values = trie.get(_VALUE)
+    if values is not None:
+        for key, item in node.items():
+            yield from _matches(item, values, (*at, str(key)))
+    for token, below in trie.items():
+        if token not in (_END, _ITEM, _VALUE) and token in node:
+            yield from _matches(node[token], below, (*at, token))
+
+
+def _first(match: tuple[Any, ...]) -> int:
+    index: int = match[0]
+    return index
 
 
 def _problem(

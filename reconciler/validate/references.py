@@ -386,8 +386,9 @@ def check_claims(
     policies: dict[str, PlacementPolicy] = {
         p.origin.path + f":{p.origin.line}": p for p in placement
     }
+    claimer = claims.Claims(placement)
     for workload in objects:
-        claim = claims.claim(placement, workload)
+        claim = claimer.claim(workload)
         claimed_by[workload.key] = claim.policy
         if claim.policy is None:
             continue
