@@ -22,7 +22,7 @@ import structlog
 from reconciler import audit, commit, foresee, laststate, live, load, render, schedule, validate
 from reconciler.branch import driftfiles
 from reconciler.branch import phases as cluster_phases
-from reconciler.domain import Decision, Observation, Source, Spec, durations, fence
+from reconciler.domain import Decision, Observation, ResourceKey, Source, Spec, durations, fence
 from reconciler.domain.forecast import Forecasts
 from reconciler.errors import Problem
 from reconciler.laststate import FIRST_PASS, LastPass
@@ -155,6 +155,7 @@ def _schedule(
     observations: Mapping[str, Observation] | None,
     *,
     standing_verdicts: bool = True,
+    explained: Callable[[ResourceKey], bool] | None = None,
 ) -> schedule.Placement:
     on_stage(Stage.SCHEDULE)
     placed = schedule.place_and_project(
@@ -166,6 +167,7 @@ def _schedule(
         now=pass_time(source, now),
         filling=filling(spec, before.phases),
         forecasts=foresee.forecasts(spec, before, observations, pass_time(source, now)),
+        explained=explained,
     )
     previous = {d.key: d for d in before.decisions}
     budgets = schedule.disruption.rollout_room(spec, observations)
@@ -279,15 +281,17 @@ def decided(
     *,
     diagnose: bool = True,
     from_last_pass: bool = False,
+    explained: Callable[[ResourceKey], bool] | None = None,
 ) -> Decided:
     """Load → validate → schedule (`dro schedule`, `dro explain`), offline. `from_last_pass`
     starts from the last pass's decisions, as the next pass does; without it every workload
-    is placed as if for the first time."""
+    is placed as if for the first time. The workloads `explained` selects keep every
+    cluster's verdict, the others what their decision file lists."""
     source = _loaded(settings, on_stage)
     before = laststate.offline(settings) if from_last_pass else FIRST_PASS
     on_stage(Stage.VALIDATE)
     spec = validate.spec(source, ceiling=settings.guard)
-    placement = _schedule(spec, on_stage, before, diagnose, None, source, None)
+    placement = _schedule(spec, on_stage, before, diagnose, None, source, None, explained=explained)
     return Decided(
         source=source, spec=spec, decisions=placement.decisions, forecasts=placement.forecasts
     )

@@ -13,7 +13,7 @@ Called by 25 modules, among them `schedule`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +21,7 @@ import numpy as np
 
 from reconciler.domain import Placement, Strategy, Verdicts, Workload
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, frozen, rows_of, some
+from reconciler.schedule.keptverdicts import KeptVerdicts
 from reconciler.schedule.memo import Memos, Ref, Slot, ref
 from reconciler.schedule.turnverdicts import TurnVerdicts
 
@@ -217,10 +218,14 @@ class Outcome:
                 counted[category] = counted.get(category, 0) + count
         return fit_error_message(clusters, counted)
 
-    def verdicts(self, fleet: Fleet) -> Verdicts:
-        """Every cluster's verdict (who rejected it and why, or its scores), built from this
-        turn's arrays only when read (`turnverdicts`)."""
-        return TurnVerdicts(fleet, self.rejected_by, self.total, self.scores)
+    def verdicts(self, fleet: Fleet, keep: Iterable[int] | None = None) -> Verdicts:
+        """The clusters' verdicts (who rejected each and why, or its scores). With `keep`
+        (the rows the decision holds), only what its file can list is kept, now
+        (`keptverdicts`); without, the turn's arrays are kept and every verdict is built when
+        read (`turnverdicts`, for `dro explain`)."""
+        if keep is None:
+            return TurnVerdicts(fleet, self.rejected_by, self.total, self.scores)
+        return KeptVerdicts(fleet, self.rejected_by, self.total, self.scores, keep)
 
 
 def run(
