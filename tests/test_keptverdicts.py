@@ -114,11 +114,17 @@ def test_decision_files_are_those_of_whole_turns(
 
 
 @given(
-    st.lists(st.sampled_from([0.0, 12.34565, 12.34564, 50.0, 99.99999, 100.0]), max_size=60),
+    st.lists(
+        st.tuples(st.sampled_from([0.0, 12.34565, 12.34564, 50.0, 99.99999, 100.0]), st.booleans()),
+        max_size=400,
+    ),
     st.integers(min_value=0, max_value=70),
 )
-def test_the_best_rows_are_those_of_a_full_sort(values: list[float], count: int) -> None:
-    scores = np.array(values, dtype=np.float64)
-    rows = np.arange(len(values), dtype=np.int64) * 3
-    expected = rows[np.lexsort((rows, -np.round(scores, 4)))][:count]
-    assert keptverdicts._best(rows, scores, count).tolist() == expected.tolist()
+def test_the_best_rows_are_those_of_a_full_sort(
+    clusters: list[tuple[float, bool]], count: int
+) -> None:
+    feasible = np.array([f for _, f in clusters], dtype=bool)
+    total = np.array([s if f else 0.0 for s, f in clusters], dtype=np.float64)
+    rows = np.flatnonzero(feasible)
+    expected = rows[np.lexsort((rows, -np.round(total[rows], 4)))][:count]
+    assert keptverdicts._best(feasible, total, count).tolist() == expected.tolist()

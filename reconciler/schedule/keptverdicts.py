@@ -26,13 +26,14 @@ Called by `schedule.framework`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from reconciler.domain import LISTED_OTHERS, ClusterVerdict, Listing, Verdicts
-from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, rows_of
+from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, frozen, rows_of
 
 MARGIN = LISTED_OTHERS
 """Clusters kept beyond the selected ones and the listed others, for a decision whose clusters
@@ -75,26 +76,29 @@ class KeptVerdicts(Verdicts):
         super().__init__()
         self._every = None
         self._fleet = fleet
-        size = fleet.size
-        owner = np.full(size, -1, dtype=np.int64)
-        for index, (_, rows, _answer) in enumerate(rejections):
-            owner[rows] = index  # the last one wins, as in `turnverdicts`
         self._filters = tuple(name for name, _, _ in rejections)
-        feasible_mask = owner < 0
-        feasible = rows_of(feasible_mask)
-        rejected = rows_of(~feasible_mask)
+        # each cluster is charged to one filter (`framework._reject`): the masks are disjoint
+        rejected_mask = np.zeros(fleet.size, dtype=bool)
+        for _, mask, _answer in rejections:
+            rejected_mask |= mask
+        self._rejected = np.array([np.count_nonzero(m) for _, m, _ in rejections], dtype=np.int64)
+        self._feasible = fleet.size - int(self._rejected.sum())
         held = np.unique(np.fromiter(keep, dtype=np.int64))
         self._spare = len(held) + MARGIN
         wanted = LISTED_OTHERS + self._spare
-        values = total[feasible] if total is not None else np.zeros(len(feasible))
-        self._ranked = _best(feasible, values, wanted)
-        self._first_rejected = rejected[: max(0, wanted - len(feasible))]
-        self._feasible = len(feasible)
-        self._rejected = np.bincount(owner[rejected], minlength=len(rejections))
-        rows = np.union1d(np.union1d(held, self._ranked), self._first_rejected)
+        self._ranked = _best(~rejected_mask, total, wanted)
+        self._first_rejected = (
+            rows_of(rejected_mask)[: wanted - self._feasible]
+            if wanted > self._feasible
+            else np.zeros(0, dtype=np.int64)
+        )
+        rows = np.unique(np.concatenate((held, self._ranked, self._first_rejected)))
         self._rows = rows
-        self._complete = len(rows) == size
-        self._owner = owner[rows]
+        self._complete = len(rows) == fleet.size
+        owner = np.full(len(rows), -1, dtype=np.int64)
+        for index, (_, mask, _answer) in enumerate(rejections):
+            owner[mask[rows]] = index
+        self._owner = owner
         totals = total[rows] if total is not None else np.zeros(len(rows))
         self._totals = np.round(totals, 4)
         self._scorers = tuple(scores)
@@ -226,17 +230,40 @@ def _unknown(cluster: str) -> ClusterVerdict:
     return ClusterVerdict(cluster=cluster, reason=UNKNOWN_REASON)
 
 
-def _best(rows: IntArray, values: FloatArray, count: int) -> IntArray:
-    """The `count` best of `rows` by (score rounded to 4 places, descending; row), in that
-    order, without sorting them all: a partition finds the last score kept, and only the
-    rows that round to at least it are ranked."""
-    if len(rows) > count > 0:
-        cut = float(np.partition(values, len(values) - count)[len(values) - count])
-        near = rows_of(values >= cut - 1e-3)  # every row whose rounded score can reach it
-        rows, values = rows[near], values[near]
-    elif count <= 0:
-        return rows[:0]
-    rounded = np.round(values, 4)
-    order = np.lexsort((rows, -rounded))[:count]
-    result: IntArray = rows[order]
+def _best(feasible: BoolArray, total: FloatArray | None, count: int) -> IntArray:
+    """The `count` best `feasible` rows by (score rounded to 4 places, descending; row), in
+    that order, without sorting the fleet: only the rows scoring at least `_cut` are ranked."""
+    if total is None or count <= 0:
+        return rows_of(feasible)[: max(count, 0)]
+    rows = rows_of(feasible & (total >= _cut(feasible, total, count)))
+    rounded = np.round(total[rows], 4)
+    result: IntArray = rows[np.lexsort((rows, -rounded))[:count]]
     return result
+
+
+def _cut(feasible: BoolArray, total: FloatArray, count: int) -> float:
+    """A score that at least `count` feasible rows reach (or all of them, when fewer), less
+    the rounding: one read off a sorted sample of the scores, lowered until enough reach it.
+    (`np.partition` would find the `count`-th score exactly, but takes milliseconds on a
+    fleet's scores, which repeat a few values thousands of times.)"""
+    size = len(total)
+    if size <= 8 * count:
+        return -np.inf
+    share = size // (8 * count)
+    sample = np.sort(total[_sample(size, size // share)])
+    rank = count // share + 2
+    while rank < len(sample):
+        cut = float(sample[-rank]) - 1e-3
+        if np.count_nonzero(feasible & (total >= cut)) >= count:
+            return cut
+        rank *= 2
+    return -np.inf
+
+
+@functools.cache
+def _sample(size: int, count: int) -> IntArray:
+    """`count` rows of a fleet of `size`, spread at random (a fixed seed): a stride could
+    follow a pattern of the fleet's names, as regions taken in turn do."""
+    rows: IntArray = np.random.default_rng(0).choice(size, count, replace=False)
+    rows.sort()
+    return frozen(rows)
