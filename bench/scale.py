@@ -15,8 +15,10 @@ as the busiest. The emulators and the clients share this process's GIL, so the s
 throughput is a lower bound on dro's with `--parallel` workers against real API servers, and
 the extrapolation an upper bound on the time.
 
-`--without-diagnosis` schedules as `dro schedule` does, without the per-cluster verdicts a
-pass writes into the decision files.
+By default the schedule stage keeps the verdicts a pass writes into the decision files: each
+decision keeps, at its turn, what its file lists (`schedule.keptverdicts`), and the render
+stage writes the files. `--without-diagnosis` schedules as `dro schedule` does, without them,
+for comparison. The run exits 1 when a target is missed.
 
 Run: `.venv/bin/python bench/scale.py [--clusters N] [--workloads N] [--without-diagnosis]
 [--json]`.

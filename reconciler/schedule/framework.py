@@ -326,7 +326,8 @@ def _static_scores(
         if entry.static and _applies(entry, subject):
             columns[name] = _bounded(entry.plugin(fleet, subject, feasible))
             total += float(weights.get(name, entry.weight)) * columns[name]
-    if fresh:
+    if fresh:  # shared by the workloads of the placement: read-only (`keptverdicts`)
+        columns = {name: frozen(column) for name, column in columns.items()}
         memo[key] = (columns, total)
     return columns, total
 

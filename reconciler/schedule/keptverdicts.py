@@ -47,20 +47,21 @@ class KeptVerdicts(Verdicts):
     """The verdicts one decision file can list, kept at the workload's turn."""
 
     __slots__ = (
-        "_complete",
         "_feasible",
         "_filters",
         "_first_rejected",
+        "_fixed",
         "_fleet",
+        "_held",
         "_owner",
         "_ranked",
         "_reasons",
         "_rejected",
         "_rows",
         "_scorers",
-        "_scores",
-        "_spare",
+        "_shared",
         "_totals",
+        "_whole",
     )
 
     def __init__(
@@ -72,7 +73,9 @@ class KeptVerdicts(Verdicts):
         keep: Iterable[int],
     ) -> None:
         """`rejections`: (filter, the rows it rejected first, its answer with a `label`);
-        `keep`: the rows of the clusters the turn selected and those held before."""
+        `keep`: the rows of the clusters the turn selected and those held before. A score
+        column that is read-only is one the pass shares (a placement's static scores), and
+        is kept by reference; the others' kept figures are copied."""
         super().__init__()
         self._every = None
         self._fleet = fleet
@@ -84,33 +87,41 @@ class KeptVerdicts(Verdicts):
         self._rejected = np.array([np.count_nonzero(m) for _, m, _ in rejections], dtype=np.int64)
         self._feasible = fleet.size - int(self._rejected.sum())
         held = np.unique(np.fromiter(keep, dtype=np.int64))
-        self._spare = len(held) + MARGIN
-        wanted = LISTED_OTHERS + self._spare
-        self._ranked = _best(~rejected_mask, total, wanted)
-        self._first_rejected = (
-            rows_of(rejected_mask)[: wanted - self._feasible]
-            if wanted > self._feasible
-            else np.zeros(0, dtype=np.int64)
+        held_mask = np.zeros(fleet.size, dtype=bool)
+        held_mask[held] = True
+        others = ~rejected_mask & ~held_mask
+        self._ranked = _best(others, total, LISTED_OTHERS + MARGIN).astype(np.int32)
+        self._whole = len(self._ranked) == np.count_nonzero(others)
+        """Every feasible cluster is kept (those held, and all others ranked)."""
+        wanted = LISTED_OTHERS + MARGIN + len(held)
+        self._first_rejected = rows_of(rejected_mask)[: max(0, wanted - self._feasible)].astype(
+            np.int32
         )
         rows = np.unique(np.concatenate((held, self._ranked, self._first_rejected)))
-        self._rows = rows
-        self._complete = len(rows) == fleet.size
-        owner = np.full(len(rows), -1, dtype=np.int64)
+        self._rows = rows.astype(np.int32)
+        self._held = held[~rejected_mask[held]].astype(np.int32)
+        """The held clusters that are feasible."""
+        owner = np.full(len(rows), -1, dtype=np.int16)
         for index, (_, mask, _answer) in enumerate(rejections):
             owner[mask[rows]] = index
         self._owner = owner
-        totals = total[rows] if total is not None else np.zeros(len(rows))
-        self._totals = np.round(totals, 4)
+        self._totals = np.round(total[rows], 4) if total is not None else np.zeros(len(rows))
         self._scorers = tuple(scores)
-        self._scores = (
-            np.round(np.array([scores[name][rows] for name in self._scorers]), 4)
-            if self._scorers
-            else np.zeros((0, len(rows)))
+        self._shared = tuple(
+            (i, column)
+            for i, column in enumerate(scores.values())
+            if not column.flags.writeable and len(column) == fleet.size
+        )
+        shared = {i for i, _ in self._shared}
+        own = [column[rows] for i, column in enumerate(scores.values()) if i not in shared]
+        # rounded to 4 places as fixed point: numpy's round is rint(x * 10**4) / 10**4
+        self._fixed = (
+            np.rint(np.array(own) * 1e4).astype(np.int32) if own else np.zeros((0, len(rows)))
         )
         reasons: dict[int, str] = {}
-        for position in rows_of(self._owner >= 0).tolist():
+        for position in rows_of(owner >= 0).tolist():
             row = int(rows[position])
-            answer = rejections[int(self._owner[position])][2]
+            answer = rejections[int(owner[position])][2]
             reasons[row] = answer.label(row)[1]
         self._reasons = reasons
 
@@ -122,14 +133,23 @@ class KeptVerdicts(Verdicts):
         found: IntArray = np.searchsorted(self._rows, rows)
         return found
 
+    def _columns(self, at: IntArray, rows: IntArray) -> list[list[float]]:
+        """Each scorer's score (rounded) of the kept `rows`, found at positions `at`."""
+        shared = dict(self._shared)
+        own = iter((self._fixed[:, at] / 1e4).tolist())
+        return [
+            np.round(shared[i][rows], 4).tolist() if i in shared else next(own)
+            for i in range(len(self._scorers))
+        ]
+
     def _build(self, rows: Sequence[int]) -> list[ClusterVerdict]:
         """The verdicts of `rows`, in that order; a row not kept gets `_unknown`'s."""
         names = self._fleet.name_list
         wanted = np.array(rows, dtype=np.int64)
-        at = self._positions(wanted)
-        kept = (at < len(self._rows)) & (self._rows[np.minimum(at, len(self._rows) - 1)] == wanted)
-        columns = self._scores[:, np.where(kept, at, 0)].tolist() if len(self._rows) else []
-        totals = self._totals[np.where(kept, at, 0)].tolist() if len(self._rows) else []
+        at = np.minimum(self._positions(wanted), max(len(self._rows) - 1, 0))
+        kept = self._rows[at] == wanted if len(self._rows) else np.zeros(len(rows), dtype=bool)
+        columns = self._columns(at, np.where(kept, wanted, 0)) if len(self._rows) else []
+        totals = self._totals[at].tolist() if len(self._rows) else []
         result = []
         for i, row in enumerate(rows):
             if not kept[i]:
@@ -166,7 +186,7 @@ class KeptVerdicts(Verdicts):
 
     def every(self) -> tuple[ClusterVerdict, ...]:
         """One verdict per cluster, in name order, when every cluster was kept."""
-        if not self._complete:
+        if len(self._rows) < self._fleet.size:
             raise LookupError(
                 "these verdicts were bounded at the turn; keep the whole turn to read every one"
             )
@@ -180,8 +200,10 @@ class KeptVerdicts(Verdicts):
         index = self._fleet.index
         chosen = sorted({index[name] for name in selected if name in index})
         taken = set(chosen)
-        best = [row for row in self._ranked.tolist() if row not in taken][:others]
-        room = others - len(best) if len(self._ranked) == self._feasible else 0
+        best = self._best_of(
+            [r for r in (*self._ranked.tolist(), *self._held.tolist()) if r not in taken]
+        )[:others]
+        room = others - len(best) if self._whole else 0
         first = [row for row in self._first_rejected.tolist() if row not in taken][:room]
         listed = self._build([*chosen, *best, *first])
         left = self._rejected.copy()
@@ -200,8 +222,17 @@ class KeptVerdicts(Verdicts):
             omitted_rejected=dict(sorted(omitted.items())),
         )
 
+    def _best_of(self, rows: list[int]) -> list[int]:
+        """`rows` (all kept and feasible) by rounded score, best first, then by name."""
+        if not rows:
+            return []
+        found = np.array(rows, dtype=np.int64)
+        totals = self._totals[self._positions(found)]
+        ordered: list[int] = found[np.lexsort((found, -totals))].tolist()
+        return ordered
+
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, KeptVerdicts) and not (self._complete and other._complete):
+        if isinstance(other, KeptVerdicts):
             return self is other or self._state() == other._state()
         return super().__eq__(other)
 
@@ -213,7 +244,7 @@ class KeptVerdicts(Verdicts):
             self._owner.tolist(),
             self._totals.tolist(),
             self._scorers,
-            self._scores.tolist(),
+            self._columns(np.arange(len(self._rows)), self._rows.astype(np.int64)),
             self._reasons,
             self._filters,
             self._feasible,
