@@ -13,7 +13,7 @@ Called by 25 modules, among them `schedule`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -218,7 +218,7 @@ class Outcome:
                 counted[category] = counted.get(category, 0) + count
         return fit_error_message(clusters, counted)
 
-    def verdicts(self, fleet: Fleet, keep: Iterable[int] | None = None) -> Verdicts:
+    def verdicts(self, fleet: Fleet, keep: IntArray | None = None) -> Verdicts:
         """The clusters' verdicts (who rejected each and why, or its scores). With `keep`
         (the rows the decision holds), only what its file can list is kept, now
         (`keptverdicts`); without, the turn's arrays are kept and every verdict is built when

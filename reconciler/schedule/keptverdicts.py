@@ -27,7 +27,7 @@ Called by `schedule.framework`.
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -70,7 +70,7 @@ class KeptVerdicts(Verdicts):
         rejections: Sequence[tuple[str, BoolArray, Any]],
         total: FloatArray | None,
         scores: Mapping[str, FloatArray],
-        keep: Iterable[int],
+        keep: IntArray,
     ) -> None:
         """`rejections`: (filter, the rows it rejected first, its answer with a `label`);
         `keep`: the rows of the clusters the turn selected and those held before. A score
@@ -86,7 +86,7 @@ class KeptVerdicts(Verdicts):
             rejected_mask |= mask
         self._rejected = np.array([np.count_nonzero(m) for _, m, _ in rejections], dtype=np.int64)
         self._feasible = fleet.size - int(self._rejected.sum())
-        held = np.unique(np.fromiter(keep, dtype=np.int64))
+        held = np.unique(keep)
         held_mask = np.zeros(fleet.size, dtype=bool)
         held_mask[held] = True
         others = ~rejected_mask & ~held_mask
@@ -94,8 +94,10 @@ class KeptVerdicts(Verdicts):
         self._whole = len(self._ranked) == np.count_nonzero(others)
         """Every feasible cluster is kept (those held, and all others ranked)."""
         wanted = LISTED_OTHERS + MARGIN + len(held)
-        self._first_rejected = rows_of(rejected_mask)[: max(0, wanted - self._feasible)].astype(
-            np.int32
+        self._first_rejected = (
+            rows_of(rejected_mask)[: wanted - self._feasible].astype(np.int32)
+            if wanted > self._feasible
+            else np.zeros(0, dtype=np.int32)
         )
         rows = np.unique(np.concatenate((held, self._ranked, self._first_rejected)))
         self._rows = rows.astype(np.int32)

@@ -105,9 +105,9 @@ class Recorder:
         strategy: Strategy,
         outcome: framework.Outcome | None,
         trigger: Trigger,
-        holds: Iterable[str],
+        holds: IntArray,
     ) -> Diagnosis:
-        """The why of a decision that holds the clusters named `holds`."""
+        """The why of a decision that holds the cluster rows `holds`."""
         weights = self._weights(claimed.extensions)
         factors = self.adapt(claimed.workload.key) if self.adapt is not None else {}
         if any(name in weights for name in factors):
@@ -123,7 +123,7 @@ class Recorder:
         )
 
     def _verdicts(
-        self, key: ResourceKey, outcome: framework.Outcome | None, holds: Iterable[str]
+        self, key: ResourceKey, outcome: framework.Outcome | None, holds: IntArray
     ) -> Verdicts:
         """The turn's verdicts: whole for a workload explained, else bounded now to what the
         decision can list (with the clusters it holds and held before)."""
@@ -131,10 +131,15 @@ class Recorder:
             return NO_VERDICTS
         if self.explained is not None and self.explained(key):
             return outcome.verdicts(self.fleet)
-        index = self.fleet.index
         before = self.previous.get(key)
-        held = (*holds, *(p.cluster for p in before.clusters)) if before else holds
-        return outcome.verdicts(self.fleet, [index[name] for name in held if name in index])
+        if before is not None and before.clusters:
+            holds = np.concatenate((holds, self._rows(p.cluster for p in before.clusters)))
+        return outcome.verdicts(self.fleet, holds)
+
+    def _rows(self, names: Iterable[str]) -> IntArray:
+        """The rows of the clusters named, those in the fleet."""
+        index = self.fleet.index
+        return np.array([index[name] for name in names if name in index], dtype=np.int64)
 
     def decision(
         self,
@@ -170,9 +175,7 @@ class Recorder:
             unschedulable=result.short,
             over_limit=result.over,
             pending=result.pending,
-            diagnosis=self._diagnosis(
-                claimed, strategy, outcome, result.trigger, (p.cluster for p in placed)
-            ),
+            diagnosis=self._diagnosis(claimed, strategy, outcome, result.trigger, result.rows),
             placement_digest=claimed.placement.digest,
             affinity_term=term,
             recorded=before.recorded if unchanged and before is not None else None,
@@ -235,7 +238,11 @@ class Recorder:
             unschedulable=message,
             pending=pending,
             diagnosis=self._diagnosis(
-                claimed, strategy, outcome, triggers.UNSCHEDULABLE, (p.cluster for p in kept)
+                claimed,
+                strategy,
+                outcome,
+                triggers.UNSCHEDULABLE,
+                self._rows(p.cluster for p in kept),
             ),
             placement_digest=before.placement_digest if kept and before else "",
             affinity_term=before.affinity_term if kept and before else None,
