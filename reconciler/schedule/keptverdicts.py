@@ -6,20 +6,23 @@ scheduler keeps, per decision, the figures of the clusters a listing (`domain.ve
 can show, picked with numpy in time linear in the fleet and without a sort of it:
 
 - the clusters the turn selected, and those the workload held before (a disruption budget may
-  keep them), with a margin of `MARGIN` for clusters re-balancing moves it to later;
-- the best feasible clusters, by rounded score then name: as many as the selected ones, the
-  margin and `LISTED_OTHERS` (`np.partition` finds the score of the last one kept);
+  keep them): a file lists every one it holds;
+- the best `LISTED_OTHERS + MARGIN` feasible clusters besides those, by rounded score then
+  name, ranked only among the clusters that reach a cut read off a sample of the scores
+  (`_cut`), with a margin for clusters re-balancing moves the workload to later;
 - the first rejected clusters by name, as many as the feasible ones fall short of that;
 - how many clusters are feasible, and how many each filter rejected.
 
-`listed(selected)` then gives exactly what the listing of every verdict gives, for any
-`selected` of at most as many clusters as kept for it, all among those kept: the feasible
-clusters kept are the best ones, so those left once `selected` is taken out are still the best
-of the rest, and the omitted counts are the totals less what is listed. A decision whose
-clusters went beyond that (re-balancing moved it onto a cluster that ranked low at its turn)
-lists such a cluster by what the turn knew of it (`_unknown`). `every()` answers when every
-cluster was kept (a fleet of at most `LISTED_OTHERS + MARGIN` clusters); `dro explain` keeps
-the whole turn for the workload it explains instead (`turnverdicts`).
+A score column the pass shares (the static scorers', per placement) is kept by reference; the
+others' figures as fixed point, which reads back as the same rounded floats.
+
+`listed(selected)` gives exactly what the listing of every verdict gives when `selected` is
+among the clusters kept and adds at most `MARGIN` to those held: the others kept are the best,
+so those left once `selected` is taken out are still the best of the rest, and the omitted
+counts are the totals less what is listed. A cluster the turn did not keep (re-balancing moved
+the workload onto one that ranked low then) is listed as feasible, without scores (`_unknown`).
+`every()` answers when every cluster was kept (a small fleet); `dro explain` keeps the whole
+turn of the workload it explains instead (`turnverdicts`).
 
 Called by `schedule.framework`.
 """
