@@ -7,6 +7,8 @@ with whole turns kept (`explained`), as `dro explain` runs it.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -15,9 +17,9 @@ from hypothesis import strategies as st
 from bench import schedule as bench
 from reconciler import load, schedule, validate
 from reconciler.branch import summary
-from reconciler.domain import LISTED_OTHERS, Decision, Spec
+from reconciler.domain import LISTED_OTHERS, Decision, Spec, Verdicts
 from reconciler.domain.verdicts import listing
-from reconciler.schedule import keptverdicts
+from reconciler.schedule import framework, keptverdicts
 from reconciler.schedule.keptverdicts import KeptVerdicts
 from reconciler.schedule.turnverdicts import TurnVerdicts
 
@@ -128,3 +130,26 @@ def test_the_best_rows_are_those_of_a_full_sort(
     rows = np.flatnonzero(feasible)
     expected = rows[np.lexsort((rows, -np.round(total[rows], 4)))][:count]
     assert keptverdicts._best(feasible, total, count).tolist() == expected.tolist()
+
+
+def test_a_filter_gives_the_reasons_of_many_rows_as_of_each_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "full"
+    bench.write_repo(root, 40, 1500)  # the fleet fills up: capacity rejects
+    spec = validate.spec(load.from_directory(root))
+    original = framework.Outcome.verdicts
+    compared: list[str] = []
+
+    def comparing(self: framework.Outcome, fleet: object, keep: object = None) -> Verdicts:
+        for name, mask, answer in self.rejected_by:
+            rows = np.flatnonzero(mask)
+            if answer.reasons is not None and len(rows):
+                each = [answer.label(row)[1] for row in rows.tolist()]
+                assert answer.details(rows) == each, name
+                compared.append(name)
+        return original(self, fleet, keep)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(framework.Outcome, "verdicts", comparing)
+    schedule.place(spec, diagnose=True)
+    assert "Capacity" in compared

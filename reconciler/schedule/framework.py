@@ -101,6 +101,14 @@ class Verdict:
     label: Label
     tally: Tally | None = None
     """A vectorised count of `label(row)[0]`; filters with per-row categories provide it."""
+    reasons: Callable[[IntArray], list[str]] | None = None
+    """`label(row)[1]` of each of the given rejected rows, found at once (`details`)."""
+
+    def details(self, rows: IntArray) -> list[str]:
+        """The detailed reason of each of the given rejected rows."""
+        if self.reasons is not None:
+            return self.reasons(rows)
+        return [self.label(row)[1] for row in rows.tolist()]
 
     def counts(self, rows: IntArray) -> dict[str, int]:
         """Rejected rows per category."""

@@ -124,10 +124,10 @@ class KeptVerdicts(Verdicts):
             np.rint(np.array(own) * 1e4).astype(np.int32) if own else np.zeros((0, len(rows)))
         )
         reasons: dict[int, str] = {}
-        for position in rows_of(owner >= 0).tolist():
-            row = int(rows[position])
-            answer = rejections[int(owner[position])][2]
-            reasons[row] = answer.label(row)[1]
+        for index, (_, _mask, answer) in enumerate(rejections):
+            rejected = rows[owner == index]
+            if len(rejected):
+                reasons.update(zip(rejected.tolist(), answer.details(rejected), strict=True))
         self._reasons = reasons
 
     def __bool__(self) -> bool:
