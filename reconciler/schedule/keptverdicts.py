@@ -278,8 +278,9 @@ def _best(feasible: BoolArray, total: FloatArray | None, count: int) -> IntArray
 
 
 def _cut(feasible: BoolArray, total: FloatArray, count: int) -> float:
-    """A score that at least `count` feasible rows reach (or all of them, when fewer), less
-    the rounding: one read off a sorted sample of the scores, lowered until enough reach it.
+    """A score that at least `count` feasible rows reach (or -inf when fewer do), less a
+    margin so that every row whose rounded score can tie the `count`-th best's is above it:
+    one read off a sorted sample of the scores, lowered until enough reach it.
     (`np.partition` would find the `count`-th score exactly, but takes milliseconds on a
     fleet's scores, which repeat a few values thousands of times.)"""
     size = len(total)
@@ -289,9 +290,9 @@ def _cut(feasible: BoolArray, total: FloatArray, count: int) -> float:
     sample = np.sort(total[_sample(size, size // share)])
     rank = count // share + 2
     while rank < len(sample):
-        cut = float(sample[-rank]) - 1e-3
-        if np.count_nonzero(feasible & (total >= cut)) >= count:
-            return cut
+        reached = float(sample[-rank])
+        if np.count_nonzero(feasible & (total >= reached)) >= count:
+            return reached - 1e-3
         rank *= 2
     return -np.inf
 
