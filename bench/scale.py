@@ -15,11 +15,14 @@ as the busiest. The emulators and the clients share this process's GIL, so the s
 throughput is a lower bound on dro's with `--parallel` workers against real API servers, and
 the extrapolation an upper bound on the time.
 
-`--without-diagnosis` schedules as `dro schedule` does, without the per-cluster verdicts a
-pass writes into the decision files.
+By default the schedule stage keeps the verdicts a pass writes into the decision files: each
+decision keeps, at its turn, what its file lists (`schedule.keptverdicts`), and the render
+stage writes the files. `--without-diagnosis` schedules as `dro schedule` does, without them,
+for comparison. The run exits 1 when a target is missed.
 
 Run: `.venv/bin/python bench/scale.py [--clusters N] [--workloads N] [--without-diagnosis]
-[--json]`.
+[--json]`. The stages' progress goes to stderr, the figures to stdout (`--json`: one JSON
+document).
 """
 
 from __future__ import annotations
@@ -50,11 +53,22 @@ def peak_gib() -> float:
 
 
 def timed(stages: dict[str, dict[str, float]], name: str, work: Callable[[], T]) -> T:
-    """Run one stage; record its seconds and the peak RSS when it ended."""
-    started = time.perf_counter()
+    """Run one stage; record its seconds, the CPU seconds this process spent in it (on a
+    shared machine the wall time counts others' work too) and the peak RSS when it ended."""
+    started, cpu = time.perf_counter(), time.process_time()
     result = work()
-    stages[name] = {"seconds": time.perf_counter() - started, "peak GiB": peak_gib()}
-    print(f"  {name:<9} {stages[name]['seconds']:8.1f} s  peak {peak_gib():5.2f} GiB", flush=True)
+    stages[name] = {
+        "seconds": time.perf_counter() - started,
+        "cpu seconds": time.process_time() - cpu,
+        "peak GiB": peak_gib(),
+    }
+    figures = stages[name]
+    print(
+        f"  {name:<9} {figures['seconds']:8.1f} s  (cpu {figures['cpu seconds']:6.1f} s)"
+        f"  peak {peak_gib():5.2f} GiB",
+        file=sys.stderr,
+        flush=True,
+    )
     return result
 
 
@@ -137,7 +151,8 @@ def main(argv: list[str]) -> int:
         help="schedule as `dro schedule` does, without the per-cluster verdicts",
     )
     arguments = parser.parse_args(argv)
-    print(f"{arguments.clusters} clusters × {arguments.workloads} workloads", flush=True)
+    progress = f"{arguments.clusters} clusters × {arguments.workloads} workloads"
+    print(progress, file=sys.stderr, flush=True)
     figures, objects = stages(
         arguments.clusters, arguments.workloads, diagnose=not arguments.without_diagnosis
     )

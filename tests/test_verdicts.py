@@ -17,7 +17,7 @@ from reconciler.branch import overview, statefiles, summary
 from reconciler.domain import LISTED_OTHERS, ClusterVerdict, Decision, Listing, Spec, Verdicts
 from reconciler.domain.verdicts import listing
 from reconciler.schedule import framework
-from reconciler.schedule.turnverdicts import TurnVerdicts
+from reconciler.schedule.keptverdicts import KeptVerdicts
 
 CLUSTERS = 40
 WORKLOADS = 300
@@ -40,8 +40,8 @@ def test_verdicts_read_after_the_pass_are_those_of_the_turn(
 ) -> None:
     original = framework.Outcome.verdicts
 
-    def at_the_turn(self: framework.Outcome, fleet: object) -> Verdicts:
-        found = original(self, fleet)  # type: ignore[arg-type]
+    def at_the_turn(self: framework.Outcome, fleet: object, keep: object = None) -> Verdicts:
+        found = original(self, fleet, keep)  # type: ignore[arg-type]
         found.every()  # built now, from the arrays as they stand at the turn
         return found
 
@@ -111,14 +111,14 @@ def test_a_standing_decision_writes_its_recorded_diagnosis_without_building_verd
         d.key: summary.decision_from_document(summary.decision_document(d)) for d in decisions
     }
     built: list[int] = []
-    original = TurnVerdicts._build
+    original = KeptVerdicts._build
 
-    def counted(self: TurnVerdicts, rows: object, owner: object) -> list[ClusterVerdict]:
-        found = original(self, rows, owner)  # type: ignore[arg-type]
+    def counted(self: KeptVerdicts, rows: object) -> list[ClusterVerdict]:
+        found = original(self, rows)  # type: ignore[arg-type]
         built.append(len(found))
         return found
 
-    monkeypatch.setattr(TurnVerdicts, "_build", counted)
+    monkeypatch.setattr(KeptVerdicts, "_build", counted)
     steady = schedule.place(spec, previous, diagnose=True)
     standing = [d for d in steady if d.recorded is not None]
     assert len(standing) > WORKLOADS // 2

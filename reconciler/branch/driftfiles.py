@@ -14,7 +14,7 @@ are what the manifest would change, which dro never does.
 
 A cluster that could not be surveyed this pass (unreachable) keeps its last file as it was.
 
-Called by `branch.status` and `pipeline`.
+Called by `branch.status` and `pipeline.clusters`.
 """
 
 from __future__ import annotations

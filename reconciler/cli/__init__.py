@@ -254,7 +254,13 @@ def _cmd_schedule(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace, hook: pipeline.StageHook) -> int:
-    decided = pipeline.decided(_settings(args), hook, from_last_pass=True)
+    wanted: str = args.workload
+    decided = pipeline.decided(
+        _settings(args),
+        hook,
+        from_last_pass=True,
+        explained=lambda key: report.names(key, wanted),
+    )
     decisions = decided.decisions
     decision = report.find_decision(decisions, args.workload)
     if decision is None:

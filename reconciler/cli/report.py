@@ -23,7 +23,7 @@ from rich.console import Console
 from reconciler import redact, yamlio
 from reconciler.branch import overview, summary
 from reconciler.cli import shortnames
-from reconciler.domain import Decision, Disruption, Placed
+from reconciler.domain import Decision, Disruption, Placed, ResourceKey
 from reconciler.domain.decision import CUT_OVER, DONE, PROVISIONING, SYNCING
 from reconciler.domain.disruption import in_flight_text
 from reconciler.domain.forecast import Forecasts
@@ -262,21 +262,22 @@ def find_decision(decisions: Iterable[Decision], wanted: str) -> Decision | None
     """The decision for `NAMESPACE/KIND/NAME` (KIND with or without its group, or kubectl's
     short name or plural: `deploy`, `deployments`; a cluster-scoped object as
     `_cluster/KIND/NAME` or `KIND/NAME`)."""
+    return next((d for d in decisions if names(d.key, wanted)), None)
+
+
+def names(key: ResourceKey, wanted: str) -> bool:
+    """Whether `wanted` (as `find_decision` takes it) names the workload `key`."""
     parts = wanted.split("/")
     if len(parts) == 2:
         parts = ["", *parts]
     if len(parts) != 3:
-        return None
+        return False
     namespace, kind, name = parts
     namespace = "" if namespace == "_cluster" else namespace
     kind_name, _, group = kind.partition(".")
-    for decision in decisions:
-        key = decision.key
-        if (key.namespace, key.name) != (namespace, name):
-            continue
-        if shortnames.matches(key.kind, kind_name) and (not group or group == key.group):
-            return decision
-    return None
+    if (key.namespace, key.name) != (namespace, name):
+        return False
+    return shortnames.matches(key.kind, kind_name) and (not group or group == key.group)
 
 
 def suggestions(decisions: Sequence[Decision], wanted: str) -> list[str]:

@@ -1,7 +1,7 @@
 """Durations (`10m`, `1h30m`, `500ms`, `7d`) and RFC 3339 times, as dro.yaml and decisions
 write them.
 
-Called by 26 modules, among them `branch.statefiles`, `cli.audit`, `live`, `pipeline`.
+Called by 26 modules, among them `branch.statefiles`, `cli.audit`, `live`, `pipeline.clusters`.
 """
 
 from __future__ import annotations

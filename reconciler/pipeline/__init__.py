@@ -20,9 +20,8 @@ from enum import StrEnum
 import structlog
 
 from reconciler import audit, commit, foresee, laststate, live, load, render, schedule, validate
-from reconciler.branch import driftfiles
 from reconciler.branch import phases as cluster_phases
-from reconciler.domain import Decision, Observation, Source, Spec, durations, fence
+from reconciler.domain import Decision, Observation, ResourceKey, Source, Spec, fence
 from reconciler.domain.drift import Drifted
 from reconciler.domain.forecast import Forecasts
 from reconciler.errors import Problem
@@ -156,6 +155,7 @@ def _schedule(
     observations: Mapping[str, Observation] | None,
     *,
     standing_verdicts: bool = True,
+    explained: Callable[[ResourceKey], bool] | None = None,
 ) -> schedule.Placement:
     on_stage(Stage.SCHEDULE)
     placed = schedule.place_and_project(
@@ -167,6 +167,7 @@ def _schedule(
         now=pass_time(source, now),
         filling=filling(spec, before.phases),
         forecasts=foresee.forecasts(spec, before, observations, pass_time(source, now)),
+        explained=explained,
     )
     previous = {d.key: d for d in before.decisions}
     budgets = schedule.disruption.rollout_room(spec, observations)
@@ -280,15 +281,17 @@ def decided(
     *,
     diagnose: bool = True,
     from_last_pass: bool = False,
+    explained: Callable[[ResourceKey], bool] | None = None,
 ) -> Decided:
     """Load → validate → schedule (`dro schedule`, `dro explain`), offline. `from_last_pass`
     starts from the last pass's decisions, as the next pass does; without it every workload
-    is placed as if for the first time."""
+    is placed as if for the first time. The workloads `explained` selects keep every
+    cluster's verdict, the others what their decision file lists."""
     source = _loaded(settings, on_stage)
     before = laststate.offline(settings) if from_last_pass else FIRST_PASS
     on_stage(Stage.VALIDATE)
     spec = validate.spec(source, ceiling=settings.guard)
-    placement = _schedule(spec, on_stage, before, diagnose, None, source, None)
+    placement = _schedule(spec, on_stage, before, diagnose, None, source, None, explained=explained)
     return Decided(
         source=source, spec=spec, decisions=placement.decisions, forecasts=placement.forecasts
     )
@@ -423,7 +426,11 @@ def surveyed_and_committed(
     told to the operators, and the tree committed (`publishing`); the tree as committed and
     the commit's result. The sharded leader's pass shares it (`pipeline.sharded`), and adds
     `others_drift`: what the other members surveyed on the clusters they own."""
-    planned = _drift_surveyed(members, planned, before, now, others_drift or {})
+    if members is not None:
+        tree = clusters.drift_surveyed(
+            members, planned.tree, planned.spec, before, now, others_drift or {}
+        )
+        planned = replace(planned, tree=tree)
     audit.planned(Stage.RENDER, source, planned.decisions, planned.tree, observed.unreachable)
     on_stage(Stage.COMMIT)
     published = publishing.committed(
@@ -439,24 +446,6 @@ def surveyed_and_committed(
         stage=Stage.COMMIT,
     )
     return planned, published
-
-
-def _drift_surveyed(
-    members: live.Members | None,
-    planned: Planned,
-    before: LastPass,
-    now: float,
-    others: Mapping[str, Sequence[Drifted]],
-) -> Planned:
-    """Observe, after render: each reachable cluster's drift from the tree, in `status/drift/`
-    (`others`: as the members that own them surveyed them)."""
-    if members is None:
-        return planned
-    surveyed = {**others, **members.survey(planned.tree, takeover.provenance(planned.spec))}
-    names = [cluster.name for cluster in planned.spec.clusters]
-    at = durations.rfc3339(now)
-    tree = driftfiles.merged(planned.tree, surveyed, before.files, at, names)
-    return replace(planned, tree=tree)
 
 
 def _loaded(settings: Settings, on_stage: StageHook) -> Source:

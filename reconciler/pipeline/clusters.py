@@ -5,11 +5,14 @@ Called by `pipeline`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 from reconciler import live
-from reconciler.domain import Spec, fence
+from reconciler.branch import driftfiles
+from reconciler.domain import Spec, durations, fence
+from reconciler.domain.drift import Drifted
 from reconciler.laststate import LastPass
+from reconciler.live import takeover
 from reconciler.settings import Settings
 
 Observer = Callable[[Spec], "live.Observed"]
@@ -55,3 +58,18 @@ class Clusters:
     def __exit__(self, *_exc: object) -> None:
         if self.members is not None:
             self.members.close()
+
+
+def drift_surveyed(
+    members: live.Members,
+    tree: Mapping[str, bytes],
+    spec: Spec,
+    before: LastPass,
+    now: float,
+    others: Mapping[str, Sequence[Drifted]],
+) -> dict[str, bytes]:
+    """Observe, after render: `tree` with each reachable cluster's drift from it, in
+    `status/drift/` (`others`: as the members that own them surveyed them)."""
+    surveyed = {**others, **members.survey(tree, takeover.provenance(spec))}
+    names = [cluster.name for cluster in spec.clusters]
+    return driftfiles.merged(tree, surveyed, before.files, durations.rfc3339(now), names)

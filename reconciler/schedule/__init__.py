@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -114,6 +114,7 @@ def place(
     now: float = 0.0,
     filling: Collection[str] = (),
     forecasts: Forecasts | None = None,
+    explained: Callable[[ResourceKey], bool] | None = None,
 ) -> tuple[Decision, ...]:
     """One decision per workload of `spec`, in (namespace, kind, name) order.
 
@@ -123,7 +124,9 @@ def place(
     (seconds since the epoch) stamps moves and measures cooldowns. `filling` names the
     clusters that re-balancing fills (added or recovered; see `rebalance.still_filling`).
     `forecasts` (prediction on) make every stage see each cluster's forecast usage where it
-    is higher than now (`foresight`); None or empty schedules on the usage now.
+    is higher than now (`foresight`); None or empty schedules on the usage now. A decision
+    keeps the verdicts its file lists (`keptverdicts`); those of the workloads `explained`
+    selects keep every cluster's (`dro explain`).
     """
     return place_and_project(
         spec,
@@ -133,6 +136,7 @@ def place(
         now=now,
         filling=filling,
         forecasts=forecasts,
+        explained=explained,
     ).decisions
 
 
@@ -146,6 +150,7 @@ def place_and_project(
     now: float = 0.0,
     filling: Collection[str] = (),
     forecasts: Forecasts | None = None,
+    explained: Callable[[ResourceKey], bool] | None = None,
 ) -> Placement:
     """`place`, with the water levels its decisions leave each cluster at (`dro plan`).
     `standing_verdicts=False` lets a placement that stands keep the diagnosis recorded when
@@ -161,6 +166,7 @@ def place_and_project(
             now=now,
             filling=filling,
             forecasts=forecasts or {},
+            explained=explained,
         )
 
 
@@ -188,6 +194,7 @@ def _place(
     now: float,
     filling: Collection[str],
     forecasts: Forecasts,
+    explained: Callable[[ResourceKey], bool] | None = None,
 ) -> Placement:
     replicas = overridden.Replicas(spec)
     order = claimed_workloads(spec, replicas)
@@ -221,6 +228,7 @@ def _place(
         hooks=spec.sync_hooks,
         replicas=replicas,
         foresight=seen,
+        explained=explained,
     )
     decisions = [run.decide(c, matrix[i], scales[i], fits[i]) for i, c in enumerate(order)]
     budgets = disruption.Tracker(

@@ -16,7 +16,7 @@ Called by `schedule`, `schedule.levels` and `schedule.rebalance`.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 
 import numpy as np
@@ -75,6 +75,7 @@ class Pass:
         hooks: Mapping[ResourceKey, ResourceKey] | None = None,
         replicas: overridden.Replicas | None = None,
         foresight: Foresight | None = None,
+        explained: Callable[[ResourceKey], bool] | None = None,
     ) -> None:
         self.fleet = fleet
         self.foresight = foresight
@@ -109,6 +110,7 @@ class Pass:
             load=self.load,
             weights=self.weights,
             adapt=self._adapted,
+            explained=explained,
         )
         self.clock = 0
         """Counts the changes to the ledger."""

@@ -209,7 +209,8 @@ class Facts:
         if not len(requested):
             allocatable = np.full(fleet.size, division.MAX_REPLICAS, dtype=np.int64)
         else:
-            fit = np.fmin.reduce(headroom * scale[:, np.newaxis], axis=0)
+            # the resources it requests alone bound it (`scale` is NaN at the others)
+            fit = np.fmin.reduce(headroom[requested] * scale[requested, np.newaxis], axis=0)
             fit += 1e-9
             np.floor(fit, out=fit)
             np.maximum(fit, 0.0, out=fit)

@@ -21,6 +21,7 @@ import numpy as np
 
 from reconciler.domain import Placement, Strategy, Verdicts, Workload
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray, IntArray, frozen, rows_of, some
+from reconciler.schedule.keptverdicts import KeptVerdicts
 from reconciler.schedule.memo import Memos, Ref, Slot, ref
 from reconciler.schedule.turnverdicts import TurnVerdicts
 
@@ -100,6 +101,14 @@ class Verdict:
     label: Label
     tally: Tally | None = None
     """A vectorised count of `label(row)[0]`; filters with per-row categories provide it."""
+    reasons: Callable[[IntArray], list[str]] | None = None
+    """`label(row)[1]` of each of the given rejected rows, found at once (`details`)."""
+
+    def details(self, rows: IntArray) -> list[str]:
+        """The detailed reason of each of the given rejected rows."""
+        if self.reasons is not None:
+            return self.reasons(rows)
+        return [self.label(row)[1] for row in rows.tolist()]
 
     def counts(self, rows: IntArray) -> dict[str, int]:
         """Rejected rows per category."""
@@ -217,10 +226,14 @@ class Outcome:
                 counted[category] = counted.get(category, 0) + count
         return fit_error_message(clusters, counted)
 
-    def verdicts(self, fleet: Fleet) -> Verdicts:
-        """Every cluster's verdict (who rejected it and why, or its scores), built from this
-        turn's arrays only when read (`turnverdicts`)."""
-        return TurnVerdicts(fleet, self.rejected_by, self.total, self.scores)
+    def verdicts(self, fleet: Fleet, keep: IntArray | None = None) -> Verdicts:
+        """The clusters' verdicts (who rejected each and why, or its scores). With `keep`
+        (the rows the decision holds), only what its file can list is kept, now
+        (`keptverdicts`); without, the turn's arrays are kept and every verdict is built when
+        read (`turnverdicts`, for `dro explain`)."""
+        if keep is None:
+            return TurnVerdicts(fleet, self.rejected_by, self.total, self.scores)
+        return KeptVerdicts(fleet, self.rejected_by, self.total, self.scores, keep)
 
 
 def run(
@@ -321,7 +334,8 @@ def _static_scores(
         if entry.static and _applies(entry, subject):
             columns[name] = _bounded(entry.plugin(fleet, subject, feasible))
             total += float(weights.get(name, entry.weight)) * columns[name]
-    if fresh:
+    if fresh:  # shared by the workloads of the placement: read-only (`keptverdicts`)
+        columns = {name: frozen(column) for name, column in columns.items()}
         memo[key] = (columns, total)
     return columns, total
 

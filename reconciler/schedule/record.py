@@ -15,7 +15,7 @@ Called by `schedule.engine`, `schedule.locations`, `schedule.overflow` and `sche
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +29,7 @@ from reconciler.domain import (
     ResourceKey,
     Strategy,
     Trigger,
+    Verdicts,
     durations,
 )
 from reconciler.domain.verdicts import NONE as NO_VERDICTS
@@ -66,8 +67,12 @@ class Recorder:
         load: float,
         weights: Mapping[str, float],
         adapt: Callable[[ResourceKey], Mapping[str, float]] | None = None,
+        explained: Callable[[ResourceKey], bool] | None = None,
     ) -> None:
         self.fleet = fleet
+        self.explained = explained
+        """The workloads whose turn is kept whole, every cluster's verdict (`dro explain`);
+        the others keep only what their decision file lists (`keptverdicts`)."""
         self.adapt = adapt
         """Per workload key: the factors its own weights are multiplied by (STCI)."""
         self.previous = previous
@@ -100,7 +105,9 @@ class Recorder:
         strategy: Strategy,
         outcome: framework.Outcome | None,
         trigger: Trigger,
+        holds: IntArray,
     ) -> Diagnosis:
+        """The why of a decision that holds the cluster rows `holds`."""
         weights = self._weights(claimed.extensions)
         factors = self.adapt(claimed.workload.key) if self.adapt is not None else {}
         if any(name in weights for name in factors):
@@ -108,12 +115,31 @@ class Recorder:
                 name: round(weight * factors.get(name, 1.0), 4) for name, weight in weights.items()
             }
         return Diagnosis(
-            verdicts=outcome.verdicts(self.fleet) if self.diagnose and outcome else NO_VERDICTS,
+            verdicts=self._verdicts(claimed.workload.key, outcome, holds),
             weights=weights,
             strategy=strategy,
             fleet_water_level=self.load,
             trigger=trigger,
         )
+
+    def _verdicts(
+        self, key: ResourceKey, outcome: framework.Outcome | None, holds: IntArray
+    ) -> Verdicts:
+        """The turn's verdicts: whole for a workload explained, else bounded now to what the
+        decision can list (with the clusters it holds and held before)."""
+        if not self.diagnose or outcome is None:
+            return NO_VERDICTS
+        if self.explained is not None and self.explained(key):
+            return outcome.verdicts(self.fleet)
+        before = self.previous.get(key)
+        if before is not None and before.clusters:
+            holds = np.concatenate((holds, self._rows(p.cluster for p in before.clusters)))
+        return outcome.verdicts(self.fleet, holds)
+
+    def _rows(self, names: Iterable[str]) -> IntArray:
+        """The rows of the clusters named, those in the fleet."""
+        index = self.fleet.index
+        return np.array([index[name] for name in names if name in index], dtype=np.int64)
 
     def decision(
         self,
@@ -149,7 +175,7 @@ class Recorder:
             unschedulable=result.short,
             over_limit=result.over,
             pending=result.pending,
-            diagnosis=self._diagnosis(claimed, strategy, outcome, result.trigger),
+            diagnosis=self._diagnosis(claimed, strategy, outcome, result.trigger, result.rows),
             placement_digest=claimed.placement.digest,
             affinity_term=term,
             recorded=before.recorded if unchanged and before is not None else None,
@@ -211,7 +237,13 @@ class Recorder:
             clusters=kept,
             unschedulable=message,
             pending=pending,
-            diagnosis=self._diagnosis(claimed, strategy, outcome, triggers.UNSCHEDULABLE),
+            diagnosis=self._diagnosis(
+                claimed,
+                strategy,
+                outcome,
+                triggers.UNSCHEDULABLE,
+                self._rows(p.cluster for p in kept),
+            ),
             placement_digest=before.placement_digest if kept and before else "",
             affinity_term=before.affinity_term if kept and before else None,
             moves=self.recent_moves(before) if kept else (),

@@ -62,9 +62,12 @@ def select(
     candidate order matters), with `trigger` saying why it was made; or why not. `pull` is how
     strongly cost narrows a dro policy's division (`economy`)."""
     rows = rows_of(outcome.feasible)
-    selected = rows  # unscored: no spread, and a division that reads no order
-    if outcome.total is not None:
-        # Aggregated and spread read the candidate order; the others divide in name order.
+    selected = rows  # no spread, and a division that reads no order: in name order
+    if outcome.total is not None and (
+        subject.strategy is Strategy.AGGREGATED or subject.placement.spread
+    ):
+        # Aggregated and spread read the candidate order (scored for them alone when the pass
+        # does not diagnose); the others divide in name order, so the fleet is not sorted.
         available = subject.available
         ordered = rows[np.lexsort((rows, -available[rows], -outcome.total[rows], tiers[rows]))]
         spread_out = spread.select(

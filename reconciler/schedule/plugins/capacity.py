@@ -33,17 +33,23 @@ def capacity(fleet: Fleet, subject: framework.Subject) -> framework.Verdict:
         picked: IntArray = np.argmin(room / per, axis=0)
         return picked
 
+    def reason(room: int, j: int) -> str:
+        return (
+            f"room for {room} of the {need} replica(s) needed "
+            f"within the water-level limit ({fleet.resources[columns[j]]})"
+        )
+
     def label(row: int) -> tuple[str, str]:
         j = int(limiting(np.array([row]))[0])
-        resource = fleet.resources[columns[j]]
-        return (
-            category(j),
-            f"room for {int(subject.allocatable[row])} of the {need} replica(s) needed "
-            f"within the water-level limit ({resource})",
-        )
+        return category(j), reason(int(subject.allocatable[row]), j)
+
+    def reasons(rows: IntArray) -> list[str]:
+        rooms = subject.allocatable[rows].tolist()
+        return [reason(r, j) for r, j in zip(rooms, limiting(rows).tolist(), strict=True)]
 
     return framework.Verdict(
         passed=passed,
         label=label,
         tally=lambda rows: framework.tally_of(limiting(rows), category),
+        reasons=reasons,
     )
