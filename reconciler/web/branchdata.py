@@ -1,0 +1,398 @@
+"""What the web view shows, read from the output branch at one tip and kept until it moves.
+
+A `Snapshot` is the fleet at one output-branch commit: each cluster's last status file (phase,
+reachability, water level, forecast), its water level over the last `HISTORY_PASSES` passes
+(the status files of the branch's first-parent history), the water-level limit of the source
+commit the tip was rendered from (`dro.yaml`'s `spec.waterLevelLimit`), and each workload's
+decision with the labels of its rendered manifest. It is immutable: request threads share it.
+
+`Reader` builds one per tip and keeps the last: a request on an unchanged tip costs a reference
+lookup. Between tips it keeps what each blob parsed to (decisions and statuses through
+`branch.readback`, a status file's sample, a manifest's labels), so a new tip parses only the
+files that pass changed. Nothing here asks a cluster: the branch is the only source.
+
+Called by `cli.run`, `web.pages` and `web.views`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from reconciler import yamlio
+from reconciler.branch import lastpass, paths, readback, statefiles, status
+from reconciler.domain import Decision, ResourceKey
+from reconciler.git import gitrepo
+
+HISTORY_PASSES = 48
+"""Output-branch commits whose status files the water-level charts show (newest first)."""
+DEFAULT_LIMIT = {"cpu": 0.85, "memory": 0.85}
+"""The limit when the source's dro.yaml sets none (as `domain.spec.SchedulerConfig`)."""
+SOURCE_TRAILER = "Dro-Source-Commit:"
+DIAGNOSES_KEPT = 64
+"""Parsed diagnosis blocks (the workload page) kept by blob id."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterView:
+    """One cluster as its last status file and its history show it."""
+
+    name: str
+    phase: str
+    """`Filling`, `Draining`, `Unreachable`, `Suspended`, `Cordoned`, or "" in service."""
+    reachable: bool
+    source: str
+    """`observed` (from its API) or `declared` (from its Cluster file)."""
+    observed_at: str | None
+    levels: Mapping[str, float]
+    """Resource → the water level (used / capacity) of the last pass."""
+    forecast: Mapping[str, float]
+    """Resource → the forecast water level, where prediction is on."""
+    history: tuple[tuple[float, Mapping[str, float]], ...]
+    """(time, resource → water level), oldest first."""
+    workloads: int = 0
+    """Workloads placed on it."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkloadView:
+    """One workload: its decision (diagnosis block unparsed) and its manifest's labels."""
+
+    decision: Decision
+    path: str
+    """Its decision file on the output branch."""
+    labels: Mapping[str, str]
+
+    @property
+    def key(self) -> ResourceKey:
+        """The workload's resource key."""
+        return self.decision.key
+
+    @property
+    def policy(self) -> str:
+        """The policy's name, or "" for the default placement."""
+        return self.decision.policy.name if self.decision.policy else ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommitView:
+    """One output-branch commit: its subject is the pass's trigger."""
+
+    sha: str
+    at: float
+    subject: str
+    body: str
+    source: str
+    """The source commit it was rendered from (its trailer), or ""."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Snapshot:
+    """The fleet at one output-branch tip (see the module)."""
+
+    tip: str
+    at: float
+    clusters: tuple[ClusterView, ...]
+    workloads: tuple[WorkloadView, ...]
+    limit: Mapping[str, float]
+    by_key: Mapping[str, WorkloadView] = field(default_factory=dict)
+    """`str(ResourceKey)` (`ns/Kind[.group]/name`) → the workload."""
+    by_cluster: Mapping[str, tuple[WorkloadView, ...]] = field(default_factory=dict)
+
+    def cluster(self, name: str) -> ClusterView | None:
+        """The cluster of that name, or None."""
+        return next((c for c in self.clusters if c.name == name), None)
+
+
+EMPTY = Snapshot(tip="", at=0.0, clusters=(), workloads=(), limit=MappingProxyType(DEFAULT_LIMIT))
+
+
+class Reader:
+    """The output branch `branch` of the repository `open_repo()` gives, as `Snapshot`s."""
+
+    def __init__(self, open_repo: Callable[[], gitrepo.Repository | None], branch: str) -> None:
+        self._open = open_repo
+        self.branch = branch
+        self._lock = threading.Lock()
+        self._snapshot = EMPTY
+        self._memo = readback.ReadBack()
+        self._samples: dict[str, tuple[float, dict[str, float]] | None] = {}
+        self._labels: dict[str, Mapping[str, str]] = {}
+        self._diagnoses: OrderedDict[str, Any] = OrderedDict()
+
+    def _tip(self) -> tuple[gitrepo.Repository, gitrepo.Commit] | None:
+        repo = self._open()
+        if repo is None:
+            return None
+        tip = gitrepo.remote_tip(repo, self.branch) or gitrepo.branch_tip(repo, self.branch)
+        return None if tip is None else (repo, tip)
+
+    def snapshot(self) -> Snapshot:
+        """The fleet at the branch's tip (EMPTY before the first pass committed)."""
+        with self._lock:
+            found = self._tip()
+            if found is None:
+                return EMPTY
+            repo, tip = found
+            if str(tip.id) != self._snapshot.tip:
+                self._snapshot = self._read(repo, tip)
+            return self._snapshot
+
+    def commits(self, skip: int, count: int) -> tuple[list[CommitView], bool]:
+        """`count` commits of the branch's first-parent history after the newest `skip`, and
+        whether older ones remain."""
+        with self._lock:
+            found = self._tip()
+            if found is None:
+                return [], False
+            shown: list[CommitView] = []
+            for index, commit in enumerate(gitrepo.first_parents(found[1])):
+                if index < skip:
+                    continue
+                if len(shown) == count:
+                    return shown, True
+                shown.append(_commit_view(commit))
+            return shown, False
+
+    def change(self, sha: str) -> tuple[CommitView, list[tuple[str, bytes, bytes]]] | None:
+        """A commit of the branch (by full sha) and (path, before, after) of each file it
+        changed against its first parent; None when the branch does not hold it."""
+        with self._lock:
+            found = self._tip()
+            if found is None:
+                return None
+            repo, tip = found
+            for index, commit in enumerate(gitrepo.first_parents(tip)):
+                if str(commit.id) == sha:
+                    break
+                if index > 10_000:
+                    return None
+            else:
+                return None
+            parent = commit.parents[0] if commit.parent_ids else None
+            files = [
+                (
+                    path,
+                    gitrepo.blob_data(repo, old) if old else b"",
+                    gitrepo.blob_data(repo, new) if new else b"",
+                )
+                for path, old, new in gitrepo.changed_files(repo, parent, commit)
+            ]
+            return _commit_view(commit), files
+
+    def file(self, path: str) -> bytes | None:
+        """The bytes of a file of the branch's tip, or None."""
+        with self._lock:
+            found = self._tip()
+            if found is None:
+                return None
+            blob = gitrepo.blob_at(found[1], path)
+            return None if blob is None else gitrepo.blob_data(found[0], blob)
+
+    def diagnosis(self, path: str) -> Mapping[str, Any]:
+        """The `status.diagnosis` of the decision file at `path` on the tip, parsed (kept by
+        blob id); empty when the file has none or is not as dro wrote it."""
+        with self._lock:
+            found = self._tip()
+            blob = None if found is None else gitrepo.blob_at(found[1], path)
+            if found is None or blob is None:
+                return {}
+            kept = self._diagnoses.get(blob)
+            if kept is None:
+                kept = _diagnosis(path, gitrepo.blob_data(found[0], blob))
+                self._diagnoses[blob] = kept
+                while len(self._diagnoses) > DIAGNOSES_KEPT:
+                    self._diagnoses.popitem(last=False)
+            self._diagnoses.move_to_end(blob)
+            return dict(kept)
+
+    def _read(self, repo: gitrepo.Repository, tip: gitrepo.Commit) -> Snapshot:
+        ids = gitrepo.blob_ids(repo, tip, paths.STATE_FOLDERS)
+        files = readback.Blobs(ids, lambda blob: gitrepo.blob_data(repo, blob))
+        self._memo.begin()
+        decisions = lastpass.decisions(files, self._memo)
+        statuses = lastpass.statuses(files, self._memo)
+        self._memo.prune()
+        forecasts = status.forecast_levels(
+            {p: files[p] for p in files if paths.status_cluster(p) and b"forecast:" in files[p]}
+        )
+        history = self._history(repo, tip)
+        workloads = tuple(
+            WorkloadView(
+                decision=d,
+                path=paths.decision_path(d.key),
+                labels=self._labels_of(repo, tip, d),
+            )
+            for d in sorted(decisions.values(), key=lambda d: d.key.sort_key)
+        )
+        by_cluster: dict[str, list[WorkloadView]] = {}
+        for workload in workloads:
+            for placed in workload.decision.clusters:
+                by_cluster.setdefault(placed.cluster, []).append(workload)
+        clusters = tuple(
+            _cluster_view(name, statuses[name], forecasts, history, len(by_cluster.get(name, ())))
+            for name in sorted(statuses)
+        )
+        return Snapshot(
+            tip=str(tip.id),
+            at=float(tip.commit_time),
+            clusters=clusters,
+            workloads=workloads,
+            limit=MappingProxyType(_limit(repo, tip)),
+            by_key=MappingProxyType({str(w.key): w for w in workloads}),
+            by_cluster=MappingProxyType({k: tuple(v) for k, v in by_cluster.items()}),
+        )
+
+    def _history(
+        self, repo: gitrepo.Repository, tip: gitrepo.Commit
+    ) -> dict[str, list[tuple[float, dict[str, float]]]]:
+        """Cluster → (time, water levels) of the status files of the last passes, oldest
+        first, one per time; blobs parsed once across tips."""
+        found: dict[str, dict[float, dict[str, float]]] = {}
+        seen_folder: str | None = None
+        used: set[str] = set()
+        for index, commit in enumerate(gitrepo.first_parents(tip)):
+            if index >= HISTORY_PASSES:
+                break
+            folder = gitrepo.folder_id(commit, paths.STATUS_CLUSTERS)
+            if folder is None or folder == seen_folder:
+                continue
+            seen_folder = folder
+            for path, blob in gitrepo.blobs_under(repo, commit, paths.STATUS_CLUSTERS).items():
+                used.add(blob)
+                if blob not in self._samples:
+                    self._samples[blob] = _sample(path, gitrepo.blob_data(repo, blob))
+                entry = self._samples[blob]
+                cluster = paths.status_cluster(path)
+                if entry is None or cluster is None:
+                    continue
+                at, levels = entry
+                at = at or float(commit.commit_time)
+                found.setdefault(cluster, {}).setdefault(at, levels)
+        self._samples = {b: s for b, s in self._samples.items() if b in used}
+        return {c: sorted(points.items()) for c, points in found.items()}
+
+    def _labels_of(
+        self, repo: gitrepo.Repository, tip: gitrepo.Commit, decision: Decision
+    ) -> Mapping[str, str]:
+        """The labels of the workload's manifest as rendered on its first cluster."""
+        if not decision.clusters:
+            return MappingProxyType({})
+        blob = gitrepo.blob_at(tip, paths.object_path(decision.clusters[0].cluster, decision.key))
+        if blob is None:
+            return MappingProxyType({})
+        labels = self._labels.get(blob)
+        if labels is None:
+            labels = self._labels[blob] = _labels(gitrepo.blob_data(repo, blob))
+        return labels
+
+
+def _commit_view(commit: gitrepo.Commit) -> CommitView:
+    sha, at, message = gitrepo.commit_info(commit)
+    subject, _, body = message.partition("\n")
+    source = ""
+    for line in body.splitlines():
+        if line.startswith(SOURCE_TRAILER):
+            source = line[len(SOURCE_TRAILER) :].strip()
+    return CommitView(sha=sha, at=float(at), subject=subject, body=body.strip(), source=source)
+
+
+def _cluster_view(
+    name: str,
+    status_: Mapping[str, Any],
+    forecasts: Mapping[str, Mapping[str, float]],
+    history: Mapping[str, list[tuple[float, dict[str, float]]]],
+    workloads: int,
+) -> ClusterView:
+    levels = status_.get("waterLevel")
+    return ClusterView(
+        name=name,
+        phase=str(status_.get("phase") or ""),
+        reachable=bool(status_.get("reachable", not status_.get("unreachableSince"))),
+        source=str(status_.get("source") or "declared"),
+        observed_at=str(status_["observedAt"]) if status_.get("observedAt") else None,
+        levels=MappingProxyType(
+            {str(r): float(v) for r, v in sorted((levels or {}).items())}
+            if isinstance(levels, Mapping)
+            else {}
+        ),
+        forecast=MappingProxyType(dict(forecasts.get(name, {}))),
+        history=tuple((at, MappingProxyType(v)) for at, v in history.get(name, [])),
+        workloads=workloads,
+    )
+
+
+def _sample(path: str, data: bytes) -> tuple[float, dict[str, float]] | None:
+    """(time, water levels) a status file records; time 0 for a declared cluster (its
+    commit's time is used); None for a file that is not as dro wrote it."""
+    found = status.sample(path, data, 0.0)
+    if found is None:
+        return None
+    sample = found[1]
+    return sample.at, status.water_level(sample.capacity, sample.used)
+
+
+def _labels(data: bytes) -> Mapping[str, str]:
+    try:
+        document = yamlio.load_own("manifest", data)
+    except yamlio.YamlError:
+        return MappingProxyType({})
+    metadata = document.get("metadata") if isinstance(document, Mapping) else None
+    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+    if not isinstance(labels, Mapping):
+        return MappingProxyType({})
+    return MappingProxyType({str(k): str(v) for k, v in sorted(labels.items())})
+
+
+def _limit(repo: gitrepo.Repository, tip: gitrepo.Commit) -> dict[str, float]:
+    """`spec.waterLevelLimit` of dro.yaml at the source commit the tip names (the default
+    when the source is not in this repository or sets none)."""
+    source = _commit_view(tip).source
+    limit = dict(DEFAULT_LIMIT)
+    try:
+        commit = repo[source] if source else None
+    except (KeyError, ValueError):
+        return limit
+    if not isinstance(commit, gitrepo.Commit):
+        return limit
+    blob = gitrepo.blob_at(commit, "dro.yaml")
+    if blob is None:
+        return limit
+    try:
+        document = yamlio.load_own("dro.yaml", gitrepo.blob_data(repo, blob))
+    except yamlio.YamlError:
+        return limit
+    spec = document.get("spec") if isinstance(document, Mapping) else None
+    given = spec.get("waterLevelLimit") if isinstance(spec, Mapping) else None
+    if isinstance(given, Mapping):
+        for resource, value in given.items():
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                limit[str(resource)] = float(value)
+    return limit
+
+
+def _diagnosis(path: str, data: bytes) -> Mapping[str, Any]:
+    try:
+        document = statefiles.status_document(path, data)
+    except (yamlio.YamlError, statefiles.StateError):
+        return {}
+    body = document.get("status") if isinstance(document, Mapping) else None
+    found = body.get("diagnosis") if isinstance(body, Mapping) else None
+    return found if isinstance(found, Mapping) else {}
+
+
+def cache_opener(url: str, state_dir: Path) -> Callable[[], gitrepo.Repository | None]:
+    """A way to open the fetched cache of `url` that `dro run`'s passes keep up to date (None
+    until the first pass made it)."""
+
+    def opened() -> gitrepo.Repository | None:
+        if not gitrepo.cache_path(state_dir, url).exists():
+            return None
+        return gitrepo.open_cache(url, state_dir)
+
+    return opened
