@@ -37,7 +37,7 @@ def test_wheel_ships_schemas_and_runs(tmp_path: Path) -> None:
     # the web view's templates and style sheet are package data
     web = ROOT / "reconciler" / "web"
     files = {p.relative_to(ROOT).as_posix() for p in web.glob("templates/*.html")}
-    files |= {p.relative_to(ROOT).as_posix() for p in web.glob("static/*.css")}
+    files |= {p.relative_to(ROOT).as_posix() for p in web.glob("static/*")}
     assert "reconciler/web/templates/fleet.html" in files
     assert files <= set(names)
 

@@ -11,7 +11,7 @@
 - `GET /changes`: the branch's last commits with their trigger; `GET /changes/{sha}`: the diff
   of one against its parent.
 - `GET /login`, `POST /login`, `POST /logout`: the token cookie (`access`).
-- `GET /static/dro.css`: the one style sheet.
+- `GET /static/dro.css`, `GET /static/favicon.svg`: the style sheet and the icon.
 
 Every page is HTML made by Jinja2 templates shipped in the package (autoescaped), works without
 JavaScript (there is none), and is sent with a Content Security Policy that lets nothing load
@@ -72,9 +72,13 @@ def _when(epoch: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(epoch)) if epoch else "—"
 
 
-def stylesheet() -> bytes:
-    """The style sheet served at /static/dro.css."""
-    return resources.files("reconciler.web").joinpath("static/dro.css").read_bytes()
+STATIC = {"dro.css": "text/css", "favicon.svg": "image/svg+xml"}
+"""The files of `static/` served at /static/<name>, and their media types."""
+
+
+def static(name: str) -> bytes:
+    """A file of `static/` (the style sheet, the icon)."""
+    return resources.files("reconciler.web").joinpath(f"static/{name}").read_bytes()
 
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -88,7 +92,7 @@ class Web:
         self.gate = gate
         self.secure_cookie = secure_cookie
         self.env = environment()
-        self.css = stylesheet()
+        self.static = {name: static(name) for name in STATIC}
 
     def routes(self) -> list[BaseRoute]:
         """The Starlette routes of the view."""
@@ -107,7 +111,7 @@ class Web:
             Route("/login", self.login_form, methods=["GET"]),
             Route("/login", self.login, methods=["POST"]),
             Route("/logout", self.logout, methods=["POST"]),
-            Route("/static/dro.css", self.style, methods=["GET"]),
+            Route("/static/{name}", self.style, methods=["GET"]),
         ]
 
     def html(self, template: str, status: int = 200, **context: Any) -> Response:
@@ -262,10 +266,13 @@ class Web:
         answer.delete_cookie(access.COOKIE, path="/", httponly=True, samesite="strict")
         return answer
 
-    async def style(self, _request: Request) -> Response:
-        """GET /static/dro.css."""
+    async def style(self, request: Request) -> Response:
+        """GET /static/{name}: the style sheet and the icon."""
+        name = request.path_params["name"]
+        if name not in self.static:
+            return self.missing(f"no file {name} here")
         headers = {**HEADERS, "Cache-Control": "max-age=3600"}
-        return Response(self.css, media_type="text/css", headers=headers)
+        return Response(self.static[name], media_type=STATIC[name], headers=headers)
 
 
 def _said(refused: access.Refused) -> Mapping[str, Any]:
