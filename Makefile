@@ -71,6 +71,7 @@ bench: install ## benchmarks against their baselines (kubectl kustomize, git fas
 	$(PY) bench/rollout.py
 	$(PY) bench/templatememo.py
 	$(PY) bench/api.py
+	$(PY) bench/web.py
 	$(PY) bench/incremental.py
 	$(PY) bench/scale.py --without-diagnosis
 

@@ -320,3 +320,20 @@ def test_charts_are_the_same_bytes_for_the_same_levels() -> None:
     assert 'stroke-dasharray="1 2"' in drawn  # the forecast
     assert "cpu water level 95.0 %, limit 85.0 %, forecast 70.0 %, 3 passes" in drawn
     assert 'stroke-dasharray="1 2"' not in charts.chart("cpu", points, limit=0.85, forecast=None)
+
+
+def test_a_secret_shows_its_keys_never_its_values(fleet: Fleet, web: httpx.Client) -> None:
+    password = "example-only-not-a-real-password"  # example-repo/workloads/payments/ledger-db.yaml
+    placed = [p for p in fleet.files("clusters") if p.endswith("secret-ledger-db-credentials.yaml")]
+    assert placed
+    assert password in git(fleet.repo.bare, "show", f"{BRANCH}:{placed[0]}")  # on the branch
+    page = web.get(f"/files/{placed[0]}").text
+    assert "POSTGRES_PASSWORD: " in page
+    assert password not in page
+    first = git(fleet.repo.bare, "rev-list", "--max-parents=0", BRANCH)
+    everything = git(fleet.repo.bare, "ls-tree", "-r", "--name-only", first).splitlines()
+    number = sorted(everything).index(placed[0]) // views.FILES_PER_PAGE + 1
+    diff = web.get(f"/changes/{first}?page={number}").text
+    assert f"{placed[0]} <span" in diff
+    assert "POSTGRES_PASSWORD" in diff
+    assert password not in diff

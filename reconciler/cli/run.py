@@ -1,6 +1,6 @@
 """`dro run`: the long-running service: a pass on a timer and on webhooks, leader election,
-probes, metrics, the webhook and (with a token key) the REST API on one port, JSON
-logs on stdout.
+probes, metrics, the webhook, the web view (`web`) and (with a token key) the REST API on one
+port, JSON logs on stdout.
 
 Every setting comes from, in this order of precedence: the command-line flag, the environment
 variable `DRO_<NAME>` (upper case, `-` → `_`), the config file (`--config` / `DRO_CONFIG`, a

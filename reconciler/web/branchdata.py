@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from reconciler import yamlio
 from reconciler.branch import lastpass, paths, readback, statefiles, status
@@ -34,6 +34,8 @@ HISTORY_PASSES = 48
 DEFAULT_LIMIT = {"cpu": 0.85, "memory": 0.85}
 """The limit when the source's dro.yaml sets none (as `domain.spec.SchedulerConfig`)."""
 SOURCE_TRAILER = "Dro-Source-Commit:"
+CHANGES_SEARCHED = 10_000
+"""Commits back from the tip that a change's page may show."""
 DIAGNOSES_KEPT = 64
 """Parsed diagnosis blocks (the workload page) kept by blob id."""
 
@@ -89,6 +91,14 @@ class CommitView:
     body: str
     source: str
     """The source commit it was rendered from (its trailer), or ""."""
+
+
+class Changed(NamedTuple):
+    """A file a commit changed: its path and blob ids before and after (None: absent)."""
+
+    path: str
+    before: str | None
+    after: str | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -159,9 +169,10 @@ class Reader:
                 shown.append(_commit_view(commit))
             return shown, False
 
-    def change(self, sha: str) -> tuple[CommitView, list[tuple[str, bytes, bytes]]] | None:
-        """A commit of the branch (by full sha) and (path, before, after) of each file it
-        changed against its first parent; None when the branch does not hold it."""
+    def change(self, sha: str) -> tuple[CommitView, list[Changed]] | None:
+        """A commit of the branch (by full sha) and the files it changed against its first
+        parent, by path (blob ids only: `blobs` reads the ones a page shows); None when the
+        branch's last `CHANGES_SEARCHED` commits do not hold it."""
         with self._lock:
             found = self._tip()
             if found is None:
@@ -170,20 +181,29 @@ class Reader:
             for index, commit in enumerate(gitrepo.first_parents(tip)):
                 if str(commit.id) == sha:
                     break
-                if index > 10_000:
+                if index >= CHANGES_SEARCHED:
                     return None
             else:
                 return None
             parent = commit.parents[0] if commit.parent_ids else None
-            files = [
+            changed = [Changed(*entry) for entry in gitrepo.changed_files(repo, parent, commit)]
+            return _commit_view(commit), changed
+
+    def blobs(self, changed: list[Changed]) -> list[tuple[str, bytes, bytes]]:
+        """(path, before, after) of changed files (b"" for a side without the file)."""
+        with self._lock:
+            found = self._tip()
+            if found is None:
+                return []
+            repo = found[0]
+            return [
                 (
-                    path,
-                    gitrepo.blob_data(repo, old) if old else b"",
-                    gitrepo.blob_data(repo, new) if new else b"",
+                    c.path,
+                    gitrepo.blob_data(repo, c.before) if c.before else b"",
+                    gitrepo.blob_data(repo, c.after) if c.after else b"",
                 )
-                for path, old, new in gitrepo.changed_files(repo, parent, commit)
+                for c in changed
             ]
-            return _commit_view(commit), files
 
     def file(self, path: str) -> bytes | None:
         """The bytes of a file of the branch's tip, or None."""

@@ -7,7 +7,8 @@
 - `GET /workloads/{namespace}/{kind}/{name}`: one workload (`_cluster` for a cluster-scoped
   one; `Kind.group` outside core and apps): its placement, the decision's reasons, each
   cluster's filter verdict and scores, moves and rollout in flight.
-- `GET /files/{path}`: one file of the branch's tip (a decision, a rendered manifest).
+- `GET /files/{path}`: one file of the branch's tip (a decision, a rendered manifest), a
+  Secret's values masked as on a change's diff.
 - `GET /changes`: the branch's last commits with their trigger; `GET /changes/{sha}`: the diff
   of one against its parent.
 - `GET /login`, `POST /login`, `POST /logout`: the token cookie (`access`).
@@ -198,7 +199,7 @@ class Web:
             "file.html",
             title=path,
             path=path,
-            text=data.decode("utf-8", "replace"),
+            text=views.file_text(path, data),
             snapshot=self.reader.snapshot(),
         )
 
@@ -223,15 +224,15 @@ class Web:
         found = self.reader.change(sha) if SHA.match(sha) else None
         if found is None:
             return self.missing(f"no commit {sha} on the output branch")
-        commit, files = found
+        commit, changed = found
         query = views.clean(request.query_params)
-        page = views.paged(files, query, size=20)
+        page = views.paged(changed, query, size=views.FILES_PER_PAGE)
         return self.html(
             "change.html",
             title=f"Change {sha[:12]}",
             commit=commit,
             page=page,
-            diffs=[views.diff_lines(*f) for f in page.rows],
+            diffs=[views.diff_lines(*f) for f in self.reader.blobs(list(page.rows))],
             snapshot=self.reader.snapshot(),
         )
 

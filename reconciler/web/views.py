@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
 
 from reconciler.domain import Decision
+from reconciler.kube import secrets
 from reconciler.web import charts
 from reconciler.web.branchdata import ClusterView, Snapshot, WorkloadView
 
@@ -26,6 +27,8 @@ CHART_RESOURCES = ("cpu", "memory")
 """The resources the fleet page charts (a cluster's page charts every one it reports)."""
 DIFF_LINES = 400
 """Lines of one file's diff shown on a change's page (the rest is counted)."""
+FILES_PER_PAGE = 20
+"""Files per page of a change's diff."""
 FILTERS = ("q", "namespace", "label", "policy", "cluster")
 
 
@@ -283,9 +286,12 @@ def _number(value: Any) -> str:
 
 
 def diff_lines(path: str, before: bytes, after: bytes) -> dict[str, Any]:
-    """One file's unified diff, as (kind, text) lines; binary or long diffs are cut."""
-    old = before.decode("utf-8", "replace").splitlines()
-    new = after.decode("utf-8", "replace").splitlines()
+    """One file's unified diff, as (kind, text) lines, a Secret's values masked
+    (`kube.secrets`: the keys stay, each value is a marker saying whether it changed); long
+    diffs are cut."""
+    safe = secrets.redact_pair(path, before or None, after or None)
+    old = safe.before.splitlines()
+    new = safe.after.splitlines()
     lines = list(
         difflib.unified_diff(
             old,
@@ -299,6 +305,11 @@ def diff_lines(path: str, before: bytes, after: bytes) -> dict[str, Any]:
     shown = [(_kind(line), line) for line in lines[:DIFF_LINES]]
     status = "added" if not before else "deleted" if not after else "changed"
     return {"path": path, "status": status, "lines": shown, "cut": max(0, len(lines) - DIFF_LINES)}
+
+
+def file_text(path: str, data: bytes) -> str:
+    """A file of the branch as a page shows it: a Secret's values masked."""
+    return secrets.redact_pair(path, None, data).after
 
 
 def _kind(line: str) -> str:
