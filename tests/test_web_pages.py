@@ -29,6 +29,7 @@ from conftest import GIT_ENV, git, make_source_repo
 from reconciler import cli
 from reconciler.web import branchdata, charts, pages, views
 from tests.apiserve import Keys, authenticator, served
+from tests.service import wait_for
 
 BRANCH = "dro/rendered"
 LATER = "2026-01-01T01:00:00Z"
@@ -269,11 +270,21 @@ def test_a_script_planted_on_the_branch_shows_as_text(fleet: Fleet, tmp_path: Pa
     assert "forged &lt;b&gt;bold&lt;/b&gt;" in changes
 
 
-def test_a_snapshot_is_read_once_per_tip(fleet: Fleet) -> None:
-    reader = branchdata.Reader(lambda: pygit2.Repository(str(fleet.repo.bare)), BRANCH)
+def test_a_snapshot_is_read_once_per_tip_and_again_in_the_background(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    bare = tmp_path / "copy.git"
+    shutil.copytree(fleet.repo.bare, bare)
+    reader = branchdata.Reader(lambda: pygit2.Repository(str(bare)), BRANCH)
     first = reader.snapshot()
     assert reader.snapshot() is first
-    assert first.tip == fleet.repo.branch_sha(BRANCH)
+    assert first.tip == git(bare, "rev-parse", BRANCH)
+    tree = git(bare, "rev-parse", f"{BRANCH}^{{tree}}")
+    moved = git(bare, "commit-tree", tree, "-p", BRANCH, "-m", "a pass that changed nothing")
+    git(bare, "update-ref", f"refs/heads/{BRANCH}", moved)
+    assert reader.snapshot() is first  # served at once while the new tip is read
+    wait_for(lambda: reader.snapshot().tip == moved, "the new tip read in the background")
+    assert reader.snapshot().workloads == first.workloads
     empty = branchdata.Reader(lambda: pygit2.Repository(str(fleet.repo.bare)), "no/such")
     assert empty.snapshot().clusters == ()
 

@@ -417,11 +417,13 @@ def changed_files(
 ) -> list[tuple[str, str | None, str | None]]:
     """(path, blob id before, blob id after) of every file that differs between two commits,
     by path; None where a side has no such file (`before` None: every file of `after` is new).
-    Only the folders whose tree ids differ are read."""
-    found: list[tuple[str, str | None, str | None]] = []
+    libgit2 compares the trees, entering only the folders whose tree ids differ."""
     if before is None:
-        return [(path, None, blob) for path, blob in sorted(blob_ids(repo, after, ()).items())]
-    for delta in before.tree.diff_to_tree(after.tree).deltas:
+        diff = after.tree.diff_to_tree(swap=True)  # the empty tree → after
+    else:
+        diff = before.tree.diff_to_tree(after.tree)
+    found: list[tuple[str, str | None, str | None]] = []
+    for delta in diff.deltas:
         old = None if delta.status_char() == "A" else str(delta.old_file.id)
         new = None if delta.status_char() == "D" else str(delta.new_file.id)
         found.append((delta.new_file.path if new else delta.old_file.path, old, new))

@@ -7,9 +7,11 @@ commit the tip was rendered from (`dro.yaml`'s `spec.waterLevelLimit`), and each
 decision with the labels of its rendered manifest. It is immutable: request threads share it.
 
 `Reader` builds one per tip and keeps the last: a request on an unchanged tip costs a reference
-lookup. Between tips it keeps what each blob parsed to (decisions and statuses through
-`branch.readback`, a status file's sample, a manifest's labels), so a new tip parses only the
-files that pass changed. Nothing here asks a cluster: the branch is the only source.
+lookup. When the tip moves, the new one is read in a background thread while the last snapshot
+is served (only the very first read is waited for). Between tips it keeps what each blob parsed
+to (decisions and statuses through `branch.readback`, a status file's sample, a manifest's
+labels), so a new tip parses only the files that pass changed. Nothing here asks a cluster: the
+branch is the only source.
 
 Called by `cli.run`, `web.pages` and `web.views`.
 """
@@ -24,10 +26,15 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+import structlog
+
 from reconciler import yamlio
 from reconciler.branch import lastpass, paths, readback, statefiles, status
 from reconciler.domain import Decision, ResourceKey
+from reconciler.errors import GitError
 from reconciler.git import gitrepo
+
+log = structlog.get_logger("dro")
 
 HISTORY_PASSES = 48
 """Output-branch commits whose status files the water-level charts show (newest first)."""
@@ -36,6 +43,8 @@ DEFAULT_LIMIT = {"cpu": 0.85, "memory": 0.85}
 SOURCE_TRAILER = "Dro-Source-Commit:"
 CHANGES_SEARCHED = 10_000
 """Commits back from the tip that a change's page may show."""
+CHANGES_KEPT = 8
+"""Commits whose list of changed files is kept (a commit never changes: paging is cheap)."""
 DIAGNOSES_KEPT = 64
 """Parsed diagnosis blocks (the workload page) kept by blob id."""
 
@@ -125,15 +134,26 @@ EMPTY = Snapshot(tip="", at=0.0, clusters=(), workloads=(), limit=MappingProxyTy
 class Reader:
     """The output branch `branch` of the repository `open_repo()` gives, as `Snapshot`s."""
 
-    def __init__(self, open_repo: Callable[[], gitrepo.Repository | None], branch: str) -> None:
+    def __init__(
+        self,
+        open_repo: Callable[[], gitrepo.Repository | None],
+        branch: str,
+        *,
+        background: bool = True,
+    ) -> None:
         self._open = open_repo
         self.branch = branch
+        self.background = background
         self._lock = threading.Lock()
+        """Guards the tip lookups and the request-side caches."""
+        self._build_lock = threading.Lock()
+        self._refreshing: threading.Thread | None = None
         self._snapshot = EMPTY
         self._memo = readback.ReadBack()
         self._samples: dict[str, tuple[float, dict[str, float]] | None] = {}
         self._labels: dict[str, Mapping[str, str]] = {}
         self._diagnoses: OrderedDict[str, Any] = OrderedDict()
+        self._changes: OrderedDict[str, list[Changed]] = OrderedDict()
 
     def _tip(self) -> tuple[gitrepo.Repository, gitrepo.Commit] | None:
         repo = self._open()
@@ -143,15 +163,49 @@ class Reader:
         return None if tip is None else (repo, tip)
 
     def snapshot(self) -> Snapshot:
-        """The fleet at the branch's tip (EMPTY before the first pass committed)."""
+        """The fleet at the branch's tip (EMPTY before the first pass committed). The first
+        call reads the branch; after that, a tip that moved is read again in the background
+        (with `background`) while the snapshot of the previous tip is served: a page never
+        waits for a re-read, and says which tip it shows."""
         with self._lock:
             found = self._tip()
-            if found is None:
-                return EMPTY
-            repo, tip = found
-            if str(tip.id) != self._snapshot.tip:
+        if found is None:
+            return EMPTY
+        repo, tip = found
+        current = self._snapshot
+        if str(tip.id) == current.tip:
+            return current
+        if current is EMPTY or not self.background:
+            return self._build(repo, tip)
+        self._refresh_later()
+        return current
+
+    def settled(self) -> Snapshot:
+        """The snapshot of the tip as it is now, waiting for a re-read (tests, benchmarks)."""
+        with self._lock:
+            found = self._tip()
+        return EMPTY if found is None else self._build(*found)
+
+    def _build(self, repo: gitrepo.Repository, tip: gitrepo.Commit) -> Snapshot:
+        with self._build_lock:  # one reader of the branch at a time: the blob caches are its
+            if self._snapshot.tip != str(tip.id):
                 self._snapshot = self._read(repo, tip)
             return self._snapshot
+
+    def _refresh_later(self) -> None:
+        with self._lock:
+            if self._refreshing is not None and self._refreshing.is_alive():
+                return
+            self._refreshing = threading.Thread(
+                target=self._refresh, name="web-branch-read", daemon=True
+            )
+            self._refreshing.start()
+
+    def _refresh(self) -> None:
+        try:
+            self.settled()
+        except (GitError, OSError, ValueError) as error:
+            log.warning("web_branch_unreadable", branch=self.branch, error=str(error))
 
     def commits(self, skip: int, count: int) -> tuple[list[CommitView], bool]:
         """`count` commits of the branch's first-parent history after the newest `skip`, and
@@ -185,8 +239,14 @@ class Reader:
                     return None
             else:
                 return None
-            parent = commit.parents[0] if commit.parent_ids else None
-            changed = [Changed(*entry) for entry in gitrepo.changed_files(repo, parent, commit)]
+            changed = self._changes.get(sha)
+            if changed is None:
+                parent = commit.parents[0] if commit.parent_ids else None
+                found_changes = gitrepo.changed_files(repo, parent, commit)
+                changed = self._changes[sha] = [Changed(*entry) for entry in found_changes]
+                while len(self._changes) > CHANGES_KEPT:
+                    self._changes.popitem(last=False)
+            self._changes.move_to_end(sha)
             return _commit_view(commit), changed
 
     def blobs(self, changed: list[Changed]) -> list[tuple[str, bytes, bytes]]:
@@ -358,6 +418,17 @@ def _sample(path: str, data: bytes) -> tuple[float, dict[str, float]] | None:
 
 
 def _labels(data: bytes) -> Mapping[str, str]:
+    """`metadata.labels` of a rendered manifest. dro writes manifests with `yamlio.dump`
+    (`metadata` a top-level block, its fields two spaces in), so only that block is parsed;
+    a file in another shape is parsed whole."""
+    text = data.decode("utf-8", "replace")
+    start = text.find("\nmetadata:\n")
+    if start >= 0 and text.startswith(("apiVersion:", "kind:")):
+        end = start + len("\nmetadata:\n")
+        while end < len(text) and text.startswith("  ", end):
+            newline = text.find("\n", end)
+            end = len(text) if newline < 0 else newline + 1
+        data = text[start + 1 : end].encode("utf-8")
     try:
         document = yamlio.load_own("manifest", data)
     except yamlio.YamlError:
