@@ -24,12 +24,14 @@ import httpx
 import pygit2
 import pytest
 import yaml
-from conftest import GIT_ENV, git, make_source_repo
+from conftest import GIT_ENV, SourceRepo, git, make_source_repo
 
 from reconciler import cli
+from reconciler.kube import quantity
 from reconciler.web import branchdata, charts, pages, views
 from tests.apiserve import Keys, authenticator, served
 from tests.service import wait_for
+from tests.test_history import passes as history_passes
 
 BRANCH = "dro/rendered"
 LATER = "2026-01-01T01:00:00Z"
@@ -178,6 +180,10 @@ def test_the_workload_page_shows_what_dro_explain_shows(fleet: Fleet, web: httpx
             assert f'<td class="num">{verdict["score"]:.1f}</td>' in page
     assert f"<dd>{recorded['trigger']}</dd>" in page
     assert 'href="/files/decisions/shop/deployment-frontend.yaml"' in page
+    typed = web.get("/workloads/shop/deployment/frontend", follow_redirects=False)
+    assert typed.status_code == 308
+    assert typed.headers["location"] == f"/workloads/{FRONTEND}"
+    assert web.get("/workloads/shop/Deployment/nothing").status_code == 404
     decision = web.get("/files/decisions/shop/deployment-frontend.yaml").text
     assert "kind: PlacementDecision" in decision
 
@@ -348,3 +354,23 @@ def test_a_secret_shows_its_keys_never_its_values(fleet: Fleet, web: httpx.Clien
     assert f"{placed[0]} <span" in diff
     assert "POSTGRES_PASSWORD" in diff
     assert password not in diff
+
+
+def test_the_forecast_is_drawn_where_prediction_is_on(
+    source_repo: SourceRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cpus = [300, 320, 340, 360, 380]
+    history_passes(source_repo, tmp_path, monkeypatch, cpus)
+    status = yaml.safe_load(
+        git(source_repo.bare, "show", f"{BRANCH}:status/clusters/us-east-1.yaml")
+    )["status"]
+    forecast = quantity.amount(status["forecast"]["level"]["cpu"])
+    level = (forecast + quantity.amount(status["placed"]["cpu"])) / quantity.amount(
+        status["capacity"]["cpu"]
+    )
+    with client(source_repo.bare) as session:
+        page = session.get("/clusters/us-east-1").text
+    said = f"cpu water level {charts.percent(status['waterLevel']['cpu'])}, limit "
+    assert f"forecast {charts.percent(round(level, 4))}, {len(cpus)} passes" in page
+    assert said in page
+    assert 'stroke-dasharray="1 2"' in page  # the dotted forecast

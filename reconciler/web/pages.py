@@ -179,6 +179,11 @@ class Web:
         key = f"{params['namespace']}/{params['kind']}/{params['name']}"
         found = snapshot.by_key.get(key)
         if found is None:
+            close = views.same_workload(
+                snapshot, params["namespace"], params["kind"], params["name"]
+            )
+            if close is not None:  # `shop/deployment/frontend`, as `dro explain` takes it
+                return RedirectResponse(views.workload_href(close), 308, headers=HEADERS)
             return self.missing(f"no workload {key} on the output branch")
         diagnosis = self.reader.diagnosis(found.path)
         query = views.clean(request.query_params)

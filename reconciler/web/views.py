@@ -90,6 +90,8 @@ def cluster_charts(
                 "forecast": charts.percent(forecast) if forecast is not None else "—",
                 "over": limit is not None and cluster.levels.get(resource, 0.0) > limit,
                 "svg": charts.chart(resource, points, limit=limit, forecast=forecast, **size),
+                "since": points[0][0] if points else 0.0,
+                "until": points[-1][0] if points else 0.0,
             }
         )
     return shown
@@ -180,6 +182,18 @@ def workload_row(workload: WorkloadView, on: str | None = None) -> dict[str, Any
 def workload_href(workload: WorkloadView) -> str:
     """The path of a workload's page."""
     return "/workloads/" + "/".join(quote(part, safe="") for part in str(workload.key).split("/"))
+
+
+def same_workload(snapshot: Snapshot, namespace: str, kind: str, name: str) -> WorkloadView | None:
+    """The one workload of that namespace and name whose kind matches `kind` without its
+    group and without case (`deployment` for `Deployment.apps`); None when none or several."""
+    wanted = kind.partition(".")[0].lower()
+    found = [
+        w
+        for w in snapshot.workloads
+        if w.key.name == name and w.key.folder == namespace and w.key.kind.lower() == wanted
+    ]
+    return found[0] if len(found) == 1 else None
 
 
 def _count(replicas: int | None) -> str:
