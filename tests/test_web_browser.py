@@ -206,13 +206,14 @@ def by_keyboard(page: Any, base: str) -> None:
 def test_sign_in_with_a_token_when_auth_is_on(
     served_repo: tuple[SourceRepo, str], tmp_path: Path, chromium: Any
 ) -> None:
-    _, url = served_repo
+    repo, url = served_repo
     keys = Keys()
     (tmp_path / "key.pem").write_bytes(keys.public_pem)
     service = start(
         tmp_path, url, "--api-jwt-key-file", str(tmp_path / "key.pem"), "--api-audience", "dro"
     )
     try:
+        wait_for(lambda: passes(repo) == 1, "the first pass")
         base = f"http://127.0.0.1:{service.port}"
         context = chromium.new_context()
         page = context.new_page()
@@ -224,6 +225,7 @@ def test_sign_in_with_a_token_when_auth_is_on(
         page.get_by_role("button", name="Sign in").click()
         page.wait_for_url(base + "/")
         assert page.locator("h1").inner_text() == "Fleet"
+        assert "eu-west-1" in row_headers(page)
         (cookie,) = [c for c in context.cookies() if c["name"] == "dro_token"]
         assert cookie["httpOnly"]
         assert cookie["sameSite"] == "Strict"

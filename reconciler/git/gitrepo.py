@@ -6,7 +6,7 @@ from trees and trees are written from memory by a `TreeWriter` (`git.trees`), wh
 the tree it holds (the one it wrote last, or the parent commit's), so a commit that changes one
 file hashes only that file and rebuilds only the folders above it.
 
-Called by 11 modules, among them `audit`, `commit`, `git.policyrepo`, `load`.
+Called by 12 modules, among them `audit`, `commit`, `git.policyrepo`, `load`.
 """
 
 from __future__ import annotations

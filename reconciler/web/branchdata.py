@@ -28,19 +28,16 @@ from typing import Any, NamedTuple
 
 import structlog
 
-from reconciler import yamlio
-from reconciler.branch import lastpass, paths, readback, statefiles, status
+from reconciler.branch import lastpass, paths, readback, status
 from reconciler.domain import Decision, ResourceKey
 from reconciler.errors import GitError
 from reconciler.git import gitrepo
+from reconciler.web import branchfiles
 
 log = structlog.get_logger("dro")
 
 HISTORY_PASSES = 48
 """Output-branch commits whose status files the water-level charts show (newest first)."""
-DEFAULT_LIMIT = {"cpu": 0.85, "memory": 0.85}
-"""The limit when the source's dro.yaml sets none (as `domain.spec.SchedulerConfig`)."""
-SOURCE_TRAILER = "Dro-Source-Commit:"
 CHANGES_SEARCHED = 10_000
 """Commits back from the tip that a change's page may show."""
 CHANGES_KEPT = 8
@@ -90,18 +87,6 @@ class WorkloadView:
         return self.decision.policy.name if self.decision.policy else ""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CommitView:
-    """One output-branch commit: its subject is the pass's trigger."""
-
-    sha: str
-    at: float
-    subject: str
-    body: str
-    source: str
-    """The source commit it was rendered from (its trailer), or ""."""
-
-
 class Changed(NamedTuple):
     """A file a commit changed: its path and blob ids before and after (None: absent)."""
 
@@ -128,7 +113,9 @@ class Snapshot:
         return next((c for c in self.clusters if c.name == name), None)
 
 
-EMPTY = Snapshot(tip="", at=0.0, clusters=(), workloads=(), limit=MappingProxyType(DEFAULT_LIMIT))
+EMPTY = Snapshot(
+    tip="", at=0.0, clusters=(), workloads=(), limit=MappingProxyType(branchfiles.DEFAULT_LIMIT)
+)
 
 
 class Reader:
@@ -207,23 +194,23 @@ class Reader:
         except (GitError, OSError, ValueError) as error:
             log.warning("web_branch_unreadable", branch=self.branch, error=str(error))
 
-    def commits(self, skip: int, count: int) -> tuple[list[CommitView], bool]:
+    def commits(self, skip: int, count: int) -> tuple[list[branchfiles.CommitView], bool]:
         """`count` commits of the branch's first-parent history after the newest `skip`, and
         whether older ones remain."""
         with self._lock:
             found = self._tip()
             if found is None:
                 return [], False
-            shown: list[CommitView] = []
+            shown: list[branchfiles.CommitView] = []
             for index, commit in enumerate(gitrepo.first_parents(found[1])):
                 if index < skip:
                     continue
                 if len(shown) == count:
                     return shown, True
-                shown.append(_commit_view(commit))
+                shown.append(branchfiles.commit_view(commit))
             return shown, False
 
-    def change(self, sha: str) -> tuple[CommitView, list[Changed]] | None:
+    def change(self, sha: str) -> tuple[branchfiles.CommitView, list[Changed]] | None:
         """A commit of the branch (by full sha) and the files it changed against its first
         parent, by path (blob ids only: `blobs` reads the ones a page shows); None when the
         branch's last `CHANGES_SEARCHED` commits do not hold it."""
@@ -247,7 +234,7 @@ class Reader:
                 while len(self._changes) > CHANGES_KEPT:
                     self._changes.popitem(last=False)
             self._changes.move_to_end(sha)
-            return _commit_view(commit), changed
+            return branchfiles.commit_view(commit), changed
 
     def blobs(self, changed: list[Changed]) -> list[tuple[str, bytes, bytes]]:
         """(path, before, after) of changed files (b"" for a side without the file)."""
@@ -284,7 +271,7 @@ class Reader:
                 return {}
             kept = self._diagnoses.get(blob)
             if kept is None:
-                kept = _diagnosis(path, gitrepo.blob_data(found[0], blob))
+                kept = branchfiles.diagnosis(path, gitrepo.blob_data(found[0], blob))
                 self._diagnoses[blob] = kept
                 while len(self._diagnoses) > DIAGNOSES_KEPT:
                     self._diagnoses.popitem(last=False)
@@ -323,7 +310,7 @@ class Reader:
             at=float(tip.commit_time),
             clusters=clusters,
             workloads=workloads,
-            limit=MappingProxyType(_limit(repo, tip)),
+            limit=MappingProxyType(branchfiles.limit(repo, tip)),
             by_key=MappingProxyType({str(w.key): w for w in workloads}),
             by_cluster=MappingProxyType({k: tuple(v) for k, v in by_cluster.items()}),
         )
@@ -346,7 +333,7 @@ class Reader:
             for path, blob in gitrepo.blobs_under(repo, commit, paths.STATUS_CLUSTERS).items():
                 used.add(blob)
                 if blob not in self._samples:
-                    self._samples[blob] = _sample(path, gitrepo.blob_data(repo, blob))
+                    self._samples[blob] = branchfiles.sample(path, gitrepo.blob_data(repo, blob))
                 entry = self._samples[blob]
                 cluster = paths.status_cluster(path)
                 if entry is None or cluster is None:
@@ -368,18 +355,8 @@ class Reader:
             return MappingProxyType({})
         labels = self._labels.get(blob)
         if labels is None:
-            labels = self._labels[blob] = _labels(gitrepo.blob_data(repo, blob))
+            labels = self._labels[blob] = branchfiles.labels(gitrepo.blob_data(repo, blob))
         return labels
-
-
-def _commit_view(commit: gitrepo.Commit) -> CommitView:
-    sha, at, message = gitrepo.commit_info(commit)
-    subject, _, body = message.partition("\n")
-    source = ""
-    for line in body.splitlines():
-        if line.startswith(SOURCE_TRAILER):
-            source = line[len(SOURCE_TRAILER) :].strip()
-    return CommitView(sha=sha, at=float(at), subject=subject, body=body.strip(), source=source)
 
 
 def _cluster_view(
@@ -405,76 +382,6 @@ def _cluster_view(
         history=tuple((at, MappingProxyType(v)) for at, v in history.get(name, [])),
         workloads=workloads,
     )
-
-
-def _sample(path: str, data: bytes) -> tuple[float, dict[str, float]] | None:
-    """(time, water levels) a status file records; time 0 for a declared cluster (its
-    commit's time is used); None for a file that is not as dro wrote it."""
-    found = status.sample(path, data, 0.0)
-    if found is None:
-        return None
-    sample = found[1]
-    return sample.at, status.water_level(sample.capacity, sample.used)
-
-
-def _labels(data: bytes) -> Mapping[str, str]:
-    """`metadata.labels` of a rendered manifest. dro writes manifests with `yamlio.dump`
-    (`metadata` a top-level block, its fields two spaces in), so only that block is parsed;
-    a file in another shape is parsed whole."""
-    text = data.decode("utf-8", "replace")
-    start = text.find("\nmetadata:\n")
-    if start >= 0 and text.startswith(("apiVersion:", "kind:")):
-        end = start + len("\nmetadata:\n")
-        while end < len(text) and text.startswith("  ", end):
-            newline = text.find("\n", end)
-            end = len(text) if newline < 0 else newline + 1
-        data = text[start + 1 : end].encode("utf-8")
-    try:
-        document = yamlio.load_own("manifest", data)
-    except yamlio.YamlError:
-        return MappingProxyType({})
-    metadata = document.get("metadata") if isinstance(document, Mapping) else None
-    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
-    if not isinstance(labels, Mapping):
-        return MappingProxyType({})
-    return MappingProxyType({str(k): str(v) for k, v in sorted(labels.items())})
-
-
-def _limit(repo: gitrepo.Repository, tip: gitrepo.Commit) -> dict[str, float]:
-    """`spec.waterLevelLimit` of dro.yaml at the source commit the tip names (the default
-    when the source is not in this repository or sets none)."""
-    source = _commit_view(tip).source
-    limit = dict(DEFAULT_LIMIT)
-    try:
-        commit = repo[source] if source else None
-    except (KeyError, ValueError):
-        return limit
-    if not isinstance(commit, gitrepo.Commit):
-        return limit
-    blob = gitrepo.blob_at(commit, "dro.yaml")
-    if blob is None:
-        return limit
-    try:
-        document = yamlio.load_own("dro.yaml", gitrepo.blob_data(repo, blob))
-    except yamlio.YamlError:
-        return limit
-    spec = document.get("spec") if isinstance(document, Mapping) else None
-    given = spec.get("waterLevelLimit") if isinstance(spec, Mapping) else None
-    if isinstance(given, Mapping):
-        for resource, value in given.items():
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                limit[str(resource)] = float(value)
-    return limit
-
-
-def _diagnosis(path: str, data: bytes) -> Mapping[str, Any]:
-    try:
-        document = statefiles.status_document(path, data)
-    except (yamlio.YamlError, statefiles.StateError):
-        return {}
-    body = document.get("status") if isinstance(document, Mapping) else None
-    found = body.get("diagnosis") if isinstance(body, Mapping) else None
-    return found if isinstance(found, Mapping) else {}
 
 
 def cache_opener(url: str, state_dir: Path) -> Callable[[], gitrepo.Repository | None]:
