@@ -304,6 +304,7 @@ def test_the_view_needs_a_token_with_read_scope_when_auth_is_on(
         assert refused.status_code == 401
         assert refused.headers["www-authenticate"].startswith("Bearer")
         assert '<form method="post" action="/login">' in refused.text
+        assert "Sign out" not in refused.text
         assert served.get("/static/dro.css").status_code == 200
         writer = keys.token(scope="propagationpolicies:write")
         assert served.get("/", headers={"Authorization": f"Bearer {writer}"}).status_code == 403
@@ -323,7 +324,9 @@ def test_the_view_needs_a_token_with_read_scope_when_auth_is_on(
         assert "dro_token=" in cookie
         assert "HttpOnly" in cookie
         assert "SameSite=strict" in cookie
-        assert served.get("/workloads").status_code == 200  # the cookie alone
+        signed_in = served.get("/workloads")
+        assert signed_in.status_code == 200  # the cookie alone
+        assert '<form method="post" action="/logout"' in signed_in.text
         served.post("/logout")
         served.cookies.clear()
         assert served.get("/workloads").status_code == 401

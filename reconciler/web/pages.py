@@ -118,7 +118,8 @@ class Web:
     def html(self, template: str, status: int = 200, **context: Any) -> Response:
         """A page from a template, with the view's headers."""
         context.setdefault("section", "")
-        body = self.env.get_template(template).render(login=self.gate.enabled, **context)
+        context.setdefault("login", self.gate.enabled and template != "login.html")
+        body = self.env.get_template(template).render(**context)
         return HTMLResponse(body, status_code=status, headers=HEADERS)
 
     def missing(self, what: str) -> Response:
@@ -131,7 +132,7 @@ class Web:
             if refused is not None:
                 headers = {**HEADERS, "WWW-Authenticate": refused.challenge}
                 body = self.env.get_template("login.html").render(
-                    login=True, title="Sign in", section="", **_said(refused)
+                    login=False, title="Sign in", section="", **_said(refused)
                 )
                 return HTMLResponse(body, status_code=refused.status, headers=headers)
             return await run_in_threadpool(page, request)
