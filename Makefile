@@ -6,7 +6,7 @@ PY     := $(BIN)/python
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test tools e2e e2e-build check lint typecheck imports bench bench-e2e clean
+.PHONY: help install demo test tools browser e2e e2e-build check lint typecheck imports bench bench-e2e clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -23,11 +23,15 @@ demo: install ## run the main job offline on example-repo/: validate, schedule, 
 	PATH=$(BIN):$$PATH bash scripts/demo.sh
 
 test: install tools ## run the test suite (no tests collected counts as a failure)
+	@bash scripts/browser-install.sh || echo "make test: no Chromium: tests/test_web_browser.py will fail"
 	@$(PY) -m pytest -q -p no:cacheprovider; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 tools: ## build the pinned kustomize and helm (Helm and kustomize sources) into build/tools/bin
 	@bash scripts/tools-build.sh
+
+browser: ## install Debian's chromium and chromium-driver for the web view's browser tests, if missing
+	@bash scripts/browser-install.sh
 
 e2e-build: ## build etcd, Kubernetes 1.34 and kwok from their pinned Go modules into build/e2e/bin
 	bash scripts/e2e-build.sh
@@ -67,6 +71,7 @@ bench: install ## benchmarks against their baselines (kubectl kustomize, git fas
 	$(PY) bench/rollout.py
 	$(PY) bench/templatememo.py
 	$(PY) bench/api.py
+	$(PY) bench/web.py
 	$(PY) bench/incremental.py
 	$(PY) bench/scale.py --without-diagnosis
 

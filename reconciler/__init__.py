@@ -24,5 +24,6 @@ Beneath the stages: `branch/` (the output branch's format, written and read back
 between stages), `errors.py` and `redact.py`. `pyproject.toml`'s import contracts keep these
 layers.
 
-Above them, the faces: `cli/` (the dro command), `review/` (dro plan) and `service/` (dro run).
+Above them, the faces: `cli/` (the dro command), `review/` (dro plan), `service/` (dro run)
+and `web/` (the read-only pages of the output branch that dro run serves at `/`).
 """

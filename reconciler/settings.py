@@ -222,7 +222,12 @@ _ENTRIES = (
         "branch (a new branch dro-api/RESOURCE/NAME/SHA, for review)",
         metavar="MODE",
     ),
-    Setting("listen", "0.0.0.0:8080", text, "ADDR:PORT for /healthz /readyz /metrics /webhook"),
+    Setting(
+        "listen",
+        "0.0.0.0:8080",
+        text,
+        "ADDR:PORT for the web view (/), the REST API, /healthz /readyz /metrics /webhook",
+    ),
     Setting("interval", "60s", seconds, "time between passes, e.g. 60s or 5m"),
     Setting("jitter", "0.1", fraction, "up to this fraction of the interval is added at random"),
     Setting(

@@ -34,6 +34,12 @@ def test_wheel_ships_schemas_and_runs(tmp_path: Path) -> None:
     in_repo = {p.name for p in (ROOT / "schemas").glob("*.json")}
     assert in_repo, "the repo has no schemas"
     assert in_repo <= shipped
+    # the web view's templates and style sheet are package data
+    web = ROOT / "reconciler" / "web"
+    files = {p.relative_to(ROOT).as_posix() for p in web.glob("templates/*.html")}
+    files |= {p.relative_to(ROOT).as_posix() for p in web.glob("static/*")}
+    assert "reconciler/web/templates/fleet.html" in files
+    assert files <= set(names)
 
     target = tmp_path / "site"
     subprocess.run(
@@ -62,6 +68,21 @@ def test_wheel_ships_schemas_and_runs(tmp_path: Path) -> None:
         text=True,
     )
     assert probe.stdout.startswith(str(target))
+    page = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from reconciler.web import pages; "
+            "print(pages.environment().get_template('missing.html').render("
+            "login=False, section='', title='<x>', what='gone'))",
+        ],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    assert "<h1>&lt;x&gt;</h1>" in page.stdout  # loaded from the wheel, autoescaped
     done = subprocess.run(
         [sys.executable, "-m", "reconciler.cli", "validate", str(ROOT / "example-repo")],
         check=False,

@@ -86,9 +86,14 @@ def test_make_e2e_says_in_one_line_that_go_is_too_old(tmp_path: Path) -> None:
     )
 
 
-def test_ci_checks_go_first_then_runs_make_test_and_make_e2e() -> None:
+def test_ci_checks_go_first_then_installs_chromium_and_runs_make_test_and_make_e2e() -> None:
     script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     steps = [line for line in script.splitlines() if line and not line.startswith(("#", " "))]
     commands = [s for s in steps if s.startswith(("make", "bash"))]
-    assert commands == ["bash scripts/e2e-build.sh --check", "make test", "make e2e"]
+    assert commands == [
+        "bash scripts/e2e-build.sh --check",
+        "make browser",
+        "make test",
+        "make e2e",
+    ]
     assert "set -euo pipefail" in steps

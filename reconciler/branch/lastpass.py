@@ -4,7 +4,7 @@ The branch is state, never authority (`statefiles`): what is not as dro wrote it
 about and distrusted, never believed. Called by `pipeline` (every pass) and `review` (both
 sides of a pull request), with the files `load.previous_state` read.
 
-Called by `laststate`.
+Called by `laststate` and `web.branchdata`.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ cut it, and packed with zlib in the file cache.
 `Blobs` is the state files as a mapping read lazily by blob id, so that the bytes of a file
 whose decision is already known are not read at all.
 
-Called by `branch.lastpass`, `commit.describe`, `laststate`, `load` and `pipeline.warm`.
+Called by `branch.lastpass`, `commit.describe`, `laststate`, `load`, `pipeline.warm` and
+`web.branchdata`.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ division.
 The seal detects edits, not forgery: anyone who can push to the output branch can also
 recompute a sha256. Protect the branch so that only dro pushes to it. This module is pure.
 
-Called by 7 modules, among them `branch.driftfiles`, `load`, `render`.
+Called by 8 modules, among them `branch.driftfiles`, `load`, `render`, `web.branchfiles`.
 """
 
 from __future__ import annotations

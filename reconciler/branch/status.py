@@ -15,7 +15,7 @@ Amounts are written as Kubernetes quantities (`cpu: "96"`, `memory: 300Gi`) and 
 base units (cores, bytes), as in an `Observation`; files of earlier versions, which held plain
 numbers, read as well (`quantity.amounts`). Water levels are plain ratios. This module is pure.
 
-Called by 9 modules, among them `branch.overview`, `laststate`, `live`, `load.history`.
+Called by 11 modules, among them `branch.overview`, `laststate`, `live`, `load.history`.
 """
 
 from __future__ import annotations

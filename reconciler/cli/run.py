@@ -1,6 +1,6 @@
 """`dro run`: the long-running service: a pass on a timer and on webhooks, leader election,
-probes, metrics, the webhook and (with a token key) the REST API on one port, JSON
-logs on stdout.
+probes, metrics, the webhook, the web view (`web`) and (with a token key) the REST API on one
+port, JSON logs on stdout.
 
 Every setting comes from, in this order of precedence: the command-line flag, the environment
 variable `DRO_<NAME>` (upper case, `-` → `_`), the config file (`--config` / `DRO_CONFIG`, a
@@ -31,8 +31,10 @@ from reconciler.cli import report
 from reconciler.errors import ClusterError, UsageError
 from reconciler.kube import client as kube
 from reconciler.service import guarded, leader, listener, metrics, server, sharding
+from reconciler.service.api import auth as api_auth
 from reconciler.service.api import routes as api_routes
 from reconciler.validate import guard
+from reconciler.web import branchdata, pages
 from reconciler.yamlio import plain
 
 log = structlog.get_logger("dro")
@@ -126,6 +128,14 @@ def load_config(path: Path | None) -> dict[str, Any]:
     return document
 
 
+def _web(values: Mapping[str, Any], where: settings.Settings, tls: bool) -> list[Any]:
+    """The web view's routes: the output branch of the cache the passes keep, behind the
+    REST API's tokens when those are configured."""
+    opened = branchdata.cache_opener(str(where.repo), where.state_dir)
+    reader = branchdata.Reader(opened, where.output_branch)
+    return pages.build(reader, api_auth.from_settings(values), tls=tls)
+
+
 def run(args: argparse.Namespace, _hook: Any) -> int:
     """Serve until SIGTERM or SIGINT; 1 when the settings do not allow starting."""
     config = load_config(settings.config_path(args.config))
@@ -173,7 +183,7 @@ def run(args: argparse.Namespace, _hook: Any) -> int:
             limits=_limits(values),
             max_webhooks=values["webhook_concurrency"],
             tls=tls,
-            routes=api or (),
+            routes=[*(api or ()), *_web(values, where, tls is not None)],
         )
     except ssl.SSLError as error:
         if error.reason == "KEY_VALUES_MISMATCH":

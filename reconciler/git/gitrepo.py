@@ -6,7 +6,7 @@ from trees and trees are written from memory by a `TreeWriter` (`git.trees`), wh
 the tree it holds (the one it wrote last, or the parent commit's), so a commit that changes one
 file hashes only that file and rebuilds only the folders above it.
 
-Called by 10 modules, among them `audit`, `commit`, `git.policyrepo`, `load`.
+Called by 12 modules, among them `audit`, `commit`, `git.policyrepo`, `load`.
 """
 
 from __future__ import annotations
@@ -401,3 +401,30 @@ def worktree_changes(path: Path) -> dict[str, str]:
         if said is not None:
             changes[name] = said
     return dict(sorted(changes.items()))
+
+
+def blob_at(commit_: pygit2.Commit, path: str) -> str | None:
+    """The blob id (hex) of the file at `path` in a commit, or None when it holds none."""
+    try:
+        entry = commit_.tree[path]
+    except KeyError:
+        return None
+    return str(entry.id) if entry.type_str == "blob" else None
+
+
+def changed_files(
+    repo: pygit2.Repository, before: pygit2.Commit | None, after: pygit2.Commit
+) -> list[tuple[str, str | None, str | None]]:
+    """(path, blob id before, blob id after) of every file that differs between two commits,
+    by path; None where a side has no such file (`before` None: every file of `after` is new).
+    libgit2 compares the trees, entering only the folders whose tree ids differ."""
+    if before is None:
+        diff = after.tree.diff_to_tree(swap=True)  # the empty tree → after
+    else:
+        diff = before.tree.diff_to_tree(after.tree)
+    found: list[tuple[str, str | None, str | None]] = []
+    for delta in diff.deltas:
+        old = None if delta.status_char() == "A" else str(delta.old_file.id)
+        new = None if delta.status_char() == "D" else str(delta.new_file.id)
+        found.append((delta.new_file.path if new else delta.old_file.path, old, new))
+    return sorted(found)

@@ -14,7 +14,7 @@ that mentions a Secret but cannot be parsed is shown as one opaque line.
 `encoding_problems` reports `data` values that are not base64, as the API server would reject
 them, without quoting them. This module is pure.
 
-Called by `kube.sealed`, `review.plandiff` and `validate.references`.
+Called by `kube.sealed`, `review.plandiff`, `validate.references` and `web.views`.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ A refusal is an `AuthError`: 401 UNAUTHENTICATED or 403 INSUFFICIENT_SCOPE with 
 `WWW-Authenticate` header of RFC 6750. Neither its message nor a log holds the token or a claim
 other than `sub`.
 
-Called by `service.api.routes`.
+Called by `cli.run`, `service.api.routes`, `web.access` and `web.pages`.
 """
 
 from __future__ import annotations
