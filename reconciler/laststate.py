@@ -49,14 +49,13 @@ class LastPass:
     ) -> dict[str, bytes] | None:
         """The last committed `status/` files when a change to status alone must wait for
         `--status-interval` (health and reachability unchanged); None when it may be
-        committed."""
+        committed. The interval is consulted first, even when the status did not change: a
+        later pass observes at another time, and the instant the interval ends is one at
+        which it would commit (`domain.clock`)."""
+        due = status.due(self.statuses.values(), now, interval)
         before = {p: d for p, d in self.files.items() if paths.is_status(p)}
         after = {p: d for p, d in tree.items() if paths.is_status(p)}
-        if (
-            before == after
-            or status.urgent(before, after)
-            or status.due(self.statuses.values(), now, interval)
-        ):
+        if due or before == after or status.urgent(before, after):
             return None
         return before
 

@@ -199,16 +199,16 @@ def test_a_plan_that_waits_on_a_clock_is_no_fixed_point(tmp_path: Path, why: str
     """Each thing a later pass decides by the clock keeps the next pass from being idle."""
     planned = _steady_plan(tmp_path)
     decisions = planned.decisions
-    assert idle.fixed_point(None, True, False, planned.spec, decisions, frozenset())
+    assert idle.fixed_point(None, True, planned.spec, decisions, frozenset())
     changed = (WAITING[why](decisions[0]), *decisions[1:])
-    assert not idle.fixed_point(None, True, False, planned.spec, changed, frozenset())
+    assert not idle.fixed_point(None, True, planned.spec, changed, frozenset())
 
 
-def test_prediction_filling_clusters_and_online_passes_are_never_idle(tmp_path: Path) -> None:
+def test_prediction_filling_clusters_and_commits_are_never_a_fixed_point(tmp_path: Path) -> None:
     planned = _steady_plan(tmp_path)
     spec, decisions = planned.spec, planned.decisions
-    assert not idle.fixed_point(None, True, True, spec, decisions, frozenset())
-    assert not idle.fixed_point(None, True, False, spec, decisions, frozenset({"eu-west-1"}))
-    assert not idle.fixed_point("a1b2", True, False, spec, decisions, frozenset())
+    assert not idle.fixed_point(None, False, spec, decisions, frozenset())
+    assert not idle.fixed_point(None, True, spec, decisions, frozenset({"eu-west-1"}))
+    assert not idle.fixed_point("a1b2", True, spec, decisions, frozenset())
     predicting = replace(spec, config=replace(spec.config, prediction=Prediction(enabled=True)))
-    assert not idle.fixed_point(None, True, False, predicting, decisions, frozenset())
+    assert not idle.fixed_point(None, True, predicting, decisions, frozenset())

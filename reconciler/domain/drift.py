@@ -4,7 +4,8 @@
 diff` does); `branch.driftfiles` writes them to `status/drift/`; `dro diff` prints them. A
 field that exists on one side only has `ABSENT` on the other. Nothing here does I/O.
 
-Called by `branch.driftfiles`, `live`, `live.difference` and `live.drift`.
+Called by `branch.driftfiles`, `live`, `live.difference`, `live.drift`, `pipeline.clusters` and
+`pipeline.idle`.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@
 Clusters are handled in parallel, at most `Access.parallel` at a time; each request has the
 per-cluster `Access.timeout`.
 
-Called by 7 modules, among them `audit`, `cli.diff`, `pipeline`, `review`.
+Called by 8 modules, among them `audit`, `cli.diff`, `pipeline`, `review`.
 """
 
 from __future__ import annotations

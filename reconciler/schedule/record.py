@@ -29,6 +29,7 @@ from reconciler.domain import (
     ResourceKey,
     Strategy,
     Trigger,
+    clock,
     durations,
 )
 from reconciler.domain.verdicts import NONE as NO_VERDICTS
@@ -83,7 +84,11 @@ class Recorder:
         """The previous decision's moves that are still within the cooldown."""
         if before is None:
             return ()
-        return tuple(m for m in before.moves if self.now - durations.epoch(m.at) < self.cooldown)
+        return tuple(
+            m
+            for m in before.moves
+            if not clock.elapsed(self.now, durations.epoch(m.at), self.cooldown)
+        )
 
     def _weights(self, extensions: bool) -> dict[str, float]:
         """The weights of the scorers that run for such a policy; the same every workload."""
