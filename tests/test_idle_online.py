@@ -69,7 +69,8 @@ def test_a_pass_after_a_fixed_point_observes_and_applies_only_and_writes_nothing
     assert result.commit is None
     assert passes.fleet.repo.branch_sha("dro/rendered") == tip
     assert passes.fleet.writes() == 0
-    assert result.applied is not None and result.applied.ok
+    assert result.applied is not None
+    assert result.applied.ok
     assert [c.unchanged for c in result.applied.clusters] == [3, 3, 3]
 
 

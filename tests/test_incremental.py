@@ -277,7 +277,8 @@ def test_a_tolerated_taint_running_out_ends_the_fixed_point_though_no_state_wait
     deployment = Deployment(repo, settings, pipeline.Warm(state_dir=settings.state_dir))
     shas = [deployment.run(monkeypatch, START + 60 * i) for i in range(1, 4)]
     assert shas[-1] == shas[-2], "the fleet settles"
-    assert deployment.warm is not None and deployment.warm.steady is not None
+    assert deployment.warm is not None
+    assert deployment.warm.steady is not None
     steady = deployment.warm.steady
     placed = {p.cluster for p in steady.planned.decisions[0].clusters}
     assert "a" in placed, "tolerated for now: the replicas stay on the tainted cluster"
