@@ -23,8 +23,10 @@ cluster's declared capacity, the workloads' Namespace `bench` made by the cluste
 Deployments Healthy as soon as they are written), and `dro run`
 gets `--kubeconfig` with a context per cluster: its passes observe, apply and survey drift
 on them. Each pass is then also reported with the API writes the emulators received during it
-(non-dry-run POST, PUT, PATCH and DELETE, from their own request record) and its requests. A
-no-change pass must make 0 writes (target), and 0 commits.
+(non-dry-run POST, PUT, PATCH and DELETE, from their own request record), its requests, and
+the CPU seconds `dro run` used in it (the rest of a pass's time is waiting, mostly on the
+emulators, which all share this process's one interpreter). A no-change pass must make 0
+writes (target), and 0 commits.
 
 Run: `.venv/bin/python bench/incremental.py [--clusters N] [--workloads N] [--online N]
 [--json]`.
@@ -36,6 +38,7 @@ import argparse
 import hashlib
 import hmac
 import json
+import os
 import queue
 import socket
 import subprocess
@@ -190,6 +193,11 @@ class Dro:
         """The next `pass_ended` event."""
         return self.ended.get(timeout=timeout)
 
+    def cpu(self) -> float:
+        """The CPU seconds (user and system) the process has used so far (Linux's /proc)."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def push_webhook(self, sha: str) -> float:
         """POST a signed GitHub push event for main at `sha`; the time it was sent."""
         body = json.dumps({"ref": "refs/heads/main", "after": sha}).encode()
@@ -243,13 +251,16 @@ class Passes:
         self.dro, self.bare, self.emulated = dro, bare, emulated
         self.seen = (0, 0)
         self.rows: list[dict[str, Any]] = []
+        self.used = 0.0
 
     def ended(self, name: str, before: str | None) -> dict[str, Any]:
         """The next pass's row, `before` being the output branch's sha when it started."""
         event = self.dro.next_pass()
+        used, self.used = self.used, self.dro.cpu()
         row: dict[str, Any] = {
             "pass": name,
             "seconds": event["seconds"],
+            "cpu": round(self.used - used, 3),
             "committed": head(self.bare, OUT) != before,
             "idle": event["idle"],
         }
@@ -355,10 +366,10 @@ def main(argv: list[str]) -> int:
         verdict = "ok" if "no-change writes" not in missed else "MISSED"
         writes = figures["no-change writes"]
         print(f"  API writes by the no-change passes: {writes}   = 0 {verdict}")
-        print("  pass            seconds   writes  requests  commit  idle")
+        print("  pass            seconds  dro cpu   writes  requests  commit  idle")
         for row in figures["passes"]:
             print(
-                f"  {row['pass']:<14} {row['seconds']:8.3f} {row['writes']:8d} "
+                f"  {row['pass']:<14} {row['seconds']:8.3f} {row['cpu']:8.3f} {row['writes']:8d} "
                 f"{row['requests']:9d}  {'yes' if row['committed'] else 'no':<6}  "
                 f"{'yes' if row['idle'] else 'no'}"
             )
