@@ -27,6 +27,8 @@ Called by 8 modules, among them `audit`, `cli.diff`, `pipeline`, `review`.
 
 from __future__ import annotations
 
+import copy
+import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -122,6 +124,7 @@ class Members:
         self.connections: dict[str, Connection] = {}
         self.errors: dict[str, str] = {}
         """Clusters that dro should reach but cannot even connect to: why."""
+        self._kept: Folders | None = None
 
     def open(self) -> Members:
         """Connect to every cluster dro can reach that is not suspended."""
@@ -138,6 +141,14 @@ class Members:
             except ClusterError as error:
                 self.errors[cluster.name] = str(error)
         return self
+
+    def _folders(self, tree: Mapping[str, bytes]) -> Folders:
+        """`tree`'s manifests by cluster: kept while the same tree's files are asked for
+        again (the survey's tree and the applied one differ in `status/` files only)."""
+        kept = self._kept
+        if kept is None or not _same_manifests(kept.tree, tree):
+            kept = self._kept = Folders(tree)
+        return kept
 
     def close(self) -> None:
         """Close every connection."""
@@ -190,9 +201,10 @@ class Members:
         failed, sparing the kinds in namespaces where an object was rejected. `provenance`
         names each object's source file and line and its takeover rule."""
         opener = unseal.Unsealer(self.access.sops_age_key_file)
+        folders = self._folders(tree)
         reports = self._each(
             lambda c: apply.apply_all(
-                c, cluster_objects(tree, c.cluster), provenance=provenance, unseal=opener
+                c, folders.objects(c.cluster), provenance=provenance, unseal=opener
             )
         )
         result = Applied()
@@ -227,8 +239,9 @@ class Members:
         """Each reachable cluster's drifted objects against its folder of `tree`
         (`drift.survey`); a cluster that cannot be surveyed is left out."""
         opener = unseal.Unsealer(self.access.sops_age_key_file)
+        folders = self._folders(tree)
         found = self._each(
-            lambda c: drift.survey(c, cluster_objects(tree, c.cluster), provenance, opener)
+            lambda c: drift.survey(c, folders.objects(c.cluster), provenance, opener)
         )
         return {name: r for name, r in found.items() if not isinstance(r, ClusterError)}
 
@@ -239,8 +252,9 @@ class Members:
         `dro diff` (`difference.compare`); a cluster that cannot be compared has its error."""
         chosen = {*self.connections, *self.errors} if only is None else set(only)
         opener = unseal.Unsealer(self.access.sops_age_key_file)
+        folders = self._folders(tree)
         found = self._each(
-            lambda c: difference.compare(c, cluster_objects(tree, c.cluster), opener), chosen
+            lambda c: difference.compare(c, folders.objects(c.cluster), opener), chosen
         )
         result = {
             name: ClusterDifference(name, errors=[str(r)]) if isinstance(r, ClusterError) else r
@@ -334,12 +348,50 @@ class Members:
 
 def cluster_objects(tree: Mapping[str, bytes], cluster: str) -> list[dict[str, Any]]:
     """The manifests rendered for `cluster`: its folder of `tree`, without the kustomization."""
-    objects = []
-    for path in paths.cluster_manifests(sorted(tree), cluster):
-        body = yamlio.load_own(path, tree[path])
-        if isinstance(body, dict):
-            objects.append(body)
-    return objects
+    return Folders(tree).objects(cluster)
+
+
+class Folders:
+    """The manifests of `tree` by cluster folder, the tree walked once for every cluster
+    (not once per cluster), each manifest parsed once however often it is asked for (a pass
+    surveys drift and applies the same tree); each caller gets its own copy."""
+
+    def __init__(self, tree: Mapping[str, bytes]) -> None:
+        self.tree = tree
+        self.paths: dict[str, list[str]] = {}
+        for path in sorted(tree):
+            found = paths.cluster_file(path)
+            if found is not None and not found.is_kustomization:
+                self.paths.setdefault(found.cluster, []).append(path)
+        self._parsed: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def objects(self, cluster: str) -> list[dict[str, Any]]:
+        """The manifests rendered for `cluster`, without the kustomization, in path order."""
+        objects = []
+        for path in self.paths.get(cluster.lower(), ()):
+            with self._lock:
+                known = path in self._parsed
+                body = self._parsed.get(path)
+            if not known:
+                body = yamlio.load_own(path, self.tree[path])
+                with self._lock:
+                    self._parsed[path] = body
+            if isinstance(body, dict):
+                objects.append(copy.deepcopy(body))
+        return objects
+
+
+def _same_manifests(one: Mapping[str, bytes], other: Mapping[str, bytes]) -> bool:
+    """Whether two trees hold the same files under `clusters/` (each file compared by
+    identity first: the trees of one pass share their bytes)."""
+    if one is other:
+        return True
+    mine = [p for p in one if paths.cluster_file(p) is not None]
+    theirs = [p for p in other if paths.cluster_file(p) is not None]
+    return sorted(mine) == sorted(theirs) and all(
+        one[p] is other[p] or one[p] == other[p] for p in mine
+    )
 
 
 def _observe_one(connection: Connection, at: str) -> Observation:
