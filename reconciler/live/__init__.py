@@ -124,7 +124,6 @@ class Members:
         self.connections: dict[str, Connection] = {}
         self.errors: dict[str, str] = {}
         """Clusters that dro should reach but cannot even connect to: why."""
-        self._kept: Folders | None = None
 
     def open(self) -> Members:
         """Connect to every cluster dro can reach that is not suspended."""
@@ -143,11 +142,13 @@ class Members:
         return self
 
     def _folders(self, tree: Mapping[str, bytes]) -> Folders:
-        """`tree`'s manifests by cluster: kept while the same tree's files are asked for
-        again (the survey's tree and the applied one differ in `status/` files only)."""
-        kept = self._kept
-        if kept is None or not _same_manifests(kept.tree, tree):
-            kept = self._kept = Folders(tree)
+        """`tree`'s manifests by cluster: kept while the same tree's manifests are asked for
+        again (the survey's tree and the applied one differ in `status/` files only; an idle
+        pass applies the tree of the pass it stands on), by this process's last `Members`."""
+        kept = _KEPT[0] if _KEPT else None
+        if kept is None or not kept.holds(tree):
+            kept = Folders(tree)
+            _KEPT[:] = [kept]
         return kept
 
     def close(self) -> None:
@@ -352,19 +353,27 @@ def cluster_objects(tree: Mapping[str, bytes], cluster: str) -> list[dict[str, A
 
 
 class Folders:
-    """The manifests of `tree` by cluster folder, the tree walked once for every cluster
+    """The manifests of a tree by cluster folder, the tree walked once for every cluster
     (not once per cluster), each manifest parsed once however often it is asked for (a pass
-    surveys drift and applies the same tree); each caller gets its own copy."""
+    surveys drift and applies the same tree); each caller gets its own copy. It keeps its own
+    copy of the tree's `clusters/` files, so that a tree changed later is never mistaken for
+    it (`holds`)."""
 
     def __init__(self, tree: Mapping[str, bytes]) -> None:
-        self.tree = tree
+        self.files = _cluster_files(tree)
         self.paths: dict[str, list[str]] = {}
-        for path in sorted(tree):
+        for path in sorted(self.files):
             found = paths.cluster_file(path)
             if found is not None and not found.is_kustomization:
                 self.paths.setdefault(found.cluster, []).append(path)
         self._parsed: dict[str, Any] = {}
         self._lock = threading.Lock()
+
+    def holds(self, tree: Mapping[str, bytes]) -> bool:
+        """Whether `tree` has the same `clusters/` files (the bytes compared by identity
+        first: the trees of one pass, and of an idle pass and the one it stands on, share
+        them)."""
+        return _cluster_files(tree) == self.files
 
     def objects(self, cluster: str) -> list[dict[str, Any]]:
         """The manifests rendered for `cluster`, without the kustomization, in path order."""
@@ -374,7 +383,7 @@ class Folders:
                 known = path in self._parsed
                 body = self._parsed.get(path)
             if not known:
-                body = yamlio.load_own(path, self.tree[path])
+                body = yamlio.load_own(path, self.files[path])
                 with self._lock:
                     self._parsed[path] = body
             if isinstance(body, dict):
@@ -382,16 +391,12 @@ class Folders:
         return objects
 
 
-def _same_manifests(one: Mapping[str, bytes], other: Mapping[str, bytes]) -> bool:
-    """Whether two trees hold the same files under `clusters/` (each file compared by
-    identity first: the trees of one pass share their bytes)."""
-    if one is other:
-        return True
-    mine = [p for p in one if paths.cluster_file(p) is not None]
-    theirs = [p for p in other if paths.cluster_file(p) is not None]
-    return sorted(mine) == sorted(theirs) and all(
-        one[p] is other[p] or one[p] == other[p] for p in mine
-    )
+def _cluster_files(tree: Mapping[str, bytes]) -> dict[str, bytes]:
+    return {path: data for path, data in tree.items() if path.startswith(paths.CLUSTERS)}
+
+
+_KEPT: list[Folders] = []
+"""The manifests by cluster last asked for, and their parses (`Members._folders`)."""
 
 
 def _observe_one(connection: Connection, at: str) -> Observation:
