@@ -13,8 +13,9 @@ pass's `now` with an instant still ahead of it notes that instant while the pass
 move's cooldown, a wave's soak or health timeout, failover, pods pending, a taint's
 tolerationSeconds, the status interval, prediction's forecasts at any instant). The fixed
 point holds until the earliest one, and for ever when there is none. Behind that rule stands
-the list of states that wait on a clock by their nature (`waits_on_time`): a fixed point has
-none of them either.
+the list of states that wait on a clock or on the clusters by their nature (`waits_on_time`):
+a fixed point has none of them either, because a pass that keeps a standing decision need
+not compare its instants again (the scheduler reuses what still stands).
 
 An offline idle pass loads the source (a fetch, and the output branch's tip), finds the same
 inputs, and stops there with the plan of the fixed point. An online one also observes the
