@@ -327,14 +327,22 @@ def measure(clusters: int, workloads: int, online: int = 0) -> dict[str, Any]:
     return figures
 
 
+def count(text: str) -> int:
+    """A whole number, 0 or more (`--online`)."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative: give 0 or more clusters")
+    return value
+
+
 def main(argv: list[str]) -> int:
     """Run, print the table (or JSON), exit 1 when a target is missed."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--clusters", type=int, default=1_000)
     parser.add_argument("--workloads", type=int, default=10_000)
     parser.add_argument(
         "--online",
-        type=int,
+        type=count,
         default=0,
         metavar="N",
         help="serve the first N clusters by the API emulator, and count its writes",
