@@ -17,7 +17,19 @@ itself.
   Reported: the pass, and the wall time from the webhook's POST to the new commit on the
   output branch. Targets < 0.5 s and < 2 s.
 
-Run: `.venv/bin/python bench/incremental.py [--clusters N] [--workloads N] [--json]`.
+With `--online N` the first N clusters are served by the project's Kubernetes API emulator
+(`tests.kubeapi`, in this process, one server per cluster on 127.0.0.1, Nodes as large as the
+cluster's declared capacity, the workloads' Namespace `bench` made by the clusters' admins, and
+Deployments Healthy as soon as they are written), and `dro run`
+gets `--kubeconfig` with a context per cluster: its passes observe, apply and survey drift
+on them. Each pass is then also reported with the API writes the emulators received during it
+(non-dry-run POST, PUT, PATCH and DELETE, from their own request record), its requests, and
+the CPU seconds `dro run` used in it (the rest of a pass's time is waiting, mostly on the
+emulators, which all share this process's one interpreter). A no-change pass must make 0
+writes (target), and 0 commits.
+
+Run: `.venv/bin/python bench/incremental.py [--clusters N] [--workloads N] [--online N]
+[--json]`.
 """
 
 from __future__ import annotations
@@ -26,6 +38,7 @@ import argparse
 import hashlib
 import hmac
 import json
+import os
 import queue
 import socket
 import subprocess
@@ -41,6 +54,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import schedule as fleet  # bench/schedule.py: the fleet generator
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.kubeapi import KubeAPI  # the project's API emulator
+
 SECRET = b"bench-webhook-secret"
 SETTLE_LIMIT = 40
 """Passes allowed for settling: every added cluster starts Filling, and re-balancing fills
@@ -49,17 +66,29 @@ TARGETS = {"no change": 0.3, "one workload": 0.5, "webhook to commit": 2.0}
 GIT = ["git", "-c", "user.name=bench", "-c", "user.email=bench@dro.invalid"]
 
 
-def source(folder: Path, clusters: int, workloads: int) -> tuple[Path, Path]:
+NODES = 4
+"""Nodes per emulated cluster; together they hold the cluster's declared capacity."""
+
+
+def capacity(i: int) -> dict[str, str]:
+    """Cluster `i`'s capacity: 8 times bench/schedule.py's cpu, 2 TiB of memory."""
+    return {"cpu": str(8 * (64 + 64 * (i % 4))), "memory": f"{8 * 256}Gi"}
+
+
+def source(folder: Path, clusters: int, workloads: int, online: int = 0) -> tuple[Path, Path]:
     """The fleet in a work tree, committed and pushed to a bare `source.git`. Its clusters
     have 8 times bench/schedule.py's capacity, so that every workload fits and the fleet
-    settles: an over-full fleet re-balances a little on every pass, and never idles."""
+    settles: an over-full fleet re-balances a little on every pass, and never idles. The
+    first `online` clusters are reached through the kubeconfig context of their own name."""
     work, bare = folder / "work", folder / "source.git"
     fleet.write_repo(work, clusters, workloads)
     for i in range(clusters):
         doc = fleet.cluster_doc(i)
         spec = doc["spec"]
         assert isinstance(spec, dict)
-        spec["capacity"] = {"cpu": str(8 * (64 + 64 * (i % 4))), "memory": f"{8 * 256}Gi"}
+        spec["capacity"] = capacity(i)
+        if i < online:
+            spec["kubeconfig"] = {"context": f"c{i:04d}"}
         (work / "clusters" / f"c{i:04d}.yaml").write_text(json.dumps(doc))
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
     subprocess.run(["git", "init", "-q", "-b", "main", str(work)], check=True)
@@ -93,10 +122,42 @@ def free_port() -> int:
         return port
 
 
-class Dro:
-    """`dro run` as a process; the `pass_ended` events of its log in a queue."""
+class Emulated:
+    """The emulated clusters: one `tests.kubeapi` server each, and one kubeconfig."""
 
-    def __init__(self, folder: Path, bare: Path) -> None:
+    def __init__(self, folder: Path, clusters: int) -> None:
+        self.kubeconfig = folder / "kubeconfig"
+        self.servers: list[KubeAPI] = []
+        for i in range(clusters):
+            server = KubeAPI(rollouts=True).start()
+            self.servers.append(server)
+            cpu, memory = capacity(i)["cpu"], capacity(i)["memory"]
+            for node in range(NODES):
+                server.add_node(
+                    f"node-{node}",
+                    cpu=str(int(cpu) // NODES),
+                    memory=f"{int(memory.removesuffix('Gi')) // NODES}Gi",
+                    pods="100000",
+                )
+            server.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}})
+            server.kubeconfig(self.kubeconfig, context=f"c{i:04d}")
+
+    def counts(self) -> tuple[int, int]:
+        """(writes, requests) received by all the servers so far."""
+        writes = sum(len(server.writes) for server in self.servers)
+        return writes, sum(len(server.requests) for server in self.servers)
+
+    def stop(self) -> None:
+        """Stop every server."""
+        for server in self.servers:
+            server.stop()
+
+
+class Dro:
+    """`dro run` as a process; the `pass_ended` events of its log in a queue, each with
+    `idle` set when the pass said it was idle (`pass_idle`)."""
+
+    def __init__(self, folder: Path, bare: Path, kubeconfig: Path | None = None) -> None:
         secret = folder / "webhook-secret"
         secret.write_bytes(SECRET)
         self.port = free_port()
@@ -104,6 +165,8 @@ class Dro:
         command += ["--state-dir", str(folder / "state"), "--leader-elect=false"]
         command += ["--interval", "1h", "--listen", f"127.0.0.1:{self.port}"]
         command += ["--webhook-secret-file", str(secret), "--log-format", "json"]
+        if kubeconfig is not None:
+            command += ["--kubeconfig", str(kubeconfig)]
         self.process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
         )
@@ -112,17 +175,28 @@ class Dro:
 
     def _read(self) -> None:
         assert self.process.stdout is not None
+        idle = False
         for line in self.process.stdout:  # a service logs to its stdout, JSON per line
             try:
                 event = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if isinstance(event, dict) and event.get("event") == "pass_ended":
-                self.ended.put(event)
+            if not isinstance(event, dict):
+                continue
+            if event.get("event") == "pass_idle":
+                idle = True
+            elif event.get("event") == "pass_ended":
+                self.ended.put({**event, "idle": idle})
+                idle = False
 
     def next_pass(self, timeout: float = 1800.0) -> dict[str, Any]:
         """The next `pass_ended` event."""
         return self.ended.get(timeout=timeout)
+
+    def cpu(self) -> float:
+        """The CPU seconds (user and system) the process has used so far (Linux's /proc)."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def push_webhook(self, sha: str) -> float:
         """POST a signed GitHub push event for main at `sha`; the time it was sent."""
@@ -169,63 +243,125 @@ def wait_for_change(bare: Path, branch: str, old: str | None, deadline: float) -
     raise TimeoutError(f"{branch} did not move")
 
 
-def measure(clusters: int, workloads: int) -> dict[str, Any]:
-    """Every figure of the run, in seconds."""
-    out = "dro/rendered"
+class Passes:
+    """Each pass of the run: its name, its seconds, whether it committed and was idle, and
+    (online) the API writes and requests the emulators received during it."""
+
+    def __init__(self, dro: Dro, bare: Path, emulated: Emulated | None) -> None:
+        self.dro, self.bare, self.emulated = dro, bare, emulated
+        self.seen = (0, 0)
+        self.rows: list[dict[str, Any]] = []
+        self.used = 0.0
+
+    def ended(self, name: str, before: str | None) -> dict[str, Any]:
+        """The next pass's row, `before` being the output branch's sha when it started."""
+        event = self.dro.next_pass()
+        used, self.used = self.used, self.dro.cpu()
+        row: dict[str, Any] = {
+            "pass": name,
+            "seconds": event["seconds"],
+            "cpu": round(self.used - used, 3),
+            "committed": head(self.bare, OUT) != before,
+            "idle": event["idle"],
+        }
+        if self.emulated is not None:
+            counts = self.emulated.counts()
+            row["writes"] = counts[0] - self.seen[0]
+            row["requests"] = counts[1] - self.seen[1]
+            self.seen = counts
+        self.rows.append(row)
+        return row
+
+    def webhook(self, name: str, sha: str) -> dict[str, Any]:
+        """A signed webhook for `sha`, and the pass it starts."""
+        before = head(self.bare, OUT)
+        self.dro.push_webhook(sha)
+        return self.ended(name, before)
+
+
+OUT = "dro/rendered"
+
+
+def measure(clusters: int, workloads: int, online: int = 0) -> dict[str, Any]:
+    """Every figure of the run, in seconds; online, the API writes of each pass too."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        work, bare = source(folder, clusters, workloads)
-        dro = Dro(folder, bare)
+        work, bare = source(folder, clusters, workloads, online)
+        emulated = Emulated(folder, online) if online else None
+        dro = Dro(folder, bare, emulated.kubeconfig if emulated is not None else None)
+        passes = Passes(dro, bare, emulated)
         try:
-            figures: dict[str, Any] = {"full (cold)": dro.next_pass()["seconds"]}
+            figures: dict[str, Any] = {"full (cold)": passes.ended("full (cold)", None)["seconds"]}
             dro.wait_ready()
             sha = head(bare, "main")
             assert sha is not None
             settle = []
             for _ in range(SETTLE_LIMIT):
-                before = head(bare, out)
-                dro.push_webhook(sha)
-                settle.append(dro.next_pass()["seconds"])
-                if head(bare, out) == before:
+                row = passes.webhook("settle", sha)
+                settle.append(row["seconds"])
+                if not row["committed"]:
                     break
             figures["settle passes"] = len(settle)
             figures["settle (each)"] = settle
-            quiet = []
-            for _ in range(3):
-                before = head(bare, out)
-                dro.push_webhook(sha)
-                quiet.append(dro.next_pass()["seconds"])
-                figures["no-change commits"] = int(head(bare, out) != before)
-            figures["no change"] = sorted(quiet)[1]
+            quiet = [passes.webhook("no change", sha) for _ in range(3)]
+            figures["no-change commits"] = sum(row["committed"] for row in quiet)
+            figures["no-change idle"] = sum(row["idle"] for row in quiet)
+            figures["no change"] = sorted(row["seconds"] for row in quiet)[1]
+            if emulated is not None:
+                figures["no-change writes"] = sum(row["writes"] for row in quiet)
             target = work / "workloads" / "bench" / "apps-0000.yaml"
             target.write_text(target.read_text().replace("replicas: 1\n", "replicas: 2\n", 1))
             commit(work, bare, "one workload scaled")
             changed = head(bare, "main")
             assert changed is not None
-            before = head(bare, out)
+            before = head(bare, OUT)
             sent = dro.push_webhook(changed)
-            seen = wait_for_change(bare, out, before, time.monotonic() + 1800)
-            figures["one workload"] = dro.next_pass()["seconds"]
+            seen = wait_for_change(bare, OUT, before, time.monotonic() + 1800)
+            figures["one workload"] = passes.ended("one workload", before)["seconds"]
             figures["webhook to commit"] = seen - sent
+            figures["passes"] = passes.rows
         finally:
             dro.stop()
+            if emulated is not None:
+                emulated.stop()
     return figures
+
+
+def count(text: str) -> int:
+    """A whole number, 0 or more (`--online`)."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative: give 0 or more clusters")
+    return value
 
 
 def main(argv: list[str]) -> int:
     """Run, print the table (or JSON), exit 1 when a target is missed."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--clusters", type=int, default=1_000)
     parser.add_argument("--workloads", type=int, default=10_000)
+    parser.add_argument(
+        "--online",
+        type=count,
+        default=0,
+        metavar="N",
+        help="serve the first N clusters by the API emulator, and count its writes",
+    )
     parser.add_argument("--json", action="store_true")
     arguments = parser.parse_args(argv)
-    figures = measure(arguments.clusters, arguments.workloads)
+    online = min(arguments.online, arguments.clusters)
+    figures = measure(arguments.clusters, arguments.workloads, online)
     baseline = figures["full (cold)"]
     missed = [name for name, limit in TARGETS.items() if figures[name] >= limit]
+    if figures.get("no-change writes", 0):
+        missed.append("no-change writes")
+    if figures["no-change commits"]:
+        missed.append("no-change commits")
     if arguments.json:
         print(json.dumps({**figures, "missed": missed}, indent=2))
         return 1 if missed else 0
-    print(f"dro run, {arguments.clusters} clusters × {arguments.workloads} workloads, offline")
+    where = f"online: {online} emulated clusters" if online else "offline"
+    print(f"dro run, {arguments.clusters} clusters × {arguments.workloads} workloads, {where}")
     print(f"  full (cold)         {baseline:9.3f} s   baseline")
     print(f"  settle              {figures['settle passes']} passes: {figures['settle (each)']}")
     for name, limit in TARGETS.items():
@@ -233,6 +369,18 @@ def main(argv: list[str]) -> int:
         verdict = "ok" if name not in missed else "MISSED"
         print(f"  {name:<19} {figures[name]:9.3f} s   {ratio:7.1f}× faster   < {limit} s {verdict}")
     print(f"  commits made by the no-change passes: {figures['no-change commits']}")
+    print(f"  no-change passes that were idle: {figures['no-change idle']} of 3")
+    if online:
+        verdict = "ok" if "no-change writes" not in missed else "MISSED"
+        writes = figures["no-change writes"]
+        print(f"  API writes by the no-change passes: {writes}   = 0 {verdict}")
+        print("  pass            seconds  dro cpu   writes  requests  commit  idle")
+        for row in figures["passes"]:
+            print(
+                f"  {row['pass']:<14} {row['seconds']:8.3f} {row['cpu']:8.3f} {row['writes']:8d} "
+                f"{row['requests']:9d}  {'yes' if row['committed'] else 'no':<6}  "
+                f"{'yes' if row['idle'] else 'no'}"
+            )
     return 1 if missed else 0
 
 

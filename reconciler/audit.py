@@ -2,7 +2,7 @@
 events a collector or a person reads (`source_loaded`, `planned`, `committed`, `applied`, and
 the `audit` trail of every commit, push and cluster write).
 
-Called by `pipeline`, `pipeline.publishing` and `pipeline.sharded`.
+Called by `pipeline`, `pipeline.clusters`, `pipeline.publishing` and `pipeline.sharded`.
 """
 
 from __future__ import annotations
@@ -32,8 +32,11 @@ def loaded(stage: str, source: Source, previous: Sequence[Decision], *, follow_u
 
 
 def idle(stage: str, source: Source, tip: str | None) -> None:
-    """An idle pass: the same source and output branch as a pass that changed nothing, and
-    nothing waiting on a clock, so the pass stops after loading (`pipeline.idle`)."""
+    """An idle pass: the same source, output branch and settings as a pass that changed
+    nothing, before the first instant its decisions wait for, and online the clusters as it
+    saw them: the pass stops after loading (offline) or applies that pass's tree again
+    (online, after observing: `stage`), without validate, schedule, render or commit
+    (`pipeline.idle`)."""
     log.info(
         "pass_idle",
         stage=stage,

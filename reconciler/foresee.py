@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from reconciler import predict, render
-from reconciler.domain import Observation, Spec
+from reconciler.domain import Observation, Spec, clock
 from reconciler.domain.forecast import ClusterSample, Forecasts, History
 from reconciler.laststate import LastPass
 
@@ -26,6 +26,7 @@ def forecasts(
     settings = spec.config.prediction
     if not settings.enabled:
         return {}
+    clock.every_instant(now)  # the window and the grid of the history follow the clock
     past = before.history(now, settings.window) if before.history is not None else {}
     history = with_now(spec, past, before, observations or {}, now)
     return predict.forecast_for(history, now=now, settings=settings)

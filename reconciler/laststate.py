@@ -49,17 +49,18 @@ class LastPass:
     ) -> dict[str, bytes] | None:
         """The last committed `status/` files when a change to status alone must wait for
         `--status-interval` (health and reachability unchanged); None when it may be
-        committed."""
+        committed. The interval is consulted first, even when the status did not change: a
+        later pass observes at another time, and the instant the interval ends is one at
+        which it would commit (`domain.clock`)."""
+        due = status.due(self.statuses.values(), now, interval)
         after = {p: d for p, d in tree.items() if paths.is_status(p)}
         differ = [p for p, d in after.items() if not readback.holds(self.files, p, d)]
         differ += [p for p in self.files if paths.is_status(p) and p not in after]
-        if not differ:
+        if due or not differ:
             return None
         # only the files that differ are read back: the others are `after`'s bytes already
         before = {p: self.files[p] for p in differ if p in self.files}
-        if status.urgent(before, {p: after[p] for p in differ if p in after}) or status.due(
-            self.statuses.values(), now, interval
-        ):
+        if status.urgent(before, {p: after[p] for p in differ if p in after}):
             return None
         return {**after, **before}
 

@@ -32,23 +32,32 @@ def test_an_unchanged_status_tree_is_never_held_and_no_blob_is_read() -> None:
     assert read == []
 
 
-def test_a_status_only_change_is_held_and_only_the_changed_file_is_read() -> None:
+def test_blob_ids_tell_a_changed_file_from_an_unchanged_one_without_reading_it() -> None:
     read: list[str] = []
     last = LastPass(files=_blobs(FILES, read))
-    changed = {**FILES, "status/workloads/bench/app-7.yaml": b"n: 700\n"}
-    # with no observed cluster status, and with interval 0, a status change is due at once
-    assert last.held_status(changed, now=10.0, interval=0.0) is None
-    assert len(read) == 1
     assert readback.holds(last.files, "status/workloads/bench/app-7.yaml", b"n: 7\n")
     assert not readback.holds(last.files, "status/workloads/bench/app-7.yaml", b"n: 700\n")
+    assert read == []
+
+
+OBSERVED = {"c1": {"observedAt": "1970-01-01T00:00:05Z", "source": status.OBSERVED}}
+"""The last committed observation, at 5 s: an interval of an hour is not over at 10 s."""
 
 
 def test_a_removed_status_file_counts_as_a_difference() -> None:
     read: list[str] = []
-    last = LastPass(files=_blobs(FILES, read))
+    last = LastPass(files=_blobs(FILES, read), statuses=OBSERVED)
     fewer = {p: d for p, d in FILES.items() if not p.endswith("app-3.yaml")}
     assert last.held_status(fewer, now=10.0, interval=3600.0) is None  # urgent: a file went
     assert len(read) == 1
+
+
+def test_when_the_interval_is_over_nothing_is_held_or_read() -> None:
+    read: list[str] = []
+    last = LastPass(files=_blobs(FILES, read), statuses=OBSERVED)
+    changed = {**FILES, "status/workloads/bench/app-7.yaml": b"n: 700\n"}
+    assert last.held_status(changed, now=3605.0, interval=3600.0) is None
+    assert read == []
 
 
 def test_the_blob_id_is_gits() -> None:
@@ -63,8 +72,7 @@ def test_a_plain_mapping_compares_bytes() -> None:
 
 def test_a_status_only_change_within_the_interval_keeps_every_last_file() -> None:
     read: list[str] = []
-    observed = {"c1": {"observedAt": "1970-01-01T00:00:05Z", "source": status.OBSERVED}}
-    last = LastPass(files=_blobs(FILES, read), statuses=observed)
+    last = LastPass(files=_blobs(FILES, read), statuses=OBSERVED)
     changed = {**FILES, "status/workloads/bench/app-7.yaml": b"n: 700\n"}
     assert last.held_status(changed, now=10.0, interval=3600.0) == FILES
     assert len(read) == 1

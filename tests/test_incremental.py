@@ -199,16 +199,98 @@ def test_a_plan_that_waits_on_a_clock_is_no_fixed_point(tmp_path: Path, why: str
     """Each thing a later pass decides by the clock keeps the next pass from being idle."""
     planned = _steady_plan(tmp_path)
     decisions = planned.decisions
-    assert idle.fixed_point(None, True, False, planned.spec, decisions, frozenset())
+    assert idle.fixed_point(None, True, planned.spec, decisions, frozenset())
     changed = (WAITING[why](decisions[0]), *decisions[1:])
-    assert not idle.fixed_point(None, True, False, planned.spec, changed, frozenset())
+    assert not idle.fixed_point(None, True, planned.spec, changed, frozenset())
 
 
-def test_prediction_filling_clusters_and_online_passes_are_never_idle(tmp_path: Path) -> None:
+def test_prediction_filling_clusters_and_commits_are_never_a_fixed_point(tmp_path: Path) -> None:
     planned = _steady_plan(tmp_path)
     spec, decisions = planned.spec, planned.decisions
-    assert not idle.fixed_point(None, True, True, spec, decisions, frozenset())
-    assert not idle.fixed_point(None, True, False, spec, decisions, frozenset({"eu-west-1"}))
-    assert not idle.fixed_point("a1b2", True, False, spec, decisions, frozenset())
+    assert not idle.fixed_point(None, False, spec, decisions, frozenset())
+    assert not idle.fixed_point(None, True, spec, decisions, frozenset({"eu-west-1"}))
+    assert not idle.fixed_point("a1b2", True, spec, decisions, frozenset())
     predicting = replace(spec, config=replace(spec.config, prediction=Prediction(enabled=True)))
-    assert not idle.fixed_point(None, True, False, predicting, decisions, frozenset())
+    assert not idle.fixed_point(None, True, predicting, decisions, frozenset())
+
+
+TAINTED = {
+    "dro.yaml": """apiVersion: multicluster.io/v1alpha1
+kind: SchedulerConfiguration
+metadata: {name: dro}
+spec:
+  defaultPlacement:
+    targetClusters: [{selectorType: label, values: ["env=prod"]}]
+""",
+    "clusters/a.yaml": """apiVersion: multicluster.io/v1alpha1
+kind: Cluster
+metadata: {name: a, labels: {env: prod}}
+spec:
+  capacity: {cpu: "16", memory: 64Gi}
+  taints: [{key: maintenance, effect: NoExecute, timeAdded: "2026-01-05T08:00:00Z"}]
+""",
+    "clusters/b.yaml": """apiVersion: multicluster.io/v1alpha1
+kind: Cluster
+metadata: {name: b, labels: {env: prod}}
+spec:
+  capacity: {cpu: "16", memory: 64Gi}
+""",
+    "workloads/web.yaml": """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: "web:1", resources: {requests: {cpu: "1"}}}]
+""",
+    "policies/web.yaml": """apiVersion: multicluster.io/v1alpha1
+kind: ResourcePlacementPolicy
+metadata: {name: web}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, namespace: shop}]
+  targetClusters: [{selectorType: label, values: ["env=prod"]}]
+  placement:
+    replicaScheduling: {type: Divided, division: StaticWeight}
+    tolerations:
+      - {key: maintenance, operator: Exists, effect: NoExecute, tolerationSeconds: 600}
+""",
+}
+"""Cluster `a` tainted NoExecute at START; the workload tolerates it for 600 s, so it keeps
+its replicas there until START + 600 and leaves at the first pass after."""
+
+
+def test_a_tolerated_taint_running_out_ends_the_fixed_point_though_no_state_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A NoExecute taint tolerated for `tolerationSeconds` evicts when they run out. Nothing
+    in the plan before then is a state the hand list of clock-bound states names (no move,
+    no rollout, nothing pending), so by that list alone the fixed point would stand for ever
+    and the eviction never happen; the instant the toleration runs out is consulted by the
+    scheduler, and the fixed point holds only until it."""
+    repo = make_source_repo(tmp_path / "tainted", None)
+    repo.write(TAINTED)
+    repo.commit("a cluster in maintenance")
+    settings = Settings(repo=str(repo.bare), state_dir=tmp_path / "state")
+    deployment = Deployment(repo, settings, pipeline.Warm(state_dir=settings.state_dir))
+    shas = [deployment.run(monkeypatch, START + 60 * i) for i in range(1, 4)]
+    assert shas[-1] == shas[-2], "the fleet settles"
+    assert deployment.warm is not None
+    assert deployment.warm.steady is not None
+    steady = deployment.warm.steady
+    placed = {p.cluster for p in steady.planned.decisions[0].clusters}
+    assert "a" in placed, "tolerated for now: the replicas stay on the tainted cluster"
+    assert not idle.waits_on_time(steady.planned.spec, steady.planned.decisions, frozenset())
+    assert steady.until == pytest.approx(START + 600, abs=0.01)
+    stages: list[str] = []
+    assert deployment.run(monkeypatch, START + 599, stages) == shas[-1]
+    assert stages == ["load"], "before the toleration runs out, the pass is idle"
+    stages.clear()
+    evicted = deployment.run(monkeypatch, START + 601, stages)
+    assert "schedule" in stages, "once it has run out, the pass runs whole"
+    assert evicted != shas[-1], "and the eviction is committed"
+    cold = pipeline.reconcile_once(settings, warm=pipeline.Warm())
+    assert cold.commit is None, "a cold pass at the same time finds the tree committed"
+    assert "a" not in {p.cluster for p in cold.planned.decisions[0].clusters}

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from kubernetes.config import kube_config
 
 from reconciler.errors import ClusterError, UsageError
 from reconciler.kube import client as kube
@@ -119,3 +120,31 @@ def test_a_slow_or_refusing_cluster_fails_within_its_timeout(
         connection.list("v1", "Node")
     server.accept()
     assert len(connection.list("v1", "Node")) == 2
+
+
+def test_a_kubeconfig_is_parsed_once_for_its_contexts_and_again_when_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parsed: list[str] = []
+    merger = kube_config.KubeConfigMerger
+
+    def counting(path: str) -> object:
+        parsed.append(path)
+        return merger(path)
+
+    monkeypatch.setattr(kube_config, "KubeConfigMerger", counting)
+    with KubeAPI() as first, KubeAPI() as second:
+        config = tmp_path / "kubeconfig"
+        first.kubeconfig(config, context="a")
+        first.kubeconfig(config, context="b")
+        for context in ("a", "b", "a"):
+            kube.connect(context, context=context, kubeconfig=config, timeout=2.0).close()
+        assert parsed == [str(config)], "one parse for every connection to its contexts"
+        second.kubeconfig(config, context="a")  # `a` now points at the second server
+        connection = kube.connect("a", context="a", kubeconfig=config, timeout=2.0)
+        assert parsed == [str(config)] * 2, "the changed file is parsed again"
+        first.reset_counters()
+        connection.list("v1", "Namespace")
+        connection.close()
+        assert second.requests
+        assert not first.requests

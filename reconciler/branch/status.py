@@ -32,6 +32,7 @@ from reconciler.domain import (
     Decision,
     Observation,
     ResourceKey,
+    clock,
     durations,
 )
 from reconciler.domain.forecast import ClusterSample
@@ -302,7 +303,7 @@ def due(statuses: Iterable[Mapping[str, Any]], now: float, interval: float) -> b
         for status in statuses
         if status.get("observedAt") and status.get("source") == OBSERVED
     ]
-    return not times or now - max(times) >= interval
+    return not times or clock.elapsed(now, max(times), interval)
 
 
 def _vital(path: str, data: bytes) -> Any:

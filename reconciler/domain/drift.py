@@ -4,7 +4,8 @@
 diff` does); `branch.driftfiles` writes them to `status/drift/`; `dro diff` prints them. A
 field that exists on one side only has `ABSENT` on the other. Nothing here does I/O.
 
-Called by 9 modules, among them `branch.driftfiles`, `live`, `pipeline`, `service.observations`.
+Called by 10 modules, among them `branch.driftfiles`, `live`, `pipeline`,
+`service.observations`.
 """
 
 from __future__ import annotations

@@ -74,15 +74,42 @@ def connect(
         if kubeconfig is None:
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         else:
-            config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=str(kubeconfig), context=context, client_configuration=configuration
-            )
+            _kubeconfig(kubeconfig, context).load_and_set(configuration)
     except (config.ConfigException, OSError, TypeError, ValueError) as error:
         # the client's messages name fields and files; a URL in them loses its user part
         reason = redact.urls(str(error))
         raise ClusterError(cluster, f"cannot load its credentials: {reason}") from None
     configuration.retries = 1
     return Connection(cluster, _timed_client_class()(configuration, timeout, fence), timeout)
+
+
+_PARSED: dict[str, tuple[bytes, Any]] = {}
+"""Each kubeconfig file as the client parsed it (its `KubeConfigMerger`), by its path, with
+the file's bytes when parsed: a file whose bytes changed is parsed again (reading and
+comparing them costs a fraction of parsing them)."""
+
+
+def _kubeconfig(kubeconfig: Path, context: str | None) -> Any:
+    """The client's loader of `context` in the file `kubeconfig`, as `load_kube_config`
+    makes it (changed credentials written back to the file), the file parsed once for all
+    its contexts rather than once per cluster: a kubeconfig of a thousand contexts is
+    otherwise parsed a thousand times a pass."""
+    from kubernetes.config import ConfigException, kube_config
+
+    path = str(kubeconfig)
+    data = Path(path).read_bytes()
+    known = _PARSED.get(path)
+    if known is None or known[0] != data:
+        known = _PARSED[path] = (data, kube_config.KubeConfigMerger(path))  # type: ignore[no-untyped-call]
+    merger = known[1]
+    if merger.config is None:
+        raise ConfigException("Invalid kube-config file. No configuration found.")
+    return kube_config.KubeConfigLoader(  # type: ignore[no-untyped-call]
+        config_dict=merger.config,
+        config_base_path=None,
+        active_context=context,
+        config_persister=merger.save_changes,
+    )
 
 
 @cache

@@ -22,11 +22,13 @@
 Clusters are handled in parallel, at most `Access.parallel` at a time; each request has the
 per-cluster `Access.timeout`.
 
-Called by 7 modules, among them `audit`, `cli.diff`, `pipeline`, `review`.
+Called by 8 modules, among them `audit`, `cli.diff`, `pipeline`, `review`.
 """
 
 from __future__ import annotations
 
+import copy
+import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -139,6 +141,16 @@ class Members:
                 self.errors[cluster.name] = str(error)
         return self
 
+    def _folders(self, tree: Mapping[str, bytes]) -> Folders:
+        """`tree`'s manifests by cluster: kept while the same tree's manifests are asked for
+        again (the survey's tree and the applied one differ in `status/` files only; an idle
+        pass applies the tree of the pass it stands on), by this process's last `Members`."""
+        kept = _KEPT[0] if _KEPT else None
+        if kept is None or not kept.holds(tree):
+            kept = Folders(tree)
+            _KEPT[:] = [kept]
+        return kept
+
     def close(self) -> None:
         """Close every connection."""
         for connection in self.connections.values():
@@ -190,9 +202,10 @@ class Members:
         failed, sparing the kinds in namespaces where an object was rejected. `provenance`
         names each object's source file and line and its takeover rule."""
         opener = unseal.Unsealer(self.access.sops_age_key_file)
+        folders = self._folders(tree)
         reports = self._each(
             lambda c: apply.apply_all(
-                c, cluster_objects(tree, c.cluster), provenance=provenance, unseal=opener
+                c, folders.objects(c.cluster), provenance=provenance, unseal=opener
             )
         )
         result = Applied()
@@ -227,8 +240,9 @@ class Members:
         """Each reachable cluster's drifted objects against its folder of `tree`
         (`drift.survey`); a cluster that cannot be surveyed is left out."""
         opener = unseal.Unsealer(self.access.sops_age_key_file)
+        folders = self._folders(tree)
         found = self._each(
-            lambda c: drift.survey(c, cluster_objects(tree, c.cluster), provenance, opener)
+            lambda c: drift.survey(c, folders.objects(c.cluster), provenance, opener)
         )
         return {name: r for name, r in found.items() if not isinstance(r, ClusterError)}
 
@@ -239,8 +253,9 @@ class Members:
         `dro diff` (`difference.compare`); a cluster that cannot be compared has its error."""
         chosen = {*self.connections, *self.errors} if only is None else set(only)
         opener = unseal.Unsealer(self.access.sops_age_key_file)
+        folders = self._folders(tree)
         found = self._each(
-            lambda c: difference.compare(c, cluster_objects(tree, c.cluster), opener), chosen
+            lambda c: difference.compare(c, folders.objects(c.cluster), opener), chosen
         )
         result = {
             name: ClusterDifference(name, errors=[str(r)]) if isinstance(r, ClusterError) else r
@@ -334,12 +349,54 @@ class Members:
 
 def cluster_objects(tree: Mapping[str, bytes], cluster: str) -> list[dict[str, Any]]:
     """The manifests rendered for `cluster`: its folder of `tree`, without the kustomization."""
-    objects = []
-    for path in paths.cluster_manifests(sorted(tree), cluster):
-        body = yamlio.load_own(path, tree[path])
-        if isinstance(body, dict):
-            objects.append(body)
-    return objects
+    return Folders(tree).objects(cluster)
+
+
+class Folders:
+    """The manifests of a tree by cluster folder, the tree walked once for every cluster
+    (not once per cluster), each manifest parsed once however often it is asked for (a pass
+    surveys drift and applies the same tree); each caller gets its own copy. It keeps its own
+    copy of the tree's `clusters/` files, so that a tree changed later is never mistaken for
+    it (`holds`)."""
+
+    def __init__(self, tree: Mapping[str, bytes]) -> None:
+        self.files = _cluster_files(tree)
+        self.paths: dict[str, list[str]] = {}
+        for path in sorted(self.files):
+            found = paths.cluster_file(path)
+            if found is not None and not found.is_kustomization:
+                self.paths.setdefault(found.cluster, []).append(path)
+        self._parsed: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def holds(self, tree: Mapping[str, bytes]) -> bool:
+        """Whether `tree` has the same `clusters/` files (the bytes compared by identity
+        first: the trees of one pass, and of an idle pass and the one it stands on, share
+        them)."""
+        return _cluster_files(tree) == self.files
+
+    def objects(self, cluster: str) -> list[dict[str, Any]]:
+        """The manifests rendered for `cluster`, without the kustomization, in path order."""
+        objects = []
+        for path in self.paths.get(cluster.lower(), ()):
+            with self._lock:
+                known = path in self._parsed
+                body = self._parsed.get(path)
+            if not known:
+                body = yamlio.load_own(path, self.files[path])
+                with self._lock:
+                    self._parsed[path] = body
+            if isinstance(body, dict):
+                objects.append(copy.deepcopy(body))
+        return objects
+
+
+def _cluster_files(tree: Mapping[str, bytes]) -> dict[str, bytes]:
+    return {path: data for path, data in tree.items() if path.startswith(paths.CLUSTERS)}
+
+
+_KEPT: list[Folders] = []
+"""The manifests by cluster last asked for, and their parses (`Members._folders`)."""
 
 
 def _observe_one(connection: Connection, at: str) -> Observation:

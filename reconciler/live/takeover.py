@@ -13,7 +13,8 @@ under a rendered name belongs to someone else, and `placement.apply.takeover` de
 An object that is not adopted is reported, with its source file and line and why, and left
 exactly as it is. An adopted object is never deleted by a prune: it is released.
 
-Called by 7 modules, among them `live`, `pipeline`.
+Called by `live`, `live.apply`, `live.difference`, `live.drift`, `pipeline.clusters` and
+`pipeline.sharded`.
 """
 
 from __future__ import annotations

@@ -21,12 +21,11 @@ import structlog
 
 from reconciler import audit, commit, foresee, laststate, live, load, render, schedule, validate
 from reconciler.branch import phases as cluster_phases
-from reconciler.domain import Decision, Observation, ResourceKey, Source, Spec, fence
+from reconciler.domain import Decision, Observation, ResourceKey, Source, Spec, clock, fence
 from reconciler.domain.drift import Drifted
 from reconciler.domain.forecast import Forecasts
 from reconciler.errors import Problem
 from reconciler.laststate import FIRST_PASS, LastPass
-from reconciler.live import takeover
 from reconciler.pipeline import clusters, idle, publishing
 from reconciler.pipeline.warm import Warm as Warm
 from reconciler.render import rollout, rolloutgone
@@ -360,15 +359,26 @@ def _one_pass(
     warm.begin(settings.repo)
     tip = load.output_tip(settings.repo, settings.output_branch, settings.state_dir)
     inputs = idle.Inputs.of(source, tip, settings)
-    standing: Planned | None = idle.idle(warm.steady, inputs, settings.online)
-    if standing is not None and not follow_up:
-        audit.idle(Stage.LOAD, source, tip)
-        return PassResult(planned=standing, commit=None, pushed=False, idle=True)
+    now = time.time()
+    found = None if follow_up else idle.idle(warm.steady, inputs, now)
     warm.steady = None
-    with clusters.Clusters(settings, fenced) as fleet, _working_on(source):
+    with clusters.Clusters(settings, fenced) as fleet, _working_on(source), clock.recording() as c:
+        if found is not None and (seen := fleet.standing(found, now, on_stage)) is not None:
+            warm.steady = found
+            audit.idle(Stage.LOAD if fleet.members is None else Stage.OBSERVE, source, tip)
+            members, stood = fleet.members, found.planned
+            applied = clusters.applied(members, stood, seen, source, on_stage) if members else None
+            unreachable = dict(seen.unreachable)
+            return PassResult(
+                planned=stood,
+                commit=None,
+                pushed=False,
+                idle=True,
+                applied=applied,
+                unreachable=unreachable,
+            )
         before = laststate.online(settings, warm.readback)
         audit.loaded(Stage.LOAD, source, before.decisions, follow_up=follow_up)
-        now = time.time()
         planned, observed = plan(
             source,
             on_stage=on_stage,
@@ -387,16 +397,15 @@ def _one_pass(
         if idle.fixed_point(
             published.commit,
             published.on_remote,
-            settings.online,
             planned.spec,
             planned.decisions,
             planned.still_filling,
         ):
-            warm.steady = idle.FixedPoint(inputs, planned)
+            saw = fleet.seen(observed)
+            warm.steady = idle.FixedPoint(inputs, planned, c.earliest, saw, before.statuses)
         if fleet.members is None or not published.on_remote:
             return _unapplied(planned, published, online=fleet.members is not None)
-        applied = _applied(fleet.members, planned, observed, on_stage)
-        audit.applied(Stage.APPLY, source, applied)
+        applied = clusters.applied(fleet.members, planned, observed, source, on_stage)
         retire = not follow_up and applied.ok and fleet.members.await_moves(planned.decisions)
         return PassResult(
             planned=planned,
@@ -470,17 +479,4 @@ def _unapplied(planned: Planned, published: commit.PublishResult, *, online: boo
     audit.apply_skipped(Stage.APPLY, skipped)
     return PassResult(
         planned=planned, commit=published.commit, pushed=published.pushed, skipped=skipped
-    )
-
-
-def _applied(
-    members: live.Members, planned: Planned, observed: live.Observed, on_stage: StageHook
-) -> live.Applied:
-    """Apply: the tree to every cluster; prune is held back while a cluster could not be listed."""
-    on_stage(Stage.APPLY)
-    down = ", ".join(sorted(observed.unreachable))
-    return members.apply(
-        planned.tree,
-        held_back=f"clusters could not be listed ({down})" if down else None,
-        provenance=takeover.provenance(planned.spec),
     )

@@ -39,10 +39,10 @@ from reconciler.pipeline import (
     Planned,
     Stage,
     StageHook,
-    _applied,
     _loaded,
     _unapplied,
     _working_on,
+    clusters,
     plan,
     surveyed_and_committed,
 )
@@ -187,8 +187,7 @@ def _leader_pass(
         )
         if not published.on_remote:
             return _unapplied(planned, published, online=True)
-        applied = _applied(members, planned, own, on_stage)
-        audit.applied(Stage.APPLY, source, applied)
+        applied = clusters.applied(members, planned, own, source, on_stage)
         return PassResult(
             planned=planned,
             commit=published.commit,

@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from reconciler.domain import Decision, Observation, ResourceKey, Spec, Workload, durations
+from reconciler.domain import Decision, Observation, ResourceKey, Spec, Workload, clock, durations
 from reconciler.domain import rollout as r
 from reconciler.kube import health
 
@@ -139,7 +139,7 @@ class _Pass:
             return False, None
         since = entry.healthy_since if entry is not None and entry.healthy_since else None
         since = since or durations.rfc3339(self.now)
-        return self.now - durations.epoch(since) >= self.setting.soak, since
+        return clock.elapsed(self.now, durations.epoch(since), self.setting.soak), since
 
 
 def advance(
@@ -315,7 +315,7 @@ def _continue(state: _Pass, before: r.RolloutStatus) -> r.RolloutStatus:
     if done:
         return _release(state, replace(status, phase=r.PROGRESSING, message=None))
     started = durations.epoch(status.wave_started_at or durations.rfc3339(state.now))
-    if status.phase == r.PAUSED or state.now - started <= state.setting.health_timeout:
+    if status.phase == r.PAUSED or clock.within(state.now, started, state.setting.health_timeout):
         return status
     return _fail(state, status)
 

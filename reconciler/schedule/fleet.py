@@ -30,6 +30,7 @@ from reconciler.domain import (
     Observation,
     ResourceKey,
     Taint,
+    clock,
     durations,
 )
 from reconciler.kube.health import HEALTHY
@@ -254,7 +255,9 @@ class Fleet:
         for row, cluster in enumerate(self.clusters):
             seen = self.observations.get(cluster.name)
             for key, (pods, since) in (seen.pending if seen is not None else {}).items():
-                if pods > 0 and self.now - durations.epoch(since) >= self.unschedulable_after:
+                if pods > 0 and clock.elapsed(
+                    self.now, durations.epoch(since), self.unschedulable_after
+                ):
                     index.setdefault(key, []).append((row, pods))
         return index
 
@@ -263,7 +266,11 @@ class Fleet:
         """Clusters unreachable for at least `failover_after` seconds at `now`: failover moves
         the replicas of the policies that allow it off them."""
         down = np.where(self.unreachable, self.now - np.nan_to_num(self.unreachable_since), -1.0)
-        return frozen(self.unreachable & (down >= self.failover_after))
+        failed = self.unreachable & (down >= self.failover_after)
+        waiting = self.unreachable & ~failed
+        if waiting.any():  # they fail over once `failover_after` has passed (`clock`)
+            clock.note(float(np.min(self.unreachable_since[waiting])) + self.failover_after)
+        return frozen(failed)
 
     def affinity_mask(self, affinity: ClusterAffinity) -> BoolArray:
         """Clusters an affinity term selects: every non-empty part ANDed, `exclude` wins."""

@@ -30,6 +30,7 @@ from reconciler.domain import (
     Strategy,
     Trigger,
     Verdicts,
+    clock,
     durations,
 )
 from reconciler.domain.verdicts import NONE as NO_VERDICTS
@@ -88,7 +89,11 @@ class Recorder:
         """The previous decision's moves that are still within the cooldown."""
         if before is None:
             return ()
-        return tuple(m for m in before.moves if self.now - durations.epoch(m.at) < self.cooldown)
+        return tuple(
+            m
+            for m in before.moves
+            if not clock.elapsed(self.now, durations.epoch(m.at), self.cooldown)
+        )
 
     def _weights(self, extensions: bool) -> dict[str, float]:
         """The weights of the scorers that run for such a policy; the same every workload."""

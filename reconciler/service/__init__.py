@@ -308,8 +308,8 @@ class Runner:
         self.metrics.record_plan(
             planned.water_levels, unschedulable, rolloutview.counts(planned.decisions)
         )
-        if outcome.idle:
-            result = metrics.SUCCESS  # `pass_idle` said why nothing was done
+        if outcome.idle and outcome.applied is None:
+            result = metrics.SUCCESS  # `pass_idle` said why nothing was done (offline)
         elif outcome.applied is None:
             log.warning(
                 "apply_skipped",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from reconciler.domain import Placement, Taint
+from reconciler.domain import Placement, Taint, clock
 from reconciler.schedule import framework
 from reconciler.schedule.fleet import BoolArray, Fleet, FloatArray
 from reconciler.schedule.memo import Ref, Slot, ref
@@ -71,7 +71,7 @@ def expired(fleet: Fleet, placement: Placement) -> BoolArray:
                 for j in columns
                 if any(t.seconds is not None and t.tolerates(fleet.taints[j]) for t in used)
             }
-            if triggers and min(triggers.values()) <= fleet.now:
+            if triggers and not clock.ahead(fleet.now, min(triggers.values())):
                 soonest = min(triggers.values())
                 for j, when in triggers.items():
                     result[row, j] = when == soonest
