@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 from conftest import GIT_ENV, SourceRepo, git
@@ -138,9 +139,25 @@ def test_click_through_fleet_cluster_workload_decision_and_by_keyboard(
         assert requested
         assert all(u.startswith(base + "/") for u in requested), requested
         assert complaints == []
+        mistyped(page, base)
         context.close()
     finally:
         service.close()
+
+
+def mistyped(page: Any, base: str) -> None:
+    """A mistyped address shows a page that leads back; a client that asks for JSON, and the
+    REST API's paths, keep the API's answer."""
+    answer = page.goto(base + "/clsuters/eu-west-1")
+    assert answer is not None
+    assert answer.status == 404
+    assert "Nothing is served at /clsuters/eu-west-1" in page.inner_text("main")
+    page.click("text=Back to the fleet")
+    assert page.url == base + "/"
+    plain = httpx.get(base + "/clsuters/eu-west-1", headers={"Accept": "application/json"})
+    assert (plain.status_code, plain.json()["code"]) == (404, "NOT_FOUND")
+    api = httpx.get(base + "/api/v1/nope", headers={"Accept": "text/html"})
+    assert (api.status_code, api.json()["code"]) == (404, "NOT_FOUND")
 
 
 def click_through(page: Any, base: str, repo: SourceRepo) -> None:

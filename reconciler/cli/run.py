@@ -128,12 +128,12 @@ def load_config(path: Path | None) -> dict[str, Any]:
     return document
 
 
-def _web(values: Mapping[str, Any], where: settings.Settings, tls: bool) -> list[Any]:
-    """The web view's routes: the output branch of the cache the passes keep, behind the
-    REST API's tokens when those are configured."""
+def _web(values: Mapping[str, Any], where: settings.Settings, tls: bool) -> pages.Web:
+    """The web view: the output branch of the cache the passes keep, behind the REST API's
+    tokens when those are configured."""
     opened = branchdata.cache_opener(str(where.repo), where.state_dir)
     reader = branchdata.Reader(opened, where.output_branch)
-    return pages.build(reader, api_auth.from_settings(values), tls=tls)
+    return pages.view(reader, api_auth.from_settings(values), tls=tls)
 
 
 def run(args: argparse.Namespace, _hook: Any) -> int:
@@ -174,6 +174,7 @@ def run(args: argparse.Namespace, _hook: Any) -> int:
         loop.leading.set()
         loop.metrics.leader.set(1)
     secret = _secret(values["webhook_secret_file"])
+    web = _web(values, where, tls is not None)
     try:
         http = server.Server(
             loop,
@@ -183,7 +184,8 @@ def run(args: argparse.Namespace, _hook: Any) -> int:
             limits=_limits(values),
             max_webhooks=values["webhook_concurrency"],
             tls=tls,
-            routes=[*(api or ()), *_web(values, where, tls is not None)],
+            routes=[*(api or ()), *web.routes()],
+            not_found=web.not_found,
         )
     except ssl.SSLError as error:
         if error.reason == "KEY_VALUES_MISMATCH":

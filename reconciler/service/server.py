@@ -39,6 +39,9 @@ from starlette.types import Receive, Scope, Send
 from reconciler import service as runner
 from reconciler.service import bodylimit, deliveries, guarded, listener, webhook
 
+NotFound = Callable[[Request], Response | None]
+"""Answers a request for a path nothing serves, or gives None for the API's 404."""
+
 log = structlog.get_logger("dro")
 
 MAX_WEBHOOKS = 4
@@ -62,8 +65,12 @@ class Server:
         max_webhooks: int = MAX_WEBHOOKS,
         routes: Sequence[BaseRoute] = (),
         tls: listener.Tls | None = None,
+        not_found: NotFound | None = None,
     ) -> None:
+        """`not_found` may answer a 404 itself (the web view's page for a browser); when it
+        gives None, or is not given, the answer is the API's `{code, message, details}`."""
         self.loop = loop
+        self.not_found = not_found
         self.host = host
         self.webhook_secret = webhook_secret
         self.recent = deliveries.RecentDeliveries()
@@ -74,7 +81,7 @@ class Server:
             routes=[*self._built_in(), *routes],
             middleware=[Middleware(bodylimit.BodyLimit, max_body=limits.max_body)],
             exception_handlers={
-                HTTPException: _http_error,
+                HTTPException: self._http_error,
                 bodylimit.TooLarge: _too_large,
             },
         )
@@ -109,6 +116,12 @@ class Server:
         # every other method on a built-in path is 405, whatever `routes` adds
         routes += [Route(path, _NotAllowed(methods)) for path, methods in BUILT_IN.items()]
         return routes
+
+    async def _http_error(self, request: Request, error: Exception) -> Response:
+        """A 404 that `not_found` answers itself, else the API's answer (`_http_error`)."""
+        missing = isinstance(error, HTTPException) and error.status_code == 404
+        page = self.not_found(request) if missing and self.not_found is not None else None
+        return page if page is not None else await _http_error(request, error)
 
     async def _readyz(self, _request: Request) -> Response:
         ready, why = self.loop.ready()

@@ -126,6 +126,16 @@ class Web:
         """404 as a page."""
         return self.html("missing.html", 404, title="Not found", what=what)
 
+    def not_found(self, request: Request) -> Response | None:
+        """A page for a browser's GET of a path nothing serves (it asks for HTML); None for
+        any other request, and under the REST API's paths, which answer as the API does."""
+        path = request.url.path
+        if request.method not in ("GET", "HEAD") or path.startswith(("/api/", "/apis/")):
+            return None
+        if "text/html" not in request.headers.get("accept", ""):
+            return None
+        return self.missing(f"Nothing is served at {path}")
+
     def _guarded(self, page: Callable[[Request], Response]) -> Endpoint:
         async def endpoint(request: Request) -> Response:
             refused = self.gate.check(request)
@@ -289,5 +299,10 @@ def _said(refused: access.Refused) -> Mapping[str, Any]:
 def build(
     reader: Reader, authenticator: auth.Authenticator | None, *, tls: bool
 ) -> list[BaseRoute]:
-    """The view's routes for `dro run`."""
-    return Web(reader, access.Gate(authenticator), secure_cookie=tls).routes()
+    """The view's routes for `dro run` (`view` for its page for unknown paths as well)."""
+    return view(reader, authenticator, tls=tls).routes()
+
+
+def view(reader: Reader, authenticator: auth.Authenticator | None, *, tls: bool) -> Web:
+    """The view of `dro run`: its routes, and its page for a path nothing serves."""
+    return Web(reader, access.Gate(authenticator), secure_cookie=tls)
