@@ -236,15 +236,7 @@ def previous_state(url: str, branch: str, state_dir: Path) -> dict[str, bytes]:
     """`decisions/` and `status/` from the output branch of an already fetched cache: the
     remote's branch as fetched, never a commit of the cache that the remote does not have (a
     lost push, a `--no-push` trial), so every replica reads the same state."""
-    repo = gitrepo.open_cache(url, state_dir)
-    tip = gitrepo.remote_tip(repo, branch)
-    if tip is None:
-        return {}
-    try:
-        files = gitrepo.read_files(repo, tip, paths.STATE_FOLDERS)
-    except KeyError as error:
-        raise GitError(f"output branch {branch} is unreadable: {error}") from error
-    return dict(statefiles.adopt_unsealed(files))
+    return dict(previous_blobs(url, branch, state_dir))
 
 
 def output_tip(url: str, branch: str, state_dir: Path) -> str | None:
