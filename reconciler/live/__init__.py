@@ -22,12 +22,12 @@
 Clusters are handled in parallel, at most `Access.parallel` at a time; each request has the
 per-cluster `Access.timeout`.
 
-Called by 8 modules, among them `audit`, `cli.diff`, `pipeline`, `review`.
+Called by 9 modules, among them `audit`, `cli.diff`, `pipeline`, `review`.
 """
 
 from __future__ import annotations
 
-import copy
+import pickle
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -59,6 +59,7 @@ from reconciler.kube.client import Connection
 from reconciler.live import apply, difference, drift, observe, unseal
 from reconciler.live.difference import ClusterDifference
 from reconciler.live.outcome import ClusterSync
+from reconciler.live.pool import Pool as Pool
 from reconciler.live.takeover import Provenance
 
 log = structlog.get_logger("dro")
@@ -118,9 +119,12 @@ class Applied:
 class Members:
     """The connections of one pass to the clusters of a spec. Close it when the pass ends."""
 
-    def __init__(self, spec: Spec, access: Access) -> None:
+    def __init__(self, spec: Spec, access: Access, pool: Pool | None = None) -> None:
         self.spec = spec
         self.access = access
+        self.pool = pool
+        """Where the connections come from and go back to, in a long-running process
+        (`live.pool`); None: made for this pass and closed after it."""
         self.connections: dict[str, Connection] = {}
         self.errors: dict[str, str] = {}
         """Clusters that dro should reach but cannot even connect to: why."""
@@ -137,6 +141,7 @@ class Members:
                 continue  # another member's (sharded)
             try:
                 self.connections[cluster.name] = self._connect(cluster, contexts)
+                self.connections[cluster.name].share_reads()
             except ClusterError as error:
                 self.errors[cluster.name] = str(error)
         return self
@@ -152,9 +157,14 @@ class Members:
         return kept
 
     def close(self) -> None:
-        """Close every connection."""
+        """Close every connection, or give them back to the pool."""
         for connection in self.connections.values():
-            connection.close()
+            connection.share_reads(False)
+        if self.pool is not None:
+            self.pool.release(self.connections)
+        else:
+            for connection in self.connections.values():
+                connection.close()
         self.connections.clear()
 
     def __enter__(self) -> Members:
@@ -304,27 +314,31 @@ class Members:
     def _connect(self, cluster: Cluster, contexts: Mapping[str, Path]) -> Connection:
         fences = self.access.fences
         fence = fences(cluster.name) if fences is not None else self.access.fence
+        context: str | None = None
+        file: Path | None = None
         if cluster.in_cluster:
             if not self.access.in_cluster:
                 raise ClusterError(cluster.name, "it is marked inCluster; pass --in-cluster")
+        else:
+            context = str(cluster.kubeconfig_context)
+            if context not in contexts:
+                where = self.access.kubeconfig or "(no --kubeconfig given)"
+                raise ClusterError(cluster.name, f"context {context!r} is not in {where}")
+            file = contexts[context]
+        timeout = self.access.timeout
+
+        def made() -> Connection:
             return kube.connect(
-                cluster.name,
-                context=None,
-                kubeconfig=None,
-                timeout=self.access.timeout,
-                fence=fence,
+                cluster.name, context=context, kubeconfig=file, timeout=timeout, fence=fence
             )
-        context = str(cluster.kubeconfig_context)
-        if context not in contexts:
-            where = self.access.kubeconfig or "(no --kubeconfig given)"
-            raise ClusterError(cluster.name, f"context {context!r} is not in {where}")
-        return kube.connect(
-            cluster.name,
-            context=context,
-            kubeconfig=contexts[context],
-            timeout=self.access.timeout,
-            fence=fence,
+
+        if self.pool is None:
+            return made()
+        connection = self.pool.connection(
+            cluster.name, context=context, kubeconfig=file, timeout=timeout, make=made
         )
+        connection.rebind(timeout=timeout, fence=fence)
+        return connection
 
     def _each(
         self, work: Callable[[Connection], R], only: Collection[str] | None = None
@@ -341,9 +355,13 @@ class Members:
         items = sorted(i for i in self.connections.items() if only is None or i[0] in only)
         if not items:
             return {}
-        workers = max(1, min(self.access.parallel, len(items)))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dro-cluster") as pool:
-            results = list(pool.map(guarded, [c for _, c in items]))
+        if self.pool is not None:
+            kept = self.pool.workers(max(1, self.access.parallel))
+            results = list(kept.map(guarded, [c for _, c in items]))
+        else:
+            workers = max(1, min(self.access.parallel, len(items)))
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dro-cluster") as made:
+                results = list(made.map(guarded, [c for _, c in items]))
         return {name: result for (name, _), result in zip(items, results, strict=True)}
 
 
@@ -366,14 +384,21 @@ class Folders:
             found = paths.cluster_file(path)
             if found is not None and not found.is_kustomization:
                 self.paths.setdefault(found.cluster, []).append(path)
-        self._parsed: dict[str, Any] = {}
+        self._parsed: dict[str, bytes | None] = {}
         self._lock = threading.Lock()
+        self._seen: list[tuple[Mapping[str, bytes], int]] = [(tree, len(tree))]
 
     def holds(self, tree: Mapping[str, bytes]) -> bool:
         """Whether `tree` has the same `clusters/` files (the bytes compared by identity
         first: the trees of one pass, and of an idle pass and the one it stands on, share
-        them)."""
-        return _cluster_files(tree) == self.files
+        them). A tree found to hold them is remembered, and known again at once: trees are
+        never changed once rendered."""
+        if any(seen is tree and size == len(tree) for seen, size in self._seen):
+            return True
+        if _cluster_files(tree) != self.files:
+            return False
+        self._seen = [*self._seen[-1:], (tree, len(tree))]
+        return True
 
     def objects(self, cluster: str) -> list[dict[str, Any]]:
         """The manifests rendered for `cluster`, without the kustomization, in path order."""
@@ -381,13 +406,16 @@ class Folders:
         for path in self.paths.get(cluster.lower(), ()):
             with self._lock:
                 known = path in self._parsed
-                body = self._parsed.get(path)
+                kept = self._parsed.get(path)
             if not known:
                 body = yamlio.load_own(path, self.files[path])
+                kept = (
+                    pickle.dumps(body, pickle.HIGHEST_PROTOCOL) if isinstance(body, dict) else None
+                )
                 with self._lock:
-                    self._parsed[path] = body
-            if isinstance(body, dict):
-                objects.append(copy.deepcopy(body))
+                    self._parsed[path] = kept
+            if kept is not None:
+                objects.append(pickle.loads(kept))  # each caller's own copy, made in C
         return objects
 
 
