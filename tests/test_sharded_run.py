@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from tests.livefleet import DRO
-from tests.service import wait_for
+from tests.service import Service, wait_for
 from tests.shardfleet import Fleet, running
 
 REPLICAS = ("dro-a", "dro-b", "dro-c")
@@ -108,3 +108,55 @@ def test_drift_on_a_cluster_another_member_owns_reaches_the_output_branch(
         assert "core/ConfigMap/shop/web" in found
         assert "/data/greeting" in found
         assert fleet.committers() == {leader}, "the leader wrote it, from the member's survey"
+
+
+def passes_ended(replica: Service) -> int:
+    """How many passes `replica` logged as ended."""
+    return sum(1 for e in replica.events() if e["event"] == "pass_ended")
+
+
+def test_sharded_passes_idle_and_a_member_applies_the_leaders_commit_at_once(
+    tmp_path: Path,
+) -> None:
+    """An hour between passes: a webhook starts the leader's pass, and the other member
+    applies the leader's new commit when the leader's Lease names it (a renewal later), not
+    at its own next interval. A pass with nothing changed stands on the last one: no commit,
+    no write to any cluster."""
+    secret = tmp_path / "webhook-secret"
+    secret.write_bytes(b"sharded-webhook")
+    extra = ("--webhook-secret-file", str(secret))
+    with running(tmp_path, clusters=4) as fleet:
+        for name in REPLICAS[:2]:
+            fleet.start(name, interval=3600, extra=extra)
+        wait_for(lambda: fleet.converged(6), "web applied on every cluster", timeout=60)
+        leader = fleet.replicas[fleet.leader()]
+        member = next(r for name, r in fleet.replicas.items() if name != fleet.leader())
+
+        def quiet_pass() -> tuple[bool, int, bool]:
+            """A webhook to the leader and its pass: (committed, cluster writes, idle)."""
+            commits, writes, ended = len(fleet.rendered_commits()), fleet.cluster_writes(), 0
+            ended = passes_ended(leader)
+            idled = sum(1 for e in leader.events() if e["event"] == "pass_idle")
+            assert leader.push_event(b"sharded-webhook") == 202
+            wait_for(lambda: passes_ended(leader) > ended, "the leader's pass", timeout=60)
+            idle_now = sum(1 for e in leader.events() if e["event"] == "pass_idle") > idled
+            return (
+                len(fleet.rendered_commits()) > commits,
+                fleet.cluster_writes() - writes,
+                idle_now,
+            )
+
+        for _ in range(8):
+            if not quiet_pass()[0]:
+                break
+        else:
+            raise AssertionError("the leader never found a fixed point")
+        assert quiet_pass() == (False, 0, True), "a pass with nothing changed stands still"
+
+        triggered = len([e for e in member.events() if e["event"] == "pass_triggered"])
+        fleet.change(4)
+        assert leader.push_event(b"sharded-webhook") == 202
+        wait_for(lambda: fleet.converged(4), "the change applied on every cluster", timeout=30)
+        reasons = [e.get("reason") for e in member.events() if e["event"] == "pass_triggered"]
+        assert "the leader committed a new output" in reasons[triggered:]
+        assert fleet.double_writes() == []
