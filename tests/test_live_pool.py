@@ -1,9 +1,10 @@
 """The connections a long-running process keeps (`live.pool`), the reads a pass shares on
-them (`Connection.share_reads`), and the verdicts they remember (`drift.held`), on one
-emulated cluster."""
+them (`Connection.share_reads`), and the verdicts they remember (`drift.held`,
+`live.steady`), on one emulated cluster."""
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,9 +12,10 @@ from typing import Any
 
 import pytest
 
+from reconciler.domain.drift import Drifted
 from reconciler.kube import client as kube
 from reconciler.kube import inventory
-from reconciler.live import drift
+from reconciler.live import apply, drift, steady
 from reconciler.live.pool import Pool
 from tests.kubeapi import KubeAPI
 
@@ -143,5 +145,45 @@ def test_a_verdict_is_remembered_per_resource_version(server: tuple[KubeAPI, Pat
         same_version = {**live, "data": {"v": "not compared again"}}
         assert drift.held(connection, same_version, wanted, digest), "answered from memory"
         assert not drift.holds(same_version, wanted)
+    finally:
+        connection.close()
+
+
+def test_a_steady_cluster_is_surveyed_from_memory_until_one_of_its_objects_changes(
+    server: tuple[KubeAPI, Path],
+) -> None:
+    api, config = server
+    connection = kube.connect("eu-1", context="eu-1", kubeconfig=config, timeout=2.0)
+    rendered = [configmap("a", "1"), configmap("b", "1")]
+    kinds, same = [("v1", "ConfigMap")], (object(), object())
+    computed: list[str] = []
+
+    def surveyed() -> list[str]:
+        """One pass's survey through `steady.remembered`: the drifted objects' names."""
+        connection.share_reads()
+
+        def survey() -> list[Drifted]:
+            computed.append("survey")
+            return drift.survey(connection, copy.deepcopy(rendered))
+
+        found = steady.remembered(connection, "survey", kinds, same, survey, list)
+        return [d.key.name for d in found]
+
+    try:
+        assert apply.sync(connection, copy.deepcopy(rendered), prune=True).ok
+        assert surveyed() == []
+        assert computed == ["survey"]
+        api.reset_counters()
+        assert surveyed() == []
+        assert computed == ["survey"], "answered from memory"
+        assert not [r for r in api.requests if r.path.endswith(("/a", "/b"))], "no GET"
+        assert not [r for r in api.requests if r.method != "GET"], "no dry run"
+        live = api.get("", "v1", "configmaps", "default", "b")
+        assert live is not None
+        api.put({**live, "data": {"v": "edited by hand"}})
+        assert surveyed() == ["b"], "a new resourceVersion: compared again"
+        assert computed == ["survey", "survey"]
+        assert surveyed() == ["b"], "a survey that made a dry run is not remembered"
+        assert computed == ["survey", "survey", "survey"]
     finally:
         connection.close()

@@ -5,7 +5,7 @@ It offers cluster access to the observe and apply stages: kubeconfig contexts, a
 request. The client is imported only when a cluster is reached, so commands that reach no
 cluster do not pay its ~0.4 s import (`kube.quantity` loads Kubernetes' quantity parser alone).
 
-Called by 13 modules, among them `cli.run`, `live`, `service.leader`.
+Called by 14 modules, among them `cli.run`, `live`, `service.leader`.
 """
 
 from __future__ import annotations
@@ -140,8 +140,10 @@ def _timed_client_class() -> type:
             super().__init__(configuration)
             self.dro_timeout = timeout
             self.dro_fence = fence
+            self.dro_requests = 0
 
         def call_api(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+            self.dro_requests += 1
             if fencing.is_write(method, url):
                 self.dro_fence.check(f"{method.upper()} {urlsplit(url).path}")
             if kwargs.get("_request_timeout") is None:
@@ -191,6 +193,9 @@ class Connection:
         """What the live stages found about this cluster's objects, kept as long as the
         connection (`live.drift.held`): (uid, digest of a manifest) → the resourceVersion
         of the object that was found to hold it."""
+        self.steady: dict[str, Any] = {}
+        """What the live stages found of the cluster as a whole, kept as long as the
+        connection (`live.steady`)."""
         self.sound = True
         """False once a request failed other than by a 404 of a read or a 409: a pool of
         connections (`live.pool`) then makes a new one, with fresh discovery."""
@@ -206,6 +211,11 @@ class Connection:
         through this connection drops them. A read not marked shared, and any read outside
         a pass, asks the server."""
         self._shared = {} if sharing else None
+
+    @property
+    def requests(self) -> int:
+        """How many requests this connection has sent, discovery included."""
+        return int(self._api.dro_requests)
 
     def rebind(self, *, timeout: float, fence: fencing.Fence) -> None:
         """The timeout of every request and the fence of every write, for a connection a

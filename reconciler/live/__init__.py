@@ -27,8 +27,7 @@ Called by 9 modules, among them `audit`, `cli.diff`, `pipeline`, `review`.
 
 from __future__ import annotations
 
-import pickle
-import threading
+import dataclasses
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -38,8 +37,7 @@ from typing import Any, TypeVar
 
 import structlog
 
-from reconciler import yamlio
-from reconciler.branch import paths, status
+from reconciler.branch import status
 from reconciler.domain import (
     Cluster,
     Decision,
@@ -56,8 +54,10 @@ from reconciler.errors import ClusterError
 from reconciler.kube import client as kube
 from reconciler.kube import health
 from reconciler.kube.client import Connection
-from reconciler.live import apply, difference, drift, observe, unseal
+from reconciler.live import apply, difference, drift, observe, steady, unseal
 from reconciler.live.difference import ClusterDifference
+from reconciler.live.folders import Folders as Folders
+from reconciler.live.folders import kept as kept_folders
 from reconciler.live.outcome import ClusterSync
 from reconciler.live.pool import Pool as Pool
 from reconciler.live.takeover import Provenance
@@ -150,11 +150,7 @@ class Members:
         """`tree`'s manifests by cluster: kept while the same tree's manifests are asked for
         again (the survey's tree and the applied one differ in `status/` files only; an idle
         pass applies the tree of the pass it stands on), by this process's last `Members`."""
-        kept = _KEPT[0] if _KEPT else None
-        if kept is None or not kept.holds(tree):
-            kept = Folders(tree)
-            _KEPT[:] = [kept]
-        return kept
+        return kept_folders(tree)
 
     def close(self) -> None:
         """Close every connection, or give them back to the pool."""
@@ -213,11 +209,21 @@ class Members:
         names each object's source file and line and its takeover rule."""
         opener = unseal.Unsealer(self.access.sops_age_key_file)
         folders = self._folders(tree)
-        reports = self._each(
-            lambda c: apply.apply_all(
-                c, folders.objects(c.cluster), provenance=provenance, unseal=opener
+
+        def one(c: Connection) -> ClusterSync:
+            return steady.remembered(
+                c,
+                "apply",
+                folders.kinds(c.cluster),
+                (folders, provenance),
+                lambda: apply.apply_all(
+                    c, folders.objects(c.cluster), provenance=provenance, unseal=opener
+                ),
+                _copied,
+                lambda report: report.ok and not report.writes,
             )
-        )
+
+        reports = self._each(one)
         result = Applied()
         for name in sorted(self.errors):
             result.clusters.append(ClusterSync(name, reachable=False, failed=[self.errors[name]]))
@@ -251,9 +257,18 @@ class Members:
         (`drift.survey`); a cluster that cannot be surveyed is left out."""
         opener = unseal.Unsealer(self.access.sops_age_key_file)
         folders = self._folders(tree)
-        found = self._each(
-            lambda c: drift.survey(c, folders.objects(c.cluster), provenance, opener)
-        )
+
+        def one(c: Connection) -> list[Drifted]:
+            return steady.remembered(
+                c,
+                "survey",
+                folders.kinds(c.cluster),
+                (folders, provenance),
+                lambda: drift.survey(c, folders.objects(c.cluster), provenance, opener),
+                list,
+            )
+
+        found = self._each(one)
         return {name: r for name, r in found.items() if not isinstance(r, ClusterError)}
 
     def differences(
@@ -365,66 +380,23 @@ class Members:
         return {name: result for (name, _), result in zip(items, results, strict=True)}
 
 
+def _copied(report: ClusterSync) -> ClusterSync:
+    """A report of its own (`finish` adds to it)."""
+    return dataclasses.replace(
+        report,
+        results=list(report.results),
+        failed=list(report.failed),
+        held=dict(report.held),
+        stored=dict(report.stored),
+        done=dict(report.done),
+        refused=set(report.refused),
+        holds=set(report.holds),
+    )
+
+
 def cluster_objects(tree: Mapping[str, bytes], cluster: str) -> list[dict[str, Any]]:
     """The manifests rendered for `cluster`: its folder of `tree`, without the kustomization."""
     return Folders(tree).objects(cluster)
-
-
-class Folders:
-    """The manifests of a tree by cluster folder, the tree walked once for every cluster
-    (not once per cluster), each manifest parsed once however often it is asked for (a pass
-    surveys drift and applies the same tree); each caller gets its own copy. It keeps its own
-    copy of the tree's `clusters/` files, so that a tree changed later is never mistaken for
-    it (`holds`)."""
-
-    def __init__(self, tree: Mapping[str, bytes]) -> None:
-        self.files = _cluster_files(tree)
-        self.paths: dict[str, list[str]] = {}
-        for path in sorted(self.files):
-            found = paths.cluster_file(path)
-            if found is not None and not found.is_kustomization:
-                self.paths.setdefault(found.cluster, []).append(path)
-        self._parsed: dict[str, bytes | None] = {}
-        self._lock = threading.Lock()
-        self._seen: list[tuple[Mapping[str, bytes], int]] = [(tree, len(tree))]
-
-    def holds(self, tree: Mapping[str, bytes]) -> bool:
-        """Whether `tree` has the same `clusters/` files (the bytes compared by identity
-        first: the trees of one pass, and of an idle pass and the one it stands on, share
-        them). A tree found to hold them is remembered, and known again at once: trees are
-        never changed once rendered."""
-        if any(seen is tree and size == len(tree) for seen, size in self._seen):
-            return True
-        if _cluster_files(tree) != self.files:
-            return False
-        self._seen = [*self._seen[-1:], (tree, len(tree))]
-        return True
-
-    def objects(self, cluster: str) -> list[dict[str, Any]]:
-        """The manifests rendered for `cluster`, without the kustomization, in path order."""
-        objects = []
-        for path in self.paths.get(cluster.lower(), ()):
-            with self._lock:
-                known = path in self._parsed
-                kept = self._parsed.get(path)
-            if not known:
-                body = yamlio.load_own(path, self.files[path])
-                kept = (
-                    pickle.dumps(body, pickle.HIGHEST_PROTOCOL) if isinstance(body, dict) else None
-                )
-                with self._lock:
-                    self._parsed[path] = kept
-            if kept is not None:
-                objects.append(pickle.loads(kept))  # each caller's own copy, made in C
-        return objects
-
-
-def _cluster_files(tree: Mapping[str, bytes]) -> dict[str, bytes]:
-    return {path: data for path, data in tree.items() if path.startswith(paths.CLUSTERS)}
-
-
-_KEPT: list[Folders] = []
-"""The manifests by cluster last asked for, and their parses (`Members._folders`)."""
 
 
 def _observe_one(connection: Connection, at: str) -> Observation:
