@@ -26,7 +26,10 @@ on them. Each pass is then also reported with the API writes the emulators recei
 (non-dry-run POST, PUT, PATCH and DELETE, from their own request record), its requests, and
 the CPU seconds `dro run` used in it (the rest of a pass's time is waiting, mostly on the
 emulators, which all share this process's one interpreter). A no-change pass must make 0
-writes (target), and 0 commits.
+writes (target), and 0 commits. It reuses the connections of the passes before it (no
+discovery) and reads each emulated cluster 7 times: its Nodes, Pods and four workload kinds
+for observe, and the inventory; the drift survey and apply share those reads, and answer a
+cluster whose listed objects kept their resourceVersions from memory (`live.steady`).
 
 Run: `.venv/bin/python bench/incremental.py [--clusters N] [--workloads N] [--online N]
 [--json]`.

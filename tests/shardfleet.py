@@ -79,9 +79,17 @@ class Fleet:
     tmp: Path
     replicas: dict[str, Service] = field(default_factory=dict)
 
-    def start(self, name: str, daemon: str | None = None) -> Service:
+    def start(
+        self,
+        name: str,
+        daemon: str | None = None,
+        *,
+        interval: float = INTERVAL,
+        extra: tuple[str, ...] = (),
+    ) -> Service:
         """Start the replica `name` (its identity, and its token for the clusters), reading
-        git through the daemon `daemon` (by default its own, made on first use)."""
+        git through the daemon `daemon` (by default its own, made on first use), passing
+        every `interval` seconds, with the `extra` arguments."""
         daemon = daemon or name
         if daemon not in self.daemons:
             self.daemons[daemon] = GitDaemon(self.repo.bare.parent)
@@ -93,10 +101,11 @@ class Fleet:
         url = self.daemons[daemon].url(self.repo.bare.name)
         self.replicas[name] = Service(
             self.tmp,
-            *("--repo", url, "--interval", f"{INTERVAL:g}s", "--shards", "auto"),
+            *("--repo", url, "--interval", f"{interval:g}s", "--shards", "auto"),
             *("--lease-kubeconfig", str(hub), "--lease-namespace", "default"),
             *("--lease-duration", f"{LEASE:g}s", "--kubeconfig", str(kubeconfig)),
             *("--cluster-timeout", "2s", "--state-dir", str(self.tmp / f"state-{name}")),
+            *extra,
             env={"POD_NAME": name},
         )
         return self.replicas[name]
@@ -162,6 +171,11 @@ class Fleet:
                 if before.token != after.token and gap < LEASE - RENEW_DEADLINE:
                     found.append(f"{cluster}: {before.token}, then {after.token} {gap:.2f}s later")
         return found
+
+    def cluster_writes(self) -> int:
+        """The writes every cluster received so far, dry runs not counted (the hub's
+        Leases and observations are not clusters)."""
+        return sum(len(api.writes) for api in self.apis.values())
 
     def writes_after(self, name: str, moment: float) -> list[str]:
         """`name`'s writes to any cluster that arrived after `moment` (monotonic)."""

@@ -126,3 +126,22 @@ def test_the_status_interval_ends_the_fixed_point(passes: Passes) -> None:
     assert not refreshed.idle
     assert refreshed.commit is not None, "the status files are refreshed"
     assert passes.fleet.writes() == 0
+
+
+def test_an_idle_pass_reads_each_kind_once_per_cluster_and_repeats_no_discovery(
+    passes: Passes,
+) -> None:
+    """The connections are kept from one pass to the next (`live.pool`), and observe, the
+    drift survey and apply share one LIST per kind and one inventory read per cluster."""
+    settled = passes.settle(START)
+    assert passes.run(settled + 60).idle
+    result = passes.run(settled + 120)
+    assert result.idle
+    assert passes.fleet.writes() == 0
+    for name, api in passes.fleet.apis.items():
+        paths = [r.path for r in api.requests]
+        assert {r.method for r in api.requests} == {"GET"}, name
+        assert not [p for p in paths if p in ("/api", "/apis", "/version")], "no discovery"
+        assert len(paths) == len(set(paths)), f"{name}: a path read twice: {sorted(paths)}"
+        assert paths.count("/api/v1/namespaces/dro-system/configmaps/dro-inventory") == 1
+        assert paths.count("/apis/apps/v1/deployments") == 1, name

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from tests.livefleet import DRO
-from tests.service import wait_for
+from tests.service import Service, wait_for
 from tests.shardfleet import Fleet, running
 
 REPLICAS = ("dro-a", "dro-b", "dro-c")
@@ -108,3 +108,65 @@ def test_drift_on_a_cluster_another_member_owns_reaches_the_output_branch(
         assert "core/ConfigMap/shop/web" in found
         assert "/data/greeting" in found
         assert fleet.committers() == {leader}, "the leader wrote it, from the member's survey"
+
+
+def passes_ended(replica: Service) -> int:
+    """How many passes `replica` logged as ended."""
+    return sum(1 for e in replica.events() if e["event"] == "pass_ended")
+
+
+def test_sharded_passes_idle_and_a_member_applies_the_leaders_commit_at_once(
+    tmp_path: Path,
+) -> None:
+    """An hour between passes: webhooks start the passes, and the other member applies the
+    leader's new commit when the leader's Lease names it (a renewal later), not at its own
+    next interval. Once the fleet is settled, passes with nothing changed stand on the last
+    ones, the leader's and the member's: no commit, no write to any cluster."""
+    secret = tmp_path / "webhook-secret"
+    secret.write_bytes(b"sharded-webhook")
+    extra = ("--webhook-secret-file", str(secret))
+    with running(tmp_path, clusters=4) as fleet:
+        for name in REPLICAS[:2]:
+            fleet.start(name, interval=3600, extra=extra)
+        wait_for(lambda: fleet.converged(6), "web applied on every cluster", timeout=60)
+        wait_for(
+            lambda: sum(r.metric("dro_shard_clusters") for r in fleet.replicas.values()) == 4,
+            "every cluster owned and writable: the joins' handovers done",
+        )
+        leader = fleet.replicas[fleet.leader()]
+        member = next(r for name, r in fleet.replicas.items() if name != fleet.leader())
+
+        def idles(replica: Service) -> int:
+            return sum(1 for e in replica.events() if e["event"] == "pass_idle")
+
+        def round_of_passes() -> tuple[bool, int, bool, bool]:
+            """A webhook to the member, which forwards it to the leader, and both passes:
+            (a commit was made, cluster writes, the member's pass idled, the leader's)."""
+            commits, writes = len(fleet.rendered_commits()), fleet.cluster_writes()
+            ended = passes_ended(member), passes_ended(leader)
+            idled = idles(member), idles(leader)
+            assert member.push_event(b"sharded-webhook") == 202
+            wait_for(lambda: passes_ended(member) > ended[0], "the member's pass", timeout=60)
+            wait_for(lambda: passes_ended(leader) > ended[1], "the leader's pass", timeout=60)
+            return (
+                len(fleet.rendered_commits()) > commits,
+                fleet.cluster_writes() - writes,
+                idles(member) > idled[0],
+                idles(leader) > idled[1],
+            )
+
+        standing = (False, 0, True, True)
+        for _ in range(10):
+            if round_of_passes() == standing:
+                break
+        else:
+            raise AssertionError("the sharded passes never stood still")
+        assert round_of_passes() == standing, "passes with nothing changed stand still"
+
+        triggered = len([e for e in member.events() if e["event"] == "pass_triggered"])
+        fleet.change(4)
+        assert leader.push_event(b"sharded-webhook") == 202
+        wait_for(lambda: fleet.converged(4), "the change applied on every cluster", timeout=30)
+        reasons = [e.get("reason") for e in member.events() if e["event"] == "pass_triggered"]
+        assert "the leader committed a new output" in reasons[triggered:]
+        assert fleet.double_writes() == []

@@ -353,6 +353,9 @@ def _elector(values: Mapping[str, Any], loop: runner.Runner) -> leader.LeaderLoo
     def requested() -> None:
         loop.trigger("a follower received a webhook")
 
+    def committed() -> None:
+        loop.trigger("the leader committed a new output", forward=False)
+
     elector = leader.Elector(connection, config)
     loop.forward = elector.request_pass
     leading = leader.LeaderLoop(
@@ -360,6 +363,7 @@ def _elector(values: Mapping[str, Any], loop: runner.Runner) -> leader.LeaderLoo
         on_started=started,
         on_stopped=stopped,
         on_requested=requested,
+        on_committed=committed if sharded else None,
     )
     loop.fence = leading  # every write of a pass checks the renew deadline
     return leading

@@ -15,7 +15,7 @@ noted instant. Noting too early costs one full pass; noting too late would be wr
 
 Outside `recording` nothing is noted: the helpers only compare.
 
-Called by 8 modules, among them `branch.status`, `foresee`, `pipeline`, `render.rollout`.
+Called by 9 modules, among them `branch.status`, `foresee`, `pipeline`, `render.rollout`.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ It offers cluster access to the observe and apply stages: kubeconfig contexts, a
 request. The client is imported only when a cluster is reached, so commands that reach no
 cluster do not pay its ~0.4 s import (`kube.quantity` loads Kubernetes' quantity parser alone).
 
-Called by 12 modules, among them `cli.run`, `live`, `service.leader`.
+Called by 14 modules, among them `cli.run`, `live`, `service.leader`.
 """
 
 from __future__ import annotations
@@ -37,22 +37,38 @@ def kubeconfig_contexts(path: Path) -> dict[str, Path]:
     files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
     found: dict[str, Path] = {}
     for file in files:
-        # the messages name the file and the line, never quote it: a kubeconfig holds tokens
-        try:
-            document = plain.load(file.read_text(encoding="utf-8"))
-        except OSError as error:
-            raise UsageError(f"{file}: not a readable kubeconfig: {error.strerror}") from None
-        except UnicodeDecodeError:
-            raise UsageError(f"{file}: not a readable kubeconfig: not UTF-8 text") from None
-        except plain.PlainYamlError as error:
-            raise UsageError(f"{file}: not a readable kubeconfig: {error}") from None
-        contexts = document.get("contexts") if isinstance(document, dict) else None
-        for context in contexts or ():
-            name = str(context.get("name", ""))
+        for name in _context_names(file):
             if name in found:
                 raise UsageError(f"context {name!r} is defined in both {found[name]} and {file}")
             found[name] = file
     return found
+
+
+_NAMED: dict[str, tuple[bytes, tuple[str, ...]]] = {}
+"""The context names of each kubeconfig file, by its path, with the bytes they were read
+from: a long-running process reads the file each pass and parses it again only when it
+changed."""
+
+
+def _context_names(file: Path) -> tuple[str, ...]:
+    """The names of the contexts `file` defines; UsageError when it is not a kubeconfig."""
+    # the messages name the file and the line, never quote it: a kubeconfig holds tokens
+    try:
+        data = file.read_bytes()
+        known = _NAMED.get(str(file))
+        if known is not None and known[0] == data:
+            return known[1]
+        document = plain.load(data.decode("utf-8"))
+    except OSError as error:
+        raise UsageError(f"{file}: not a readable kubeconfig: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{file}: not a readable kubeconfig: not UTF-8 text") from None
+    except plain.PlainYamlError as error:
+        raise UsageError(f"{file}: not a readable kubeconfig: {error}") from None
+    contexts = document.get("contexts") if isinstance(document, dict) else None
+    names = tuple(str(context.get("name", "")) for context in contexts or ())
+    _NAMED[str(file)] = (data, names)
+    return names
 
 
 def connect(
@@ -124,8 +140,10 @@ def _timed_client_class() -> type:
             super().__init__(configuration)
             self.dro_timeout = timeout
             self.dro_fence = fence
+            self.dro_requests = 0
 
         def call_api(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+            self.dro_requests += 1
             if fencing.is_write(method, url):
                 self.dro_fence.check(f"{method.upper()} {urlsplit(url).path}")
             if kwargs.get("_request_timeout") is None:
@@ -168,17 +186,57 @@ class Connection:
         by host and port, so a new server on a reused port would read a stale one."""
         self._dynamic: Any = None
         self._resources: dict[tuple[str, str], Any] = {}
+        self._shared: dict[tuple[str | None, ...], Any] | None = None
+        """The shared reads of the pass that uses the connection now (`share_reads`); None
+        between passes, when every read asks the server."""
+        self.known: dict[tuple[str, str], str] = {}
+        """What the live stages found about this cluster's objects, kept as long as the
+        connection (`live.drift.held`): (uid, digest of a manifest) → the resourceVersion
+        of the object that was found to hold it."""
+        self.steady: dict[str, Any] = {}
+        """What the live stages found of the cluster as a whole, kept as long as the
+        connection (`live.steady`)."""
+        self.sound = True
+        """False once a request failed other than by a 404 of a read or a 409: a pool of
+        connections (`live.pool`) then makes a new one, with fresh discovery."""
 
     def __repr__(self) -> str:
         # the client's configuration holds the cluster's bearer token or client key
         return f"Connection(cluster={self.cluster!r})"
+
+    def share_reads(self, sharing: bool = True) -> None:
+        """A pass starts using the connection (`sharing`) or stops: while it does, the reads
+        asked for as `shared` are made once and answered again from memory (a list of a kind
+        that observe, the drift survey and apply each need), until a write of the same kind
+        through this connection drops them. A read not marked shared, and any read outside
+        a pass, asks the server."""
+        self._shared = {} if sharing else None
+
+    @property
+    def requests(self) -> int:
+        """How many requests this connection has sent, discovery included."""
+        return int(self._api.dro_requests)
+
+    def rebind(self, *, timeout: float, fence: fencing.Fence) -> None:
+        """The timeout of every request and the fence of every write, for a connection a
+        pool keeps from one pass to the next (the pass's own fence)."""
+        self.timeout = timeout
+        self._api.dro_timeout = timeout
+        self._api.dro_fence = fence
+
+    def _wrote(self, kind: str) -> None:
+        """A write of `kind` was sent: the shared reads of that kind are stale."""
+        if self._shared:
+            self._shared = {key: found for key, found in self._shared.items() if key[1] != kind}
 
     def apply(self, obj: Mapping[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
         """Server-side apply `obj`, forcing conflicts (dro's manifests win, as in Flux);
         `dry_run` asks what would result and changes nothing."""
         resource = self._resource(str(obj["apiVersion"]), str(obj["kind"]))
         metadata = obj.get("metadata") or {}
-        with _Translated(self.cluster, "apply", obj):
+        if not dry_run:
+            self._wrote(str(obj["kind"]))
+        with _Translated(self.cluster, "apply", obj, connection=self):
             result = resource.server_side_apply(
                 body=dict(obj),
                 namespace=metadata.get("namespace"),
@@ -189,12 +247,33 @@ class Connection:
         return dict(result.to_dict())
 
     def get(
-        self, api_version: str, kind: str, name: str, namespace: str | None = None
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
+        *,
+        shared: bool = False,
     ) -> dict[str, Any] | None:
-        """The live object, or None when it does not exist."""
+        """The live object, or None when it does not exist; `shared`: read once in the pass
+        (`share_reads`), each caller getting its own copy of the top level."""
+        key = ("get", kind, api_version, name, namespace)
+        reads = self._shared if shared else None
+        if reads is not None and key in reads:
+            found = reads[key]
+            return None if found is None else dict(found)
+        read = self._get(api_version, kind, name, namespace)
+        if reads is not None:
+            reads[key] = read
+            return None if read is None else dict(read)
+        return read
+
+    def _get(
+        self, api_version: str, kind: str, name: str, namespace: str | None
+    ) -> dict[str, Any] | None:
         resource = self._resource(api_version, kind)
         where = _where(kind, name, namespace)
-        with _Translated(self.cluster, "get", where, missing_ok=True):
+        with _Translated(self.cluster, "get", where, missing_ok=True, connection=self):
             return _json(resource.get(name=name, namespace=namespace, serialize=False))
         return None
 
@@ -206,26 +285,38 @@ class Connection:
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        shared: bool = False,
     ) -> list[dict[str, Any]]:
-        """Every object of a kind (in one namespace, or in all), optionally selected."""
-        resource = self._resource(api_version, kind)
-        with _Translated(self.cluster, "list", _where(kind, None, namespace)):
-            found = _json(
-                resource.get(
-                    namespace=namespace,
-                    label_selector=label_selector,
-                    field_selector=field_selector,
-                    serialize=False,
+        """Every object of a kind (in one namespace, or in all), optionally selected;
+        `shared`: listed once in the pass (`share_reads`), each caller getting its own copy
+        of each item's top level."""
+        key = ("list", kind, api_version, namespace, label_selector, field_selector)
+        reads = self._shared if shared else None
+        items = reads.get(key) if reads is not None else None
+        if items is None:
+            resource = self._resource(api_version, kind)
+            where = _where(kind, None, namespace)
+            with _Translated(self.cluster, "list", where, connection=self):
+                found = _json(
+                    resource.get(
+                        namespace=namespace,
+                        label_selector=label_selector,
+                        field_selector=field_selector,
+                        serialize=False,
+                    )
                 )
-            )
-        return [dict(item) for item in found.get("items") or ()]
+            items = found.get("items") or []
+            if reads is not None:
+                reads[key] = items
+        return [dict(item) for item in items]
 
     def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         """Create `obj` (a POST with the field manager `dro`) and return it as stored. Raises
         `Conflict` when an object of that name exists already."""
         resource = self._resource(str(obj["apiVersion"]), str(obj["kind"]))
         metadata = obj.get("metadata") or {}
-        with _Translated(self.cluster, "create", obj, conflicts=True):
+        self._wrote(str(obj["kind"]))
+        with _Translated(self.cluster, "create", obj, conflicts=True, connection=self):
             response = resource.create(
                 body=dict(obj),
                 namespace=metadata.get("namespace"),
@@ -240,7 +331,8 @@ class Connection:
         when the object changed since that version was read."""
         resource = self._resource(str(obj["apiVersion"]), str(obj["kind"]))
         metadata = obj.get("metadata") or {}
-        with _Translated(self.cluster, "replace", obj, conflicts=True):
+        self._wrote(str(obj["kind"]))
+        with _Translated(self.cluster, "replace", obj, conflicts=True, connection=self):
             response = resource.replace(
                 body=dict(obj),
                 name=metadata.get("name"),
@@ -253,7 +345,9 @@ class Connection:
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> bool:
         """Delete an object, its dependents in the background; False when it was gone."""
         resource = self._resource(api_version, kind)
-        with _Translated(self.cluster, "delete", _where(kind, name, namespace), missing_ok=True):
+        self._wrote(kind)
+        where = _where(kind, name, namespace)
+        with _Translated(self.cluster, "delete", where, missing_ok=True, connection=self):
             resource.delete(name=name, namespace=namespace, propagation_policy="Background")
             return True
         return False
@@ -266,7 +360,7 @@ class Connection:
     def _resource(self, api_version: str, kind: str) -> Any:
         key = (api_version, kind)
         if key not in self._resources:
-            with _Translated(self.cluster, "discover", _where(kind, None, None)):
+            with _Translated(self.cluster, "discover", _where(kind, None, None), connection=self):
                 if self._dynamic is None:
                     from kubernetes.dynamic import DynamicClient
 
@@ -301,9 +395,11 @@ class _Translated:
         *,
         missing_ok: bool = False,
         conflicts: bool = False,
+        connection: Connection | None = None,
     ) -> None:
         self.cluster, self.verb, self.obj, self.missing_ok = cluster, verb, obj, missing_ok
         self.conflicts = conflicts
+        self.connection = connection
 
     def __enter__(self) -> _Translated:
         return self
@@ -318,6 +414,8 @@ class _Translated:
         status = getattr(error, "status", None)
         if self.missing_ok and status == 404:
             return True
+        if self.connection is not None and not (self.conflicts and status == 409):
+            self.connection.sound = False  # discovery may be stale, or the cluster in trouble
         what = _describe(self.obj)
         if isinstance(error, ResourceNotFoundError):
             raise UnservedKind(

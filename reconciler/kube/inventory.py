@@ -24,7 +24,7 @@ Each entry records how dro came to hold the object (`Record.state`):
 The ConfigMap holds one line per object: `<id> <digest>` for a created one (the format of
 earlier versions), `<id> <digest or -> <state>` for the others.
 
-Called by 13 modules, among them `branch.driftfiles`, `live.apply`, `render`,
+Called by 14 modules, among them `branch.driftfiles`, `live.apply`, `render`,
 `service.observations`.
 """
 

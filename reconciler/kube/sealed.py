@@ -14,7 +14,7 @@ metadata) are plain; an encrypted kind is no Secret, and the kind check reports 
 `without_metadata` is the object as the Kubernetes schema sees it: the encrypted strings are
 strings, so the schema checks everything else. This module is pure.
 
-Called by `live.unseal`, `validate.references` and `validate.sealedcheck`.
+Called by `live.folders`, `live.unseal`, `validate.references` and `validate.sealedcheck`.
 """
 
 from __future__ import annotations

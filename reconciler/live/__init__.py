@@ -22,13 +22,12 @@
 Clusters are handled in parallel, at most `Access.parallel` at a time; each request has the
 per-cluster `Access.timeout`.
 
-Called by 8 modules, among them `audit`, `cli.diff`, `pipeline`, `review`.
+Called by 9 modules, among them `audit`, `cli.diff`, `pipeline`, `review`.
 """
 
 from __future__ import annotations
 
-import copy
-import threading
+import dataclasses
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -38,8 +37,7 @@ from typing import Any, TypeVar
 
 import structlog
 
-from reconciler import yamlio
-from reconciler.branch import paths, status
+from reconciler.branch import status
 from reconciler.domain import (
     Cluster,
     Decision,
@@ -56,9 +54,12 @@ from reconciler.errors import ClusterError
 from reconciler.kube import client as kube
 from reconciler.kube import health
 from reconciler.kube.client import Connection
-from reconciler.live import apply, difference, drift, observe, unseal
+from reconciler.live import apply, difference, drift, observe, steady, unseal
 from reconciler.live.difference import ClusterDifference
+from reconciler.live.folders import Folders as Folders
+from reconciler.live.folders import kept as kept_folders
 from reconciler.live.outcome import ClusterSync
+from reconciler.live.pool import Pool as Pool
 from reconciler.live.takeover import Provenance
 
 log = structlog.get_logger("dro")
@@ -118,9 +119,12 @@ class Applied:
 class Members:
     """The connections of one pass to the clusters of a spec. Close it when the pass ends."""
 
-    def __init__(self, spec: Spec, access: Access) -> None:
+    def __init__(self, spec: Spec, access: Access, pool: Pool | None = None) -> None:
         self.spec = spec
         self.access = access
+        self.pool = pool
+        """Where the connections come from and go back to, in a long-running process
+        (`live.pool`); None: made for this pass and closed after it."""
         self.connections: dict[str, Connection] = {}
         self.errors: dict[str, str] = {}
         """Clusters that dro should reach but cannot even connect to: why."""
@@ -137,6 +141,7 @@ class Members:
                 continue  # another member's (sharded)
             try:
                 self.connections[cluster.name] = self._connect(cluster, contexts)
+                self.connections[cluster.name].share_reads()
             except ClusterError as error:
                 self.errors[cluster.name] = str(error)
         return self
@@ -145,16 +150,17 @@ class Members:
         """`tree`'s manifests by cluster: kept while the same tree's manifests are asked for
         again (the survey's tree and the applied one differ in `status/` files only; an idle
         pass applies the tree of the pass it stands on), by this process's last `Members`."""
-        kept = _KEPT[0] if _KEPT else None
-        if kept is None or not kept.holds(tree):
-            kept = Folders(tree)
-            _KEPT[:] = [kept]
-        return kept
+        return kept_folders(tree)
 
     def close(self) -> None:
-        """Close every connection."""
+        """Close every connection, or give them back to the pool."""
         for connection in self.connections.values():
-            connection.close()
+            connection.share_reads(False)
+        if self.pool is not None:
+            self.pool.release(self.connections)
+        else:
+            for connection in self.connections.values():
+                connection.close()
         self.connections.clear()
 
     def __enter__(self) -> Members:
@@ -203,11 +209,21 @@ class Members:
         names each object's source file and line and its takeover rule."""
         opener = unseal.Unsealer(self.access.sops_age_key_file)
         folders = self._folders(tree)
-        reports = self._each(
-            lambda c: apply.apply_all(
-                c, folders.objects(c.cluster), provenance=provenance, unseal=opener
+
+        def one(c: Connection) -> ClusterSync:
+            return steady.remembered(
+                c,
+                "apply",
+                folders.kinds(c.cluster),
+                (folders, provenance),
+                lambda: apply.apply_all(
+                    c, folders.objects(c.cluster), provenance=provenance, unseal=opener
+                ),
+                _copied,
+                lambda report: report.ok and not report.writes,
             )
-        )
+
+        reports = self._each(one)
         result = Applied()
         for name in sorted(self.errors):
             result.clusters.append(ClusterSync(name, reachable=False, failed=[self.errors[name]]))
@@ -241,9 +257,18 @@ class Members:
         (`drift.survey`); a cluster that cannot be surveyed is left out."""
         opener = unseal.Unsealer(self.access.sops_age_key_file)
         folders = self._folders(tree)
-        found = self._each(
-            lambda c: drift.survey(c, folders.objects(c.cluster), provenance, opener)
-        )
+
+        def one(c: Connection) -> list[Drifted]:
+            return steady.remembered(
+                c,
+                "survey",
+                folders.kinds(c.cluster),
+                (folders, provenance),
+                lambda: drift.survey(c, folders.objects(c.cluster), provenance, opener),
+                list,
+            )
+
+        found = self._each(one)
         return {name: r for name, r in found.items() if not isinstance(r, ClusterError)}
 
     def differences(
@@ -304,27 +329,31 @@ class Members:
     def _connect(self, cluster: Cluster, contexts: Mapping[str, Path]) -> Connection:
         fences = self.access.fences
         fence = fences(cluster.name) if fences is not None else self.access.fence
+        context: str | None = None
+        file: Path | None = None
         if cluster.in_cluster:
             if not self.access.in_cluster:
                 raise ClusterError(cluster.name, "it is marked inCluster; pass --in-cluster")
+        else:
+            context = str(cluster.kubeconfig_context)
+            if context not in contexts:
+                where = self.access.kubeconfig or "(no --kubeconfig given)"
+                raise ClusterError(cluster.name, f"context {context!r} is not in {where}")
+            file = contexts[context]
+        timeout = self.access.timeout
+
+        def made() -> Connection:
             return kube.connect(
-                cluster.name,
-                context=None,
-                kubeconfig=None,
-                timeout=self.access.timeout,
-                fence=fence,
+                cluster.name, context=context, kubeconfig=file, timeout=timeout, fence=fence
             )
-        context = str(cluster.kubeconfig_context)
-        if context not in contexts:
-            where = self.access.kubeconfig or "(no --kubeconfig given)"
-            raise ClusterError(cluster.name, f"context {context!r} is not in {where}")
-        return kube.connect(
-            cluster.name,
-            context=context,
-            kubeconfig=contexts[context],
-            timeout=self.access.timeout,
-            fence=fence,
+
+        if self.pool is None:
+            return made()
+        connection = self.pool.connection(
+            cluster.name, context=context, kubeconfig=file, timeout=timeout, make=made
         )
+        connection.rebind(timeout=timeout, fence=fence)
+        return connection
 
     def _each(
         self, work: Callable[[Connection], R], only: Collection[str] | None = None
@@ -341,62 +370,33 @@ class Members:
         items = sorted(i for i in self.connections.items() if only is None or i[0] in only)
         if not items:
             return {}
-        workers = max(1, min(self.access.parallel, len(items)))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dro-cluster") as pool:
-            results = list(pool.map(guarded, [c for _, c in items]))
+        if self.pool is not None:
+            kept = self.pool.workers(max(1, self.access.parallel))
+            results = list(kept.map(guarded, [c for _, c in items]))
+        else:
+            workers = max(1, min(self.access.parallel, len(items)))
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dro-cluster") as made:
+                results = list(made.map(guarded, [c for _, c in items]))
         return {name: result for (name, _), result in zip(items, results, strict=True)}
+
+
+def _copied(report: ClusterSync) -> ClusterSync:
+    """A report of its own (`finish` adds to it)."""
+    return dataclasses.replace(
+        report,
+        results=list(report.results),
+        failed=list(report.failed),
+        held=dict(report.held),
+        stored=dict(report.stored),
+        done=dict(report.done),
+        refused=set(report.refused),
+        holds=set(report.holds),
+    )
 
 
 def cluster_objects(tree: Mapping[str, bytes], cluster: str) -> list[dict[str, Any]]:
     """The manifests rendered for `cluster`: its folder of `tree`, without the kustomization."""
     return Folders(tree).objects(cluster)
-
-
-class Folders:
-    """The manifests of a tree by cluster folder, the tree walked once for every cluster
-    (not once per cluster), each manifest parsed once however often it is asked for (a pass
-    surveys drift and applies the same tree); each caller gets its own copy. It keeps its own
-    copy of the tree's `clusters/` files, so that a tree changed later is never mistaken for
-    it (`holds`)."""
-
-    def __init__(self, tree: Mapping[str, bytes]) -> None:
-        self.files = _cluster_files(tree)
-        self.paths: dict[str, list[str]] = {}
-        for path in sorted(self.files):
-            found = paths.cluster_file(path)
-            if found is not None and not found.is_kustomization:
-                self.paths.setdefault(found.cluster, []).append(path)
-        self._parsed: dict[str, Any] = {}
-        self._lock = threading.Lock()
-
-    def holds(self, tree: Mapping[str, bytes]) -> bool:
-        """Whether `tree` has the same `clusters/` files (the bytes compared by identity
-        first: the trees of one pass, and of an idle pass and the one it stands on, share
-        them)."""
-        return _cluster_files(tree) == self.files
-
-    def objects(self, cluster: str) -> list[dict[str, Any]]:
-        """The manifests rendered for `cluster`, without the kustomization, in path order."""
-        objects = []
-        for path in self.paths.get(cluster.lower(), ()):
-            with self._lock:
-                known = path in self._parsed
-                body = self._parsed.get(path)
-            if not known:
-                body = yamlio.load_own(path, self.files[path])
-                with self._lock:
-                    self._parsed[path] = body
-            if isinstance(body, dict):
-                objects.append(copy.deepcopy(body))
-        return objects
-
-
-def _cluster_files(tree: Mapping[str, bytes]) -> dict[str, bytes]:
-    return {path: data for path, data in tree.items() if path.startswith(paths.CLUSTERS)}
-
-
-_KEPT: list[Folders] = []
-"""The manifests by cluster last asked for, and their parses (`Members._folders`)."""
 
 
 def _observe_one(connection: Connection, at: str) -> Observation:

@@ -107,7 +107,11 @@ def apply_all(
     try:
         held = inventory.decode(
             connection.get(
-                "v1", "ConfigMap", inventory.INVENTORY_NAME, inventory.INVENTORY_NAMESPACE
+                "v1",
+                "ConfigMap",
+                inventory.INVENTORY_NAME,
+                inventory.INVENTORY_NAMESPACE,
+                shared=True,
             )
         )
     except ClusterError as error:
@@ -134,11 +138,19 @@ def apply_all(
             where = sources.get(ref.key, NO_PROVENANCE)
             try:
                 server = (unseal or _SEALED_REFUSED)(obj, connection.cluster)
+                wanted = inventory.digest(obj)
                 _apply_one(
-                    connection, obj, record.digest or None, report, live, where.drift, server
+                    connection,
+                    obj,
+                    record.digest or None,
+                    report,
+                    live,
+                    where.drift,
+                    server,
+                    wanted=wanted,
                 )
                 state = ADOPTED if record.state == ADOPTED else CREATED
-                report.done[ref] = Record(inventory.digest(obj), state)
+                report.done[ref] = Record(wanted, state)
             except Rejected as error:
                 report.add(_failure(ref, where, ResultCode.SYNC_FAILED, str(error)))
             except ClusterError as error:
@@ -242,21 +254,24 @@ def _apply_one(
     listed: Mapping[ObjectRef, dict[str, Any] | None],
     rule: str = takeover.CORRECT,
     server: Mapping[str, Any] | None = None,
+    *,
+    wanted: str | None = None,
 ) -> None:
     """Apply one object unless the live one is already as rendered. An object listed absent
     is applied at once; one listed live that holds every rendered field unchanged, with the
     manifest dro last applied, costs no request; anything else is settled by a server-side
     dry run compared with the live object. Under the drift `rule` Report, an object that
     drifted from the manifest dro last applied (or was deleted) is reported, not written.
-    `server` is `obj` as the API server gets it, when that differs (a decrypted Secret)."""
+    `server` is `obj` as the API server gets it, when that differs (a decrypted Secret);
+    `wanted` the digest of `obj`, when the caller has it."""
     ref = ObjectRef.of(obj)
-    wanted = inventory.digest(obj)
+    wanted = wanted or inventory.digest(obj)
     obj = obj if server is None else server  # what the API server gets (decrypted)
     outcome = ObjectResult(ref.key, ResultCode.SYNCED)
     report_only = rule == takeover.REPORT and recorded == wanted
     if ref in listed:
         live = listed[ref]
-        if live is not None and recorded == wanted and drift.holds(live, obj):
+        if live is not None and recorded == wanted and drift.held(connection, live, obj, wanted):
             report.add(ObjectResult(ref.key, ResultCode.UNCHANGED))
             return
     else:

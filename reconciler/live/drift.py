@@ -129,18 +129,24 @@ def survey(
     API server gets it (a decrypted SOPS-encrypted Secret); one it cannot open is left to
     apply too."""
     sources = provenance or {}
-    held = inventory.decode(
-        connection.get("v1", "ConfigMap", inventory.INVENTORY_NAME, inventory.INVENTORY_NAMESPACE)
+    inventoried = inventory.decode(
+        connection.get(
+            "v1",
+            "ConfigMap",
+            inventory.INVENTORY_NAME,
+            inventory.INVENTORY_NAMESPACE,
+            shared=True,
+        )
     )
-    applied = [
-        obj
-        for obj in rendered
-        if (record := held.get(ObjectRef.of(obj))) is not None
-        and record.owned
-        and record.digest == inventory.digest(obj)
-    ]
+    digests: dict[ObjectRef, str] = {}
+    for obj in rendered:
+        ref = ObjectRef.of(obj)
+        record = inventoried.get(ref)
+        if record is not None and record.owned and record.digest == inventory.digest(obj):
+            digests[ref] = record.digest
+    applied = [obj for obj in rendered if ObjectRef.of(obj) in digests]
     applied.sort(key=lambda obj: inventory.apply_order(ObjectRef.of(obj)))
-    found = _foreign(connection, rendered, held, sources)
+    found = _foreign(connection, rendered, inventoried, sources)
     for stage in inventory.in_stages(applied):
         live = listed(connection, stage)
         for obj in stage:
@@ -152,7 +158,7 @@ def survey(
                 continue
             try:
                 server = (unseal or unsealing.Unsealer(None))(obj, connection.cluster)
-                if holds(now, server):
+                if held(connection, now, server, digests[ref]):
                     continue
                 preview = connection.apply(server, dry_run=True)
             except Rejected:
@@ -213,7 +219,9 @@ def listed(
     kinds = sorted({(str(o["apiVersion"]), str(o["kind"])) for o in stage if takeover.labelled(o)})
     for api_version, kind in kinds:
         try:
-            items = connection.list(api_version, kind, label_selector=inventory.MANAGED_BY_SELECTOR)
+            items = connection.list(
+                api_version, kind, label_selector=inventory.MANAGED_BY_SELECTOR, shared=True
+            )
         except ClusterError:
             continue
         for obj in stage:
@@ -231,6 +239,33 @@ def listed(
             if ref in found:
                 found[ref] = {"apiVersion": api_version, "kind": kind, **item}
     return found
+
+
+KNOWN_LIMIT = 200_000
+"""At most this many objects' verdicts are kept per connection (`held`)."""
+
+
+def held(
+    connection: Connection, live: Mapping[str, Any], wanted: Mapping[str, Any], digest: str
+) -> bool:
+    """`holds(live, wanted)`, `wanted` being the manifest of digest `digest` as the server
+    gets it, without comparing again an object found to hold it at the same resourceVersion:
+    a kept connection (`live.pool`) remembers it, so a steady cluster's objects are compared
+    once, not on every pass (the server gives an object a new resourceVersion on every
+    change, and a new uid when it is made again)."""
+    metadata = live.get("metadata") or {}
+    uid, version = metadata.get("uid"), metadata.get("resourceVersion")
+    if not isinstance(uid, str) or not isinstance(version, str) or not uid or not version:
+        return holds(live, wanted)
+    key = (uid, digest)
+    if connection.known.get(key) == version:
+        return True
+    if not holds(live, wanted):
+        return False
+    if len(connection.known) >= KNOWN_LIMIT:
+        connection.known.clear()
+    connection.known[key] = version
+    return True
 
 
 def holds(live: Any, wanted: Any) -> bool:

@@ -94,7 +94,9 @@ def live(connection: Connection, *, observed_at: str) -> Observation:
     rolled = [
         {"apiVersion": api_version, "kind": kind, **item}
         for api_version, kind in health.ROLLOUT_KINDS
-        for item in connection.list(api_version, kind, label_selector=inventory.MANAGED_BY_SELECTOR)
+        for item in connection.list(
+            api_version, kind, label_selector=inventory.MANAGED_BY_SELECTOR, shared=True
+        )
     ]
     return replace(
         observed,

@@ -13,8 +13,7 @@ under a rendered name belongs to someone else, and `placement.apply.takeover` de
 An object that is not adopted is reported, with its source file and line and why, and left
 exactly as it is. An adopted object is never deleted by a prune: it is released.
 
-Called by `live`, `live.apply`, `live.difference`, `live.drift`, `pipeline.clusters` and
-`pipeline.sharded`.
+Called by 7 modules, among them `live`, `pipeline.clusters`.
 """
 
 from __future__ import annotations
@@ -46,7 +45,22 @@ class Provenance:
 
 def provenance(spec: Spec) -> dict[ResourceKey, Provenance]:
     """Each source object's `FILE:LINE`, takeover and drift rules (from the policy that
-    claims it, or dro.yaml's default placement), for apply's reports and decisions."""
+    claims it, or dro.yaml's default placement), for apply's reports and decisions. The
+    same spec (a frozen value) gives the same mapping, made once: callers must not change
+    it."""
+    last = _LAST[0] if _LAST else None
+    if last is not None and last[0] is spec:
+        return last[1]
+    found = _provenance(spec)
+    _LAST[:] = [(spec, found)]
+    return found
+
+
+_LAST: list[tuple[Spec, dict[ResourceKey, Provenance]]] = []
+"""The last spec `provenance` was asked for, and its answer."""
+
+
+def _provenance(spec: Spec) -> dict[ResourceKey, Provenance]:
     found = {}
     for workload in spec.workloads:
         policy = (spec.claims or {}).get(workload.key)

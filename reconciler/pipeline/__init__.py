@@ -326,7 +326,9 @@ def reconcile_once(
     process left for the next one (`pipeline.warm`); a fresh one is made when none is given."""
     if settings.repo is None:
         raise ValueError("reconcile needs a source repository (--repo)")
-    warm = warm if warm is not None else Warm(state_dir=settings.state_dir)
+    if warm is None:  # no later pass of this process: its connections are closed after
+        with Warm(state_dir=settings.state_dir) as once:
+            return reconcile_once(settings, on_stage=on_stage, fenced=fenced, warm=once)
     try:
         result = _one_pass(settings, on_stage, fenced, warm)
     finally:
@@ -362,7 +364,11 @@ def _one_pass(
     now = time.time()
     found = None if follow_up else idle.idle(warm.steady, inputs, now)
     warm.steady = None
-    with clusters.Clusters(settings, fenced) as fleet, _working_on(source), clock.recording() as c:
+    with (
+        clusters.Clusters(settings, fenced, warm.connections) as fleet,
+        _working_on(source),
+        clock.recording() as c,
+    ):
         if found is not None and (seen := fleet.standing(found, now, on_stage)) is not None:
             warm.steady = found
             audit.idle(Stage.LOAD if fleet.members is None else Stage.OBSERVE, source, tip)

@@ -46,7 +46,7 @@ def applied(
     return done
 
 
-class _Surveying(live.Members):
+class Surveying(live.Members):
     """Members that keep their last drift survey, for the fixed point (`pipeline.idle`)."""
 
     drifted: dict[str, list[Drifted]] | None = None
@@ -63,9 +63,13 @@ class Clusters:
     """The clusters of an online pass: connected when the pass observes them (after validate,
     once the spec names them), closed when the pass ends. Offline, nothing is observed."""
 
-    def __init__(self, settings: Settings, fenced: fence.Fence) -> None:
+    def __init__(
+        self, settings: Settings, fenced: fence.Fence, pool: live.Pool | None = None
+    ) -> None:
         self._settings = settings
         self._fenced = fenced
+        self._pool = pool
+        """The connections kept between passes (`live.pool`); None: made for this pass."""
         self.members: live.Members | None = None
         """The open connections; None until observed, and always offline."""
         self._made: tuple[Mapping[str, Mapping[str, Any]], float, live.Observed] | None = None
@@ -88,13 +92,13 @@ class Clusters:
         planned = found.planned
         on_stage("observe")
         observed = self._observed(planned.spec, found.statuses, now)
-        assert isinstance(self.members, _Surveying)
+        assert isinstance(self.members, Surveying)
         self.members.survey(planned.tree, takeover.provenance(planned.spec))
         return observed if idle.standing(found, observed, self.members.drifted or {}) else None
 
     def seen(self, observed: live.Observed) -> idle.Seen | None:
         """What this pass saw of the clusters, for its fixed point; None offline."""
-        if not isinstance(self.members, _Surveying):
+        if not isinstance(self.members, Surveying):
             return None
         return idle.Seen.of(observed, self.members.drifted or {})
 
@@ -109,7 +113,7 @@ class Clusters:
             return made[2]
         if self.members is not None:
             self.members.close()
-        self.members = _Surveying(spec, self._access()).open()
+        self.members = Surveying(spec, self._access(), self._pool).open()
         observed = self.members.observe(statuses, now)
         self._made = (statuses, now, observed)
         return observed

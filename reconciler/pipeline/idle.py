@@ -24,6 +24,10 @@ point's tree; when both equal the fixed point's, it skips validate → schedule 
 commit and applies the fixed point's tree as a full pass would (self-heal: reads only when
 nothing drifted). Otherwise the pass runs whole, on the observations already made.
 
+A sharded leader's pass (`pipeline.sharded`) stands on its fixed point the same way, the
+other members' published observations and drift among what it compares; a member's pass on
+the same inputs as its last one reuses that pass's spec and tree.
+
 What the schedule stage consumes of an observation is all of it but `observed_at`, which only
 the status files carry: a change to them alone waits for `--status-interval`, whose end is
 one of the consulted instants.
@@ -31,7 +35,7 @@ one of the consulted instants.
 tests/test_incremental.py proves idle passes equal full ones on random change sequences, and
 tests/test_idle_online.py on emulated clusters.
 
-Called by `pipeline`, `pipeline.clusters` and `pipeline.warm`.
+Called by `pipeline`, `pipeline.clusters`, `pipeline.sharded` and `pipeline.warm`.
 """
 
 from __future__ import annotations

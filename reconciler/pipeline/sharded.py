@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from reconciler import audit, laststate, live, load, validate
 from reconciler.branch import status
-from reconciler.domain import Observation, Source, Spec
+from reconciler.domain import Observation, Source, Spec, clock
 from reconciler.domain.drift import Drifted
 from reconciler.domain.fence import Fence
 from reconciler.live import takeover
@@ -43,6 +43,7 @@ from reconciler.pipeline import (
     _unapplied,
     _working_on,
     clusters,
+    idle,
     plan,
     surveyed_and_committed,
 )
@@ -85,26 +86,48 @@ class Shard(Protocol):
     def drift(self) -> Mapping[str, Sequence[Drifted]]:
         """The drift the other members published with the observations `gathered` read."""
 
+    def announce(self, commit: str) -> None:
+        """Tell the other members the output branch's new commit, so that they apply it at
+        once (the leader's)."""
+
 
 def reconcile_shard(
     settings: Settings, shard: Shard, *, on_stage: StageHook, warm: Warm | None = None
 ) -> PassResult:
     """One member's pass (the module's docstring): the leader's commits, the others apply
     what the output branch holds. `warm` is what this process's earlier passes left
-    (`pipeline.warm`); an online pass is never idle."""
+    (`pipeline.warm`): on the same inputs as a pass that changed nothing, the leader's pass
+    stands on it as an unsharded one does (`pipeline.idle`), and a member's reuses its last
+    spec and tree."""
     if settings.repo is None:
         raise ValueError("reconcile needs a source repository (--repo)")
-    warm = warm if warm is not None else Warm(state_dir=settings.state_dir)
+    if warm is None:  # no later pass of this process: its connections are closed after
+        with Warm(state_dir=settings.state_dir) as once:
+            return reconcile_shard(settings, shard, on_stage=on_stage, warm=once)
     source = _loaded(settings, on_stage)
     warm.begin(settings.repo)
+    tip = load.output_tip(settings.repo, settings.output_branch, settings.state_dir)
+    inputs = idle.Inputs.of(source, tip, settings)
+    now = time.time()
+    found = idle.idle(warm.steady, inputs, now)
+    warm.steady = None
     try:
-        with _working_on(source):
+        with _working_on(source), clock.recording() as deadlines:
+            if not shard.leads():
+                return _member_pass(settings, shard, source, now, on_stage, warm, inputs, found)
+            if found is not None and found.seen is not None:
+                stood = _leader_idle(settings, shard, source, found, now, on_stage, warm)
+                if stood is not None:
+                    warm.steady = found
+                    return stood
             before = laststate.online(settings, warm.readback)
             audit.loaded(Stage.LOAD, source, before.decisions, follow_up=False)
-            now = time.time()
-            if shard.leads():
-                return _leader_pass(settings, shard, source, before, now, on_stage, warm)
-            return _member_pass(settings, shard, source, before, now, on_stage, warm)
+            result, steady = _leader_pass(settings, shard, source, before, now, on_stage, warm)
+            if steady is not None:
+                warm.steady = idle.FixedPoint(
+                    inputs, result.planned, deadlines.earliest, steady, before.statuses
+                )
+            return result
     finally:
         warm.keep()
 
@@ -126,19 +149,62 @@ def _observed(
     settings: Settings,
     shard: Shard,
     spec: Spec,
-    before: laststate.LastPass,
+    statuses: Mapping[str, Mapping[str, Any]],
     now: float,
+    warm: Warm,
     *,
     publish: bool = True,
-) -> tuple[live.Members, live.Observed, frozenset[str]]:
-    """Open this member's clusters and observe them; publish what was seen unless told not
-    to (a member publishes once it has surveyed drift too); the clusters it owns."""
+) -> tuple[clusters.Surveying, live.Observed, frozenset[str]]:
+    """Open this member's clusters and observe them against their last committed
+    `statuses`; publish what was seen unless told not to (a member publishes once it has
+    surveyed drift too); the clusters it owns."""
     owned = shard.own([cluster.name for cluster in spec.clusters])
-    members = live.Members(spec, _access(settings, shard, owned)).open()
-    observed = members.observe(before.statuses, now)
+    access = _access(settings, shard, owned)
+    members = clusters.Surveying(spec, access, warm.connections)
+    members.open()
+    observed = members.observe(statuses, now)
     if publish:
         shard.publish(observed, owned, now)
     return members, observed, owned
+
+
+def _leader_idle(
+    settings: Settings,
+    shard: Shard,
+    source: Source,
+    found: idle.FixedPoint[Planned],
+    now: float,
+    on_stage: StageHook,
+    warm: Warm,
+) -> PassResult | None:
+    """The leader's idle pass (`pipeline.idle`), or None when it must run whole: its own
+    clusters observed and surveyed, and the other members' observations and drift, as the
+    fixed point `found` saw them; then `found`'s tree is applied to its own clusters."""
+    planned = found.planned
+    on_stage(Stage.OBSERVE)
+    members, own, _ = _observed(settings, shard, planned.spec, found.statuses, now, warm)
+    with members:
+        observed = merged(planned.spec, own, *shard.gathered(now), found.statuses)
+        surveyed = members.survey(planned.tree, takeover.provenance(planned.spec))
+        if not idle.standing(found, observed, _drift(shard.drift(), surveyed)):
+            return None
+        audit.idle(Stage.OBSERVE, source, found.inputs.tip)
+        applied = clusters.applied(members, planned, own, source, on_stage)
+    return PassResult(
+        planned=planned,
+        commit=None,
+        pushed=False,
+        idle=True,
+        applied=applied,
+        unreachable=dict(observed.unreachable),
+    )
+
+
+def _drift(
+    others: Mapping[str, Sequence[Drifted]], own: Mapping[str, Sequence[Drifted]] | None
+) -> dict[str, list[Drifted]]:
+    """The fleet's drift as the leader writes it: its own survey over the others'."""
+    return {cluster: list(found) for cluster, found in {**others, **(own or {})}.items()}
 
 
 def _leader_pass(
@@ -149,12 +215,14 @@ def _leader_pass(
     now: float,
     on_stage: StageHook,
     warm: Warm,
-) -> PassResult:
+) -> tuple[PassResult, idle.Seen | None]:
+    """The leader's pass, and what it saw of the fleet when it found a fixed point (an idle
+    pass may stand on it: `pipeline.idle`)."""
     assert settings.repo is not None
-    opened: list[tuple[live.Members, live.Observed]] = []
+    opened: list[tuple[clusters.Surveying, live.Observed]] = []
 
     def observer(spec: Spec) -> live.Observed:
-        members, observed, _ = _observed(settings, shard, spec, before, now)
+        members, observed, _ = _observed(settings, shard, spec, before.statuses, now, warm)
         opened.append((members, observed))
         return merged(spec, observed, *shard.gathered(now), before.statuses)
 
@@ -186,15 +254,27 @@ def _leader_pass(
             others_drift=shard.drift(),
         )
         if not published.on_remote:
-            return _unapplied(planned, published, online=True)
+            return _unapplied(planned, published, online=True), None
+        if published.commit is not None:
+            shard.announce(published.commit)
+        steady = None
+        if idle.fixed_point(
+            published.commit,
+            published.on_remote,
+            planned.spec,
+            planned.decisions,
+            planned.still_filling,
+        ):
+            steady = idle.Seen.of(observed, _drift(shard.drift(), members.drifted))
         applied = clusters.applied(members, planned, own, source, on_stage)
-        return PassResult(
+        result = PassResult(
             planned=planned,
             commit=published.commit,
             pushed=published.pushed,
             applied=applied,
             unreachable=dict(observed.unreachable),
         )
+        return result, steady
     finally:
         for members, _ in opened:
             members.close()
@@ -204,29 +284,28 @@ def _member_pass(
     settings: Settings,
     shard: Shard,
     source: Source,
-    before: laststate.LastPass,
     now: float,
     on_stage: StageHook,
     warm: Warm,
+    inputs: idle.Inputs,
+    found: idle.FixedPoint[Planned] | None,
 ) -> PassResult:
-    assert settings.repo is not None
-    on_stage(Stage.VALIDATE)
-    spec = validate.spec(source, ceiling=settings.guard, parsed=warm.parsed)
+    """A member's pass: the output branch's tree applied to its own clusters. On the same
+    inputs as its last pass (`found`: the same source, output branch and settings) the spec
+    and the tree are that pass's, neither validated nor read again."""
+    if found is not None:
+        audit.idle(Stage.LOAD, source, inputs.tip)
+        planned, statuses = found.planned, found.statuses
+    else:
+        planned, statuses = _member_plan(settings, source, warm, on_stage)
     on_stage(Stage.OBSERVE)
-    members, observed, owned = _observed(settings, shard, spec, before, now, publish=False)
+    spec, tree = planned.spec, planned.tree
+    members, observed, owned = _observed(settings, shard, spec, statuses, now, warm, publish=False)
     with members:
-        revisions = load.Revisions(
-            settings.repo,
-            settings.state_dir,
-            credentials=load.credentials_from(
-                settings.credentials_file, otherwise=settings.environment_credentials
-            ),
-        )
-        tree = revisions.state(settings.output_branch, manifests=True)
-        planned = Planned(spec=spec, decisions=before.decisions, tree=tree)
         if not tree:
             shard.publish(observed, owned, now)
             return PassResult(planned=planned, commit=None, pushed=False, skipped=NOTHING_YET)
+        warm.steady = idle.FixedPoint(inputs, planned, statuses=statuses)
         # the drift of what the branch holds, surveyed before it is applied again, as the
         # leader surveys its own clusters; the leader writes it into `status/drift/`
         shard.publish(observed, owned, now, members.survey(tree, takeover.provenance(spec)))
@@ -244,7 +323,29 @@ def _member_pass(
             pushed=False,
             applied=applied,
             unreachable=dict(observed.unreachable),
+            idle=found is not None,
         )
+
+
+def _member_plan(
+    settings: Settings, source: Source, warm: Warm, on_stage: StageHook
+) -> tuple[Planned, Mapping[str, Mapping[str, Any]]]:
+    """What a member applies: the spec of `source`, the output branch's tree and its last
+    decisions; and the clusters' last committed status, which observe falls back on."""
+    assert settings.repo is not None
+    before = laststate.online(settings, warm.readback)
+    audit.loaded(Stage.LOAD, source, before.decisions, follow_up=False)
+    on_stage(Stage.VALIDATE)
+    spec = validate.spec(source, ceiling=settings.guard, parsed=warm.parsed)
+    revisions = load.Revisions(
+        settings.repo,
+        settings.state_dir,
+        credentials=load.credentials_from(
+            settings.credentials_file, otherwise=settings.environment_credentials
+        ),
+    )
+    tree = revisions.state(settings.output_branch, manifests=True)
+    return Planned(spec=spec, decisions=before.decisions, tree=tree), before.statuses
 
 
 def merged(

@@ -12,7 +12,8 @@ change sequences). Each stage's cache is one field, typed by the stage's own cac
   (`branch.readback`);
 - `steady`: the last pass that made no commit, for an idle pass (`pipeline.idle`);
 - `render`: each workload's rendered files and their inputs (`render.memo`);
-- `commit`: the output tree as last written, per cache (`commit.Writers`, `git.trees`).
+- `commit`: the output tree as last written, per cache (`commit.Writers`, `git.trees`);
+- `connections`: the connections to the clusters, and their workers (`live.pool`).
 
 The first two are kept on disk per repository when `state_dir` is set (`load.cachefile`): read once,
 when a process's first pass of a repository starts (`begin`), and written after each pass that
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reconciler import commit
+from reconciler import commit, live
 from reconciler.branch import readback as readbacks
 from reconciler.laststate import READBACK
 from reconciler.load import cachefile
@@ -57,6 +58,8 @@ class Warm:
     """The last pass's rendered files per workload (`render.memo`), in memory only."""
     commit: commit.Writers = field(default_factory=commit.Writers)
     """The output branch's tree as last written (`git.trees`), in memory only."""
+    connections: live.Pool = field(default_factory=live.Pool)
+    """The clusters' connections, kept from one pass to the next (`live.pool`)."""
 
     def begin(self, repo: str | None) -> None:
         """A pass of `repo` starts: the caches are read from the state directory when this
@@ -70,6 +73,13 @@ class Warm:
             cachefile.restore(self.parsed, self.state_dir, repo, PARSED)
             cachefile.restore(self.readback, self.state_dir, repo, READBACK)
         self.parsed.begin()
+
+    def __enter__(self) -> Warm:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        """The process is done with its passes: the connections are closed."""
+        self.connections.close()
 
     def keep(self) -> None:
         """A pass ended: each cache is written to the state directory when it changed."""

@@ -151,10 +151,12 @@ class Runner:
 
     # --- control ------------------------------------------------------------------------------
 
-    def trigger(self, reason: str) -> bool:
+    def trigger(self, reason: str, *, forward: bool = True) -> bool:
         """Start a pass as soon as the current one (if any) is done; bursts coalesce. On a
-        follower, hand the request to the leader (`forward`); False when that failed."""
-        if not self.commits() and self.forward is not None:
+        follower, hand the request to the leader too (`forward`, unless told not to: a
+        sharded member that saw the leader's new commit applies it, and asks nothing of the
+        leader); False when that failed."""
+        if forward and not self.commits() and self.forward is not None:
             forwarded = self.forward()
             log.info("pass_forwarded_to_leader", reason=reason, forwarded=forwarded)
             if not self.leading.is_set():
@@ -215,6 +217,7 @@ class Runner:
             if self.leading.is_set():
                 self.run_with_retries()
             due = self.clock() + self.options.interval * (1 + self.options.jitter * self.rng())
+        self.warm.connections.close()
         log.info("loop_stopped", passes=self.passes, counted=self.metrics.pass_counts())
 
     def run_with_retries(self) -> str:

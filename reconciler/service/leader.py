@@ -105,6 +105,10 @@ REQUEST_ANNOTATION = "multicluster.io/pass-requested-at"
 """Set on the Lease by a follower that received a webhook; the leader sees it at its next
 renewal and runs a pass (as Flux's `reconcile.fluxcd.io/requestedAt` asks its controller)."""
 REQUEST_ATTEMPTS = 3
+OUTPUT_ANNOTATION = "multicluster.io/output-commit"
+"""Set on the Lease by a sharded leader at its next renewal after a pass committed: the
+output branch's new commit. The other members see it at their next renewal and apply it at
+once, rather than at their next interval (`LeaderLoop`'s `on_committed`)."""
 
 
 class _Outcome(enum.Enum):
@@ -128,6 +132,17 @@ class Elector:
         self._leader = False
         self.requested: str | None = None
         """The Lease's `REQUEST_ANNOTATION` as last read or written."""
+        self.committed: str | None = None
+        """The Lease's `OUTPUT_ANNOTATION` as last read or written."""
+        self.announced: str | None = None
+        """What this replica, leading, writes as `OUTPUT_ANNOTATION` at its next renewal
+        (`announce`)."""
+
+    def announce(self, commit: str) -> None:
+        """Have the next renewal of the Lease, while this replica holds it, say that the
+        output branch is at `commit` (a sharded leader's pass committed). Safe to call from
+        another thread: one assignment."""
+        self.announced = commit
 
     @property
     def is_leader(self) -> bool:
@@ -165,15 +180,17 @@ class Elector:
         try:
             lease = self.connection.get(API_VERSION, KIND, config.name, config.namespace)
             if lease is None:
-                written = self.connection.create(self._new_lease(now))
+                written = self.connection.create(self._announcing(self._new_lease(now)))
             else:
                 spec = _spec(lease)
                 holder = spec.get("holderIdentity") or ""
                 if holder and holder != config.identity and not self._expired(spec, now):
                     self.requested = _requested(lease)
+                    self.committed = _annotation(lease, OUTPUT_ANNOTATION)
                     self._observe(holder)
                     return _Outcome.OTHER
-                written = self.connection.replace({**lease, "spec": self._claim(spec, now)})
+                claimed = {**lease, "spec": self._claim(spec, now)}
+                written = self.connection.replace(self._announcing(claimed))
         except kube.Conflict as error:
             log.debug("lease_conflict", lease=config.where, error=str(error))
             return _Outcome.FAILED
@@ -181,8 +198,19 @@ class Elector:
             log.warning("lease_error", lease=config.where, error=str(error))
             return _Outcome.FAILED
         self.requested = _requested(written)
+        self.committed = _annotation(written, OUTPUT_ANNOTATION)
         self._observe(_spec(written).get("holderIdentity") or "")
         return _Outcome.HELD if self._leader else _Outcome.OTHER
+
+    def _announcing(self, lease: dict[str, Any]) -> dict[str, Any]:
+        """`lease` with `OUTPUT_ANNOTATION` set to what this replica announced, if anything;
+        written only as part of a create or renewal, never on its own."""
+        commit = self.announced
+        if commit is None or _annotation(lease, OUTPUT_ANNOTATION) == commit:
+            return lease
+        metadata = dict(lease.get("metadata") or {})
+        metadata["annotations"] = {**(metadata.get("annotations") or {}), OUTPUT_ANNOTATION: commit}
+        return {**lease, "metadata": metadata}
 
     def request_pass(self) -> bool:
         """Ask the leader for a pass: stamp `REQUEST_ANNOTATION` on the Lease (a follower's
@@ -241,8 +269,12 @@ class Elector:
 
 
 def _requested(lease: dict[str, Any]) -> str | None:
+    return _annotation(lease, REQUEST_ANNOTATION)
+
+
+def _annotation(lease: dict[str, Any], name: str) -> str | None:
     annotations = (lease.get("metadata") or {}).get("annotations") or {}
-    value = annotations.get(REQUEST_ANNOTATION)
+    value = annotations.get(name)
     return value if isinstance(value, str) else None
 
 
@@ -255,7 +287,9 @@ class LeaderLoop:
     renewal failed for renew_deadline.
 
     `on_requested` is called while leading when a follower stamped a pass request on the
-    Lease (`Elector.request_pass`). `on_started` is called on becoming leader, `on_stopped`
+    Lease (`Elector.request_pass`); `on_committed` while following, when the leader's Lease
+    names a new output commit (`OUTPUT_ANNOTATION`). `on_started` is called on becoming
+    leader, `on_stopped`
     on stepping down: at once when
     another replica holds the Lease, after `renew_deadline` without a successful renewal on
     API errors (measured on the monotonic clock), and at `stop()`. A follower keeps trying,
@@ -271,11 +305,14 @@ class LeaderLoop:
         on_started: Callable[[], None],
         on_stopped: Callable[[], None],
         on_requested: Callable[[], None] | None = None,
+        on_committed: Callable[[], None] | None = None,
     ) -> None:
         self.elector = elector
         self._on_started, self._on_stopped = on_started, on_stopped
         self._on_requested = on_requested
+        self._on_committed = on_committed
         self._requested: str | None = None
+        self._committed: str | None = None
         self._stopping = threading.Event()
         self._leading = False
         self._renewed = 0.0
@@ -344,6 +381,10 @@ class LeaderLoop:
                 if outcome is _Outcome.FAILED:
                     log.warning("leader_lost", lease=config.where, identity=config.identity)
                 self._step_down()
+            if outcome is _Outcome.OTHER and self.elector.committed != self._committed:
+                self._committed = self.elector.committed
+                if self._on_committed is not None and self._committed is not None:
+                    self._call(self._on_committed)
             self._stopping.wait(config.retry_period)
         self._step_down()
         self.elector.release()

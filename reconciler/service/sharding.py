@@ -26,6 +26,7 @@ Called by `cli.run`.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -90,6 +91,9 @@ class Sharding:
         self._publishing = threading.Lock()
         self._closed = False
         self._drift: dict[str, tuple[Drifted, ...]] = {}
+        self._published: tuple[observations.Published, float] | None = None
+        """The last document written, without its times, and when: a pass that saw the
+        same again writes it only once half its freshness has passed (`publish`)."""
 
     @classmethod
     def joining(
@@ -176,7 +180,9 @@ class Sharding:
         drift: Mapping[str, Sequence[Drifted]] | None = None,
     ) -> None:
         """Write this member's ConfigMap: its own clusters' observations at `now`, and the
-        drift it surveyed on them."""
+        drift it surveyed on them. The same again (but for the times) is written only once
+        half the leader's freshness window (`fresh`) has passed since the last write: a pass
+        that found nothing new writes nothing, and the leader never sees it go stale."""
         document = observations.Published(
             member=self.identity,
             observed_at=now,
@@ -186,13 +192,19 @@ class Sharding:
             unreachable={c: why for c, why in observed.unreachable.items() if c in owned},
             drift={c: tuple(d) for c, d in (drift or {}).items() if c in owned},
         )
+        same = _timeless(document)
         with self._publishing:  # never after `close` withdrew them
             if self._closed:
                 return
+            last = self._published
+            if last is not None and last[0] == same and now - last[1] < self.fresh / 2:
+                return  # what the leader holds is the same and still fresh: no write
             try:
                 observations.publish(self.connection, self.namespace, self.lease_name, document)
             except errors.ClusterError as error:
                 log.warning("observations_not_published", error=str(error))
+                return
+            self._published = (same, now)
 
     def gathered(self, now: float) -> tuple[dict[str, Observation], dict[str, str]]:
         """The other live members' fresh observations, each cluster from its owner."""
@@ -217,6 +229,11 @@ class Sharding:
         """The drift the other members surveyed on their clusters, from the documents the
         last `gathered` read."""
         return dict(self._drift)
+
+    def announce(self, commit: str) -> None:
+        """Put `commit` on the leader's Lease at its next renewal: the other members, which
+        read that Lease at each of theirs, apply it at once (`leader.OUTPUT_ANNOTATION`)."""
+        self.elected.elector.announce(commit)
 
     # --- the fence ----------------------------------------------------------------------------
 
@@ -295,6 +312,17 @@ class Sharding:
         with self._publishing:
             self._closed = True
             observations.withdraw(self.connection, self.namespace, self.lease_name, self.identity)
+
+
+def _timeless(document: observations.Published) -> observations.Published:
+    """`document` without the times its observations were made at."""
+    return dataclasses.replace(
+        document,
+        observed_at=0.0,
+        observations={
+            c: dataclasses.replace(o, observed_at=None) for c, o in document.observations.items()
+        },
+    )
 
 
 class _ClusterFence:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import pickle
 import threading
 import uuid
 from datetime import UTC, datetime
@@ -205,8 +206,10 @@ class Store:
             timer.cancel()
 
     def as_served(self, rtype: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-        """Copy a stored object with the apiVersion and kind of the type it is read through."""
-        served = copy.deepcopy(obj)
+        """Copy a stored object with the apiVersion and kind of the type it is read through.
+        Stored objects are plain JSON values, so a pickle round trip copies them, in C, at a
+        fraction of `copy.deepcopy`'s cost (a large LIST copies every object it serves)."""
+        served: dict[str, Any] = pickle.loads(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL))
         served["apiVersion"] = rtype.api_version
         served["kind"] = rtype.kind
         return {"apiVersion": served.pop("apiVersion"), "kind": served.pop("kind"), **served}
