@@ -21,7 +21,7 @@ dro adds one rule of its own for every kind: no control characters (newline, tab
 backslash, since names become file names and appear in `FILE:LINE` reports; and no two objects
 may share a rendered file (`shared_files`). This module is pure.
 
-Called by `service.api.bodies` and `validate`.
+Called by `service.api.bodies`, `validate` and `validate.files`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,172 @@
+"""What validation keeps between passes, so that a pass re-checks only what changed.
+
+`Memo` is `pipeline.Warm`'s `validated` field, in memory only. It holds, by path, each
+source file's bytes and its `files.Part` (its documents, clusters and policies, and the
+problems found in it alone); a file whose bytes are unchanged gives the very same objects
+again, and a changed file keeps each document equal, value for value and line for line, to
+the one at its place before. Each object document's own check (its schema, quantities, scope:
+`references.checked`) is kept by the document's identity while the Kubernetes version and the
+repo's CRDs stay the same, with the `Workload` it gave, so an unchanged workload is the same
+`Workload` object pass after pass. The checks across documents keep their per-workload
+results the same way (`claims`, `needs`).
+
+A memo is an optimisation only: `validate.check` with a fresh memo (as without one) gives the
+same result, problem for problem and value for value, as with one that earlier passes warmed
+(tests/test_validate_memo.py checks it on random change sequences). A file holding a Secret
+is never kept, as in `parsecache`.
+
+Called by `validate` and `pipeline.warm`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reconciler import yamlio
+from reconciler.domain import Document, ResourceKey, Source, Workload
+from reconciler.errors import Problem
+from reconciler.validate import files, parsecache
+from reconciler.validate import references as refs
+
+Parse = Callable[[str, bytes], list[Document]]
+
+
+@dataclass(frozen=True, slots=True)
+class _File:
+    """One kept file: its bytes, the parse cache's key for them, its documents and its part."""
+
+    data: bytes
+    key: str | None
+    documents: tuple[Document, ...]
+    part: files.Part
+
+
+class Memo:
+    """Per-file parts and per-document checks of the last pass (see the module's text)."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, _File] = {}
+        self._checked: dict[int, tuple[Document, bool, refs.Checked]] = {}
+        self._context: tuple[str, tuple[Document, ...]] | None = None
+        self.claims: dict[int, tuple[Workload, Any]] = {}
+        """`references.check_claims`'s claim per workload (by identity), for `claims_of`."""
+        self.claims_of: tuple[Any, ...] | None = None
+        """The placement policies `claims` was made against."""
+        self.needs: dict[int, tuple[Workload, Any]] = {}
+        """`dependencies`' scan per workload (by identity), for `needs_of`."""
+        self.needs_of: Any = None
+        """The dependency index `needs` was made against."""
+
+    def parts(self, source: Source, parsed: parsecache.ParseCache | None) -> files.Part:
+        """Every routed file's part joined in the source's order, after what loading found
+        (`Source.problems`, `Source.links`); unchanged files from the memo."""
+        whole = files.Part()
+        whole.problems += source.problems
+        for path, what in source.links:
+            whole.problems.append(
+                Problem(
+                    path=path,
+                    line=1,
+                    message=f"{path} is {what}, which dro does not read: the objects it holds "
+                    "would silently drop out of the placement; commit the files themselves",
+                )
+            )
+        parse: Parse = parsed.documents if parsed is not None else yamlio.parse_documents
+        kept: dict[str, _File] = {}
+        for file in source.files:
+            kind = files.route(file.path)
+            if kind is None:
+                continue
+            before = self._files.get(file.path)
+            if before is not None and before.data == file.data:
+                if parsed is not None and before.key is not None:
+                    parsed.touch(before.key)
+                kept[file.path] = before
+                whole.join(before.part)
+                continue
+            found = files.parsed(file.path, file.data, parse)
+            if before is not None and not isinstance(found, Problem):
+                found = _reused(found, before.documents)
+            one = files.part(file, kind, found)
+            whole.join(one)
+            documents = () if isinstance(found, Problem) else tuple(found)
+            if not any(parsecache.holds_secret(doc.body) for doc in documents):
+                key = parsecache.key_of(file.path, file.data) if parsed is not None else None
+                kept[file.path] = _File(file.data, key, documents, one)
+        self._files = kept
+        return whole
+
+    def checked(
+        self, objects: Sequence[Document], version: str
+    ) -> list[tuple[Document, refs.Checked]]:
+        """`references.checked` of every object document, in order, kept by the document's
+        identity while the Kubernetes version and the repo's CRDs are unchanged."""
+        crd_docs = tuple(doc for doc in objects if refs.is_crd(doc.body))
+        context = (version, crd_docs)
+        if self._context is None or not _same_context(self._context, context):
+            self._checked = {}
+        self._context = context
+        crds = refs.crds_of(crd_docs)
+        per_file = Counter(doc.origin.path for doc in objects)
+        before, now = self._checked, {}
+        result = []
+        for doc in objects:
+            alone = per_file[doc.origin.path] == 1
+            entry = before.get(id(doc))
+            if entry is None or entry[0] is not doc or entry[1] != alone:
+                entry = (doc, alone, refs.checked(doc, version, crds, alone))
+            now[id(doc)] = entry
+            result.append((doc, entry[2]))
+        self._checked = now
+        return result
+
+
+def _same_context(
+    first: tuple[str, tuple[Document, ...]], second: tuple[str, tuple[Document, ...]]
+) -> bool:
+    return (
+        first[0] == second[0]
+        and len(first[1]) == len(second[1])
+        and all(a is b for a, b in zip(first[1], second[1], strict=True))
+    )
+
+
+def _reused(found: list[Document], before: Sequence[Document]) -> list[Document]:
+    """The documents of a changed file, each one identical to the document at its place in
+    the file before (value for value, type for type, key order and lines) replaced by that
+    document, so that its checks and the objects made from it are kept."""
+    result = []
+    for index, doc in enumerate(found):
+        old = before[index] if index < len(before) else None
+        same = (
+            old is not None
+            and old.origin.line == doc.origin.line
+            and dict(old.origin.lines) == dict(doc.origin.lines)
+            and _identical(old.body, doc.body)
+        )
+        result.append(old if same and old is not None else doc)
+    return result
+
+
+def _identical(first: Any, second: Any) -> bool:
+    """Equal with the same types and the same key order all the way down (`1`, `1.0` and
+    `true` are equal in Python, not in a manifest)."""
+    if type(first) is not type(second):
+        return False
+    if isinstance(first, dict):
+        return list(first) == list(second) and all(
+            _identical(value, second[key]) for key, value in first.items()
+        )
+    if isinstance(first, list):
+        return len(first) == len(second) and all(
+            _identical(a, b) for a, b in zip(first, second, strict=True)
+        )
+    return bool(first == second)
+
+
+def workload_keys(objects: Sequence[Workload]) -> frozenset[ResourceKey]:
+    """The keys of the objects."""
+    return frozenset(w.key for w in objects)
