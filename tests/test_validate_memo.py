@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from reconciler import load, validate
 from reconciler.domain import Source, SourceFile
-from reconciler.validate import memo, parsecache
+from reconciler.validate import dependencies, memo, parsecache
 from tests.conftest import EXAMPLE
 
 Files = dict[str, bytes]
@@ -31,6 +31,8 @@ SHOP = "policies/shop.yaml"
 EXTRA_CLUSTER = "clusters/eu-north-1.yaml"
 CRD = "workloads/platform/widgets.yaml"
 SECRET = "workloads/payments/ledger-db.yaml"
+HOOK = "workloads/analytics/warehouse-db-sync.yaml"
+NOTE = "  annotations: {multicluster.io/data: "
 
 
 def _base() -> Files:
@@ -119,23 +121,47 @@ STEPS: dict[str, Callable[[Files], None]] = {
     "broken yaml": _sub(CART, r"$", "\nbad: [\n"),
     "restore cart": _restore(CART),
     "no configmap": _sub(CART, r"\n---\napiVersion: v1\nkind: ConfigMap", "\n---\n#"),
-    "service selector": _sub(CART, r"selector:\n    app.kubernetes.io/name: cart", "selector:\n    app.kubernetes.io/name: kart"),
+    "service selector": _sub(
+        CART,
+        r"selector:\n    app.kubernetes.io/name: cart",
+        "selector:\n    app.kubernetes.io/name: kart",
+    ),
     "canary": _copy(CART, CANARY, "cart", "cart-canary"),
     "duplicate": _copy(CART, CANARY, "replicas: 4", "replicas: 2"),
     "no canary": _drop(CANARY),
-    "policy label": _sub(SHOP, r"app.kubernetes.io/part-of: shop\}\}", "app.kubernetes.io/part-of: shops}}"),
+    "policy label": _sub(
+        SHOP, r"app.kubernetes.io/part-of: shop\}\}", "app.kubernetes.io/part-of: shops}}"
+    ),
     "policy priority": _sub(SHOP, r"spec:\n", "spec:\n  priority: 5\n"),
     "restore policy": _restore(SHOP),
     "cluster": _copy("clusters/eu-west-2.yaml", EXTRA_CLUSTER, "eu-west-2", "eu-north-1"),
     "no cluster": _drop(EXTRA_CLUSTER),
     "no eu-west-1": _drop("clusters/eu-west-1.yaml"),
     "restore eu-west-1": _restore("clusters/eu-west-1.yaml"),
-    "kubernetes 1.25": _sub("dro.yaml", r'kubernetesVersion: "[0-9.]+"', 'kubernetesVersion: "1.25"'),
-    "kubernetes 1.32": _sub("dro.yaml", r'kubernetesVersion: "[0-9.]+"', 'kubernetesVersion: "1.32"'),
+    "kubernetes 1.25": _sub(
+        "dro.yaml", r'kubernetesVersion: "[0-9.]+"', 'kubernetesVersion: "1.25"'
+    ),
+    "kubernetes 1.32": _sub(
+        "dro.yaml", r'kubernetesVersion: "[0-9.]+"', 'kubernetesVersion: "1.32"'
+    ),
     "crd": _add_crd,
     "widget error": _add_widget_error,
     "no crd": _drop(CRD),
     "secret value": _sub(SECRET, r"stringData:\n", "stringData:\n  EXTRA: more\n"),
+    "guard": _sub("dro.yaml", r"\nspec:\n", "\nspec:\n  guard: {namespaces: {deny: [shop]}}\n"),
+    "restore dro.yaml": _restore("dro.yaml"),
+    "data annotation": _sub(
+        CART, r"namespace: shop\n", f"namespace: shop\n{NOTE}clickstream:read:5Gi/d}}\n"
+    ),
+    "bad data annotation": _sub(CART, r"namespace: shop\n", f"namespace: shop\n{NOTE}nope}}\n"),
+    "promote": _sub(
+        CART,
+        r"namespace: shop\n",
+        "namespace: shop\n  annotations: {multicluster.io/rollout-promote: canary}\n",
+    ),
+    "hook elsewhere": _sub(HOOK, r"StatefulSet/warehouse-db", "StatefulSet/warehouse-db2"),
+    "no hook": _drop(HOOK),
+    "restore hook": _restore(HOOK),
 }
 
 
@@ -148,6 +174,10 @@ def _same(warm: validate.Result, cold: validate.Result, step: str) -> None:
     assert [p.severity for p in warm.problems] == [p.severity for p in cold.problems], step
     assert repr(warm.spec) == repr(cold.spec), step
     assert warm.spec == cold.spec, step
+    if cold.spec is not None:  # the kept per-workload results equal the whole-repo walk
+        found = dependencies.find(cold.spec.workloads)
+        assert cold.spec.dependents == found.by_dependency, step
+        assert set(found.missing) <= set(cold.problems), step
 
 
 def _replay(steps: list[str]) -> None:
@@ -168,13 +198,16 @@ def test_a_warm_check_equals_a_cold_one_after_any_changes(steps: list[str]) -> N
     _replay(steps)
 
 
-def test_an_unchanged_file_gives_the_same_objects_and_a_changed_one_keeps_its_equal_documents() -> None:
+def test_an_unchanged_file_gives_the_same_objects_and_a_changed_one_keeps_its_equal_documents() -> (
+    None
+):
     files = _base()
     kept = memo.Memo()
     first = validate.check(_source(files), memo=kept).spec
     STEPS["scale"](files)
     second = validate.check(_source(files), memo=kept).spec
-    assert first is not None and second is not None
+    assert first is not None
+    assert second is not None
     before = {w.key: w for w in first.workloads}
     changed = [w for w in second.workloads if w is not before[w.key]]
     secret_file = [w for w in changed if w.origin.path == SECRET]
@@ -206,12 +239,16 @@ def test_a_touched_parse_cache_keeps_the_entries_of_unchanged_files() -> None:
     [
         ("_identical", ["replicas float"]),
         ("_same_context", ["widget error", "crd"]),
+        ("_same_items", ["policy priority"]),
+        ("_same_layers", ["guard"]),
+        ("dependencies._same", ["no configmap"]),
     ],
 )
 def test_a_memo_keyed_wrong_is_caught(
     monkeypatch: pytest.MonkeyPatch, sabotage: str, steps: list[str]
 ) -> None:
-    monkeypatch.setattr(memo, sabotage, lambda *_: True)
+    module, _, name = sabotage.rpartition(".")
+    monkeypatch.setattr(dependencies if module else memo, name, lambda *_: True)
     with pytest.raises(AssertionError):
         _replay(steps)
 

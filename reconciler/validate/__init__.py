@@ -11,14 +11,13 @@ Called by `laststate`, `pipeline`, `pipeline.sharded`, `service.api.store` and `
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from reconciler.domain import (
     DRO_API_VERSION,
-    Cluster,
     Document,
     MoveBudget,
     Output,
@@ -52,6 +51,7 @@ from reconciler.validate import (
     sealedcheck,
 )
 from reconciler.validate import references as refs
+from reconciler.validate.memo import Facts
 from reconciler.validate.memo import Memo as Memo
 from reconciler.validate.removed import removed_clusters as removed_clusters
 
@@ -179,7 +179,11 @@ def check(
     objects = refs.unique_objects(memo.checked(into.objects, version), into.problems)
     if into.sealed:
         objects = sealedcheck.attach(objects, into.sealed)
-    into.problems += names.shared_files(objects)
+    config_doc = into.config_docs[0] if into.config_docs else None
+    narrowed, narrowing = guard.narrowing(config_doc, ceiling)
+    layers = (ceiling,) if narrowed is None else (ceiling, narrowed)
+    facts = memo.facts(objects, layers)
+    into.problems += names.shared_files(objects, [f.stem for f in facts])
     cluster_list = refs.unique_clusters(into.cluster_list, into.problems)
     rollout_docs = [(d, "/spec/placement/rollout") for d in into.placement_docs]
     rollout_docs += [(d, "/spec/rollout") for d in into.config_docs]
@@ -196,23 +200,31 @@ def check(
     )
     data_sets = datamodel.data_sets(into.datasets, into.problems)
     links = datamodel.topology(into.topology, into.problems)
-    data_access = _annotated_access(objects, into)
-    bundled = dependencies.find(objects)
-    into.problems += bundled.missing
-    hooks = movehooks.find(objects)
+    data_access = _annotated_access(objects, facts, into)
+    by_dependency, missing = dependencies.bundled(objects, memo.dependencies)
+    into.problems += missing
+    hooked = any(f.hook for f in facts)
+    hooks = movehooks.find(objects) if hooked else movehooks.Hooks()
     into.problems += hooks.problems
     into.problems += datamodel.unknown_data_sets(into.data_refs, data_sets)
     refs.check_karmada_rules(into.placement, into.problems)
     into.problems += sealedcheck.override_problems(objects, into.overrides, cluster_list)
     refs.check_requested_times(into.placement, config, into.problems)
     refs.check_ceilings(into.placement, config, into.problems)
-    claimed_by = refs.check_claims(into.placement, objects, into.problems)
-    into.problems += rollouts.promote_problems(objects, claimed_by, config.rollout)
+    claims = memo.claims(into.placement, objects)
+    claimed_by = refs.claimed(into.placement, claims, into.problems)
+    promoting = [w for w, f in zip(objects, facts, strict=True) if f.promote]
+    into.problems += rollouts.promote_problems(promoting, claimed_by, config.rollout)
+    defaulted_ones = [w for w, c in claims if c.policy is None]
     into.problems += defaulted.warnings(
-        objects, into.placement, claimed_by, bundled.by_dependency, config, cluster_list
+        defaulted_ones, into.placement, claimed_by, by_dependency, config, cluster_list
     )
-    layers = _check_guard(ceiling, into, objects, cluster_list, None in claimed_by.values())
-    crds = refs.crds_of(into.objects)
+    into.problems += narrowing
+    into.problems += [p for f in facts for p in f.guarded]
+    into.problems += guard.check_placement(
+        layers, cluster_list, into.placement_docs, config_doc, bool(defaulted_ones)
+    )
+    crds = memo.crds
     into.problems += overridecheck.problems(
         objects, into.overrides, cluster_list, version, crds, layers
     )
@@ -232,7 +244,7 @@ def check(
         data_sets=MappingProxyType(data_sets),
         links=links,
         data_access=MappingProxyType(data_access),
-        dependents=bundled.by_dependency,
+        dependents=by_dependency,
         sync_hooks=MappingProxyType(dict(hooks.by_workload)),
         claims=MappingProxyType(claimed_by),
     )
@@ -240,38 +252,19 @@ def check(
 
 
 def _annotated_access(
-    objects: Iterable[Workload], into: files.Part
+    objects: Sequence[Workload], facts: Sequence[Facts], into: files.Part
 ) -> dict[ResourceKey, tuple[DataAccess, ...]]:
     """The data access each plain manifest declares in its `multicluster.io/data` annotation."""
     found = {}
-    for workload in objects:
-        annotations = (workload.manifest.get("metadata") or {}).get("annotations") or {}
-        declared = datamodel.annotated(annotations, workload.origin, into.problems)
-        if declared:
-            found[workload.key] = declared
-            pointer = "/metadata/annotations/" + datamodel.DATA_ANNOTATION.replace("/", "~1")
-            into.data_refs += [(access, workload.origin, pointer) for access in declared]
+    pointer = "/metadata/annotations/" + datamodel.DATA_ANNOTATION.replace("/", "~1")
+    for workload, fact in zip(objects, facts, strict=True):
+        if not fact.data and not fact.data_problems:
+            continue
+        into.problems += fact.data_problems
+        if fact.data:
+            found[workload.key] = fact.data
+            into.data_refs += [(access, workload.origin, pointer) for access in fact.data]
     return found
-
-
-def _check_guard(
-    ceiling: guard.Guard,
-    into: files.Part,
-    objects: list[Workload],
-    cluster_list: list[Cluster],
-    default_used: bool,
-) -> tuple[guard.Guard, ...]:
-    """The guard's layers (the operator's ceiling, then dro.yaml's narrowing) over every
-    object and placement target; returns the layers, for the override check."""
-    config_doc = into.config_docs[0] if into.config_docs else None
-    narrowed, problems = guard.narrowing(config_doc, ceiling)
-    layers = (ceiling,) if narrowed is None else (ceiling, narrowed)
-    into.problems += problems
-    into.problems += guard.check_objects(layers, objects)
-    into.problems += guard.check_placement(
-        layers, cluster_list, into.placement_docs, config_doc, default_used
-    )
-    return layers
 
 
 def spec(

@@ -26,12 +26,50 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconciler import yamlio
-from reconciler.domain import Document, ResourceKey, Source, Workload
+from reconciler.domain import Document, PlacementPolicy, Source, Workload, claims
+from reconciler.domain.data import DataAccess
+from reconciler.domain.rollout import PROMOTE_ANNOTATION
 from reconciler.errors import Problem
-from reconciler.validate import files, parsecache
+from reconciler.kube import movehooks
+from reconciler.validate import datamodel, dependencies, files, guard, parsecache
 from reconciler.validate import references as refs
 
 Parse = Callable[[str, bytes], list[Document]]
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What validation reads of one workload alone (and the guard's layers), kept by the
+    workload's identity: the cross-file checks then walk only the workloads they concern."""
+
+    stem: tuple[str, str]
+    """Its rendered file's folder and stem, lowercase (`names.shared_files`)."""
+    guarded: tuple[Problem, ...]
+    """What the guard's layers deny in it (`guard.check_objects`)."""
+    data: tuple[DataAccess, ...]
+    """The data access its `multicluster.io/data` annotation declares."""
+    data_problems: tuple[Problem, ...]
+    """What is wrong with that annotation."""
+    hook: bool
+    """Whether it carries `multicluster.io/data-sync-for` (`movehooks.find`)."""
+    promote: bool
+    """Whether it carries `multicluster.io/rollout-promote` (`rollouts.promote_problems`)."""
+
+
+def facts(workload: Workload, layers: Sequence[guard.Guard]) -> Facts:
+    """A workload's `Facts` under the guard's `layers`."""
+    key = workload.key
+    annotations = (workload.manifest.get("metadata") or {}).get("annotations") or {}
+    problems: list[Problem] = []
+    declared = datamodel.annotated(annotations, workload.origin, problems)
+    return Facts(
+        stem=(key.folder.lower(), key.file_stem),
+        guarded=tuple(guard.check_objects(layers, [workload])),
+        data=declared,
+        data_problems=tuple(problems),
+        hook=movehooks.SYNC_FOR in annotations,
+        promote=PROMOTE_ANNOTATION in annotations,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,14 +89,15 @@ class Memo:
         self._files: dict[str, _File] = {}
         self._checked: dict[int, tuple[Document, bool, refs.Checked]] = {}
         self._context: tuple[str, tuple[Document, ...]] | None = None
-        self.claims: dict[int, tuple[Workload, Any]] = {}
-        """`references.check_claims`'s claim per workload (by identity), for `claims_of`."""
-        self.claims_of: tuple[Any, ...] | None = None
-        """The placement policies `claims` was made against."""
-        self.needs: dict[int, tuple[Workload, Any]] = {}
-        """`dependencies`' scan per workload (by identity), for `needs_of`."""
-        self.needs_of: Any = None
-        """The dependency index `needs` was made against."""
+        self.crds: refs.CRDs = {}
+        """The repo's CRDs, as `checked` last found them (`references.crds_of`)."""
+        self._placement: tuple[PlacementPolicy, ...] | None = None
+        self._claimer: claims.Claims | None = None
+        self._claims: dict[int, tuple[Workload, claims.Claim]] = {}
+        self._layers: tuple[guard.Guard, ...] | None = None
+        self._facts: dict[int, tuple[Workload, Facts]] = {}
+        self.dependencies = dependencies.Known()
+        """`dependencies.bundled`'s per-workload results."""
 
     def parts(self, source: Source, parsed: parsecache.ParseCache | None) -> files.Part:
         """Every routed file's part joined in the source's order, after what loading found
@@ -109,7 +148,7 @@ class Memo:
         if self._context is None or not _same_context(self._context, context):
             self._checked = {}
         self._context = context
-        crds = refs.crds_of(crd_docs)
+        crds = self.crds = refs.crds_of(crd_docs)
         per_file = Counter(doc.origin.path for doc in objects)
         before, now = self._checked, {}
         result = []
@@ -123,15 +162,53 @@ class Memo:
         self._checked = now
         return result
 
+    def claims(
+        self, placement: Sequence[PlacementPolicy], objects: Sequence[Workload]
+    ) -> list[tuple[Workload, claims.Claim]]:
+        """Each workload's claim among the placement policies (`references.claimed`), kept by
+        the workload's identity while the policies are the very same objects."""
+        if self._claimer is None or not _same_items(placement, self._placement or ()):
+            self._claimer, self._placement, self._claims = claims.Claims(placement), (), {}
+            self._placement = tuple(placement)
+        claimer, before = self._claimer, self._claims
+        now: dict[int, tuple[Workload, claims.Claim]] = {}
+        for workload in objects:
+            entry = before.get(id(workload))
+            if entry is None or entry[0] is not workload:
+                entry = (workload, claimer.claim(workload))
+            now[id(workload)] = entry
+        self._claims = now
+        return list(now.values())
+
+    def facts(self, objects: Sequence[Workload], layers: Sequence[guard.Guard]) -> list[Facts]:
+        """Each workload's `Facts`, in order, kept by its identity while the guard's layers
+        are equal."""
+        if self._layers is None or not _same_layers(tuple(layers), self._layers):
+            self._facts, self._layers = {}, tuple(layers)
+        before, now = self._facts, {}
+        result = []
+        for workload in objects:
+            entry = before.get(id(workload))
+            if entry is None or entry[0] is not workload:
+                entry = (workload, facts(workload, layers))
+            now[id(workload)] = entry
+            result.append(entry[1])
+        self._facts = now
+        return result
+
+
+def _same_layers(first: tuple[guard.Guard, ...], second: tuple[guard.Guard, ...]) -> bool:
+    return first == second
+
+
+def _same_items(first: Sequence[Any], second: Sequence[Any]) -> bool:
+    return len(first) == len(second) and all(a is b for a, b in zip(first, second, strict=True))
+
 
 def _same_context(
     first: tuple[str, tuple[Document, ...]], second: tuple[str, tuple[Document, ...]]
 ) -> bool:
-    return (
-        first[0] == second[0]
-        and len(first[1]) == len(second[1])
-        and all(a is b for a, b in zip(first[1], second[1], strict=True))
-    )
+    return first[0] == second[0] and _same_items(first[1], second[1])
 
 
 def _reused(found: list[Document], before: Sequence[Document]) -> list[Document]:
@@ -165,8 +242,3 @@ def _identical(first: Any, second: Any) -> bool:
             _identical(a, b) for a, b in zip(first, second, strict=True)
         )
     return bool(first == second)
-
-
-def workload_keys(objects: Sequence[Workload]) -> frozenset[ResourceKey]:
-    """The keys of the objects."""
-    return frozenset(w.key for w in objects)

@@ -408,16 +408,24 @@ def check_claims(
 
     Returns the claiming policy of every workload (None: the default placement applies).
     """
+    claimer = claims.Claims(placement)
+    return claimed(placement, [(w, claimer.claim(w)) for w in objects], problems)
+
+
+def claimed(
+    placement: Sequence[PlacementPolicy],
+    found: Iterable[tuple[Workload, claims.Claim]],
+    problems: list[Problem],
+) -> dict[ResourceKey, PlacementPolicy | None]:
+    """`check_claims` from each workload's claim, made against `placement`."""
     claimed_by: dict[ResourceKey, PlacementPolicy | None] = {}
     tied: dict[tuple[str, str], list[Workload]] = {}
     policies: dict[str, PlacementPolicy] = {
         p.origin.path + f":{p.origin.line}": p for p in placement
     }
-    claimer = claims.Claims(placement)
-    for workload in objects:
-        claim = claimer.claim(workload)
+    for workload, claim in found:
         claimed_by[workload.key] = claim.policy
-        if claim.policy is None:
+        if claim.policy is None or not claim.tied_with:
             continue
         for other in claim.tied_with:
             pair = sorted([claim.policy, other], key=lambda p: (p.origin.path, p.origin.line))
@@ -426,14 +434,14 @@ def check_claims(
                 f"{pair[1].origin.path}:{pair[1].origin.line}",
             )
             tied.setdefault(ids, []).append(workload)
-    for (first_id, second_id), claimed in sorted(tied.items()):
+    for (first_id, second_id), held in sorted(tied.items()):
         first, second = policies[first_id], policies[second_id]
-        more = f" and {len(claimed) - 1} more" if len(claimed) > 1 else ""
+        more = f" and {len(held) - 1} more" if len(held) > 1 else ""
         problems.append(
             _problem(
                 second.origin,
                 "/spec",
-                f"{second.ref} and {first.ref} ({first_id}) both claim {claimed[0].key}{more} "
+                f"{second.ref} and {first.ref} ({first_id}) both claim {held[0].key}{more} "
                 f"with equal precedence (namespacing, priority {second.priority}, selector "
                 "specificity); set spec.priority or narrow a selector",
             )
