@@ -176,7 +176,7 @@ def check(
     into = memo.parts(source, parsed)
     config = _config(into)
     version = config.kubernetes_version or schemacheck.kubernetes_versions()[-1]
-    objects = refs.unique_objects(memo.checked(into.objects, version), into.problems)
+    objects = refs.unique_objects(memo.checked(version), into.problems)
     if into.sealed:
         objects = sealedcheck.attach(objects, into.sealed)
     config_doc = into.config_docs[0] if into.config_docs else None

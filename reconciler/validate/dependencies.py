@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -25,6 +26,7 @@ from reconciler.domain import LabelSelector, ResourceKey, Workload, group_of
 from reconciler.errors import Problem, Severity
 from reconciler.kube import demand
 from reconciler.validate import selectors
+from reconciler.validate.kept import Kept
 
 RBAC = "rbac.authorization.k8s.io"
 
@@ -355,11 +357,11 @@ class Known:
     def __init__(self) -> None:
         self.indexed: tuple[Workload, ...] = ()
         self.index: _Index | None = None
-        self.needs: dict[int, _Needs] = {}
+        self.needs: Kept[Workload, _Needs] = Kept()
 
 
-_Needs = tuple[Workload, frozenset[ResourceKey] | None, tuple[Problem, ...]]
-"""A workload, what it needs (None: it runs no pods) and its missing references."""
+_Needs = tuple[frozenset[ResourceKey] | None, tuple[Problem, ...]]
+"""What a workload needs (None: it runs no pods) and its missing references."""
 
 
 def bundled(
@@ -369,21 +371,21 @@ def bundled(
     `known` does not hold, unless an object of an indexed kind changed."""
     indexed = tuple(w for w in workloads if (w.key.group, w.key.kind) in INDEXED_KINDS)
     if known.index is None or not _same(indexed, known.indexed):
-        known.index, known.indexed, known.needs = _index(indexed), indexed, {}
-    index, before = known.index, known.needs
-    now: dict[int, _Needs] = {}
+        known.index, known.indexed = _index(indexed), indexed
+        known.needs.clear()
+    found = known.needs.values(workloads, partial(_needs_of, known.index))
+    known.needs.prune(len(workloads))
     needs: dict[ResourceKey, frozenset[ResourceKey]] = {}
     missing: list[Problem] = []
-    for w in workloads:
-        entry = before.get(id(w))
-        if entry is None or entry[0] is not w:
-            entry = (w, None, ()) if _pod(w) is None else (w, *_needs(w, index))
-        now[id(w)] = entry
-        if entry[1] is not None:
-            needs[w.key] = entry[1]
-            missing += entry[2]
-    known.needs = now
+    for w, (needed, lost) in zip(workloads, found, strict=True):
+        if needed is not None:
+            needs[w.key] = needed
+            missing += lost
     return _reverse(needs), tuple(sorted(missing, key=lambda p: p.sort_key))
+
+
+def _needs_of(index: _Index, w: Workload) -> _Needs:
+    return (None, ()) if _pod(w) is None else _needs(w, index)
 
 
 def _same(first: Sequence[Workload], second: Sequence[Workload]) -> bool:

@@ -32,6 +32,7 @@ from reconciler.validate import (
     locations,
     names,
     policies,
+    references,
     rollouts,
     schemacheck,
     sealedcheck,
@@ -60,6 +61,8 @@ class Part:
         """Where the items of each expanded `kind: List` sit, for their problems' pointers."""
         self.sealed: dict[str, bytes] = {}
         """The source files that hold a SOPS-encrypted Secret alone, by path."""
+        self.crds: list[Document] = []
+        """The CustomResourceDefinitions among `objects`."""
 
     def problem(
         self, doc: Document, pointer: str, message: str, severity: Severity = Severity.ERROR
@@ -84,6 +87,7 @@ class Part:
         self.placement_docs += other.placement_docs
         self.overrides += other.overrides
         self.objects += other.objects
+        self.crds += other.crds
         self.datasets.update(other.datasets)
         if other.topology is not None:
             self.topology = other.topology
@@ -134,6 +138,7 @@ def part(file: SourceFile, kind: str, documents: Sequence[Document] | Problem) -
     for doc in documents:
         if _shape_ok(doc, into):
             _accept(doc, kind, into)
+    into.crds = [doc for doc in into.objects if references.is_crd(doc.body)]
     return into
 
 

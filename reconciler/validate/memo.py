@@ -20,9 +20,9 @@ Called by `validate` and `pipeline.warm`.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from reconciler import yamlio
@@ -33,6 +33,7 @@ from reconciler.errors import Problem
 from reconciler.kube import movehooks
 from reconciler.validate import datamodel, dependencies, files, guard, parsecache
 from reconciler.validate import references as refs
+from reconciler.validate.kept import Kept
 
 Parse = Callable[[str, bytes], list[Document]]
 
@@ -87,15 +88,17 @@ class Memo:
 
     def __init__(self) -> None:
         self._files: dict[str, _File] = {}
-        self._checked: dict[int, tuple[Document, bool, refs.Checked]] = {}
+        self._now: list[files.Part] = []
+        self._checked: Kept[Document, tuple[bool, refs.Checked]] = Kept()
+        self._by_part: dict[int, tuple[files.Part, list[tuple[Document, refs.Checked]]]] = {}
         self._context: tuple[str, tuple[Document, ...]] | None = None
         self.crds: refs.CRDs = {}
         """The repo's CRDs, as `checked` last found them (`references.crds_of`)."""
         self._placement: tuple[PlacementPolicy, ...] | None = None
         self._claimer: claims.Claims | None = None
-        self._claims: dict[int, tuple[Workload, claims.Claim]] = {}
+        self._claims: Kept[Workload, claims.Claim] = Kept()
         self._layers: tuple[guard.Guard, ...] | None = None
-        self._facts: dict[int, tuple[Workload, Facts]] = {}
+        self._facts: Kept[Workload, Facts] = Kept()
         self.dependencies = dependencies.Known()
         """`dependencies.bundled`'s per-workload results."""
 
@@ -115,6 +118,7 @@ class Memo:
             )
         parse: Parse = parsed.documents if parsed is not None else yamlio.parse_documents
         kept: dict[str, _File] = {}
+        self._now = []
         for file in source.files:
             kind = files.route(file.path)
             if kind is None:
@@ -125,12 +129,14 @@ class Memo:
                     parsed.touch(before.key)
                 kept[file.path] = before
                 whole.join(before.part)
+                self._now.append(before.part)
                 continue
             found = files.parsed(file.path, file.data, parse)
             if before is not None and not isinstance(found, Problem):
                 found = _reused(found, before.documents)
             one = files.part(file, kind, found)
             whole.join(one)
+            self._now.append(one)
             documents = () if isinstance(found, Problem) else tuple(found)
             if not any(parsecache.holds_secret(doc.body) for doc in documents):
                 key = parsecache.key_of(file.path, file.data) if parsed is not None else None
@@ -138,28 +144,35 @@ class Memo:
         self._files = kept
         return whole
 
-    def checked(
-        self, objects: Sequence[Document], version: str
-    ) -> list[tuple[Document, refs.Checked]]:
-        """`references.checked` of every object document, in order, kept by the document's
-        identity while the Kubernetes version and the repo's CRDs are unchanged."""
-        crd_docs = tuple(doc for doc in objects if refs.is_crd(doc.body))
+    def checked(self, version: str) -> list[tuple[Document, refs.Checked]]:
+        """`references.checked` of every object document of the last `parts`, in order, kept
+        by the document's identity while the Kubernetes version and the repo's CRDs are
+        unchanged."""
+        crd_docs = tuple(doc for one in self._now for doc in one.crds)
         context = (version, crd_docs)
         if self._context is None or not _same_context(self._context, context):
-            self._checked = {}
+            self._checked.clear()
+            self._by_part = {}
         self._context = context
         crds = self.crds = refs.crds_of(crd_docs)
-        per_file = Counter(doc.origin.path for doc in objects)
-        before, now = self._checked, {}
-        result = []
-        for doc in objects:
-            alone = per_file[doc.origin.path] == 1
-            entry = before.get(id(doc))
-            if entry is None or entry[0] is not doc or entry[1] != alone:
-                entry = (doc, alone, refs.checked(doc, version, crds, alone))
-            now[id(doc)] = entry
-            result.append((doc, entry[2]))
-        self._checked = now
+        result: list[tuple[Document, refs.Checked]] = []
+        by_part: dict[int, tuple[files.Part, list[tuple[Document, refs.Checked]]]] = {}
+        for one in self._now:
+            if not one.objects:
+                continue
+            kept = self._by_part.get(id(one))
+            if kept is None or kept[0] is not one:
+                alone = len(one.objects) == 1
+                found = self._checked.values(
+                    one.objects, partial(_check, version, crds, alone), partial(_alike, alone)
+                )
+                kept = (one, list(zip(one.objects, (c for _, c in found), strict=True)))
+            else:
+                self._checked.asked(one.objects)
+            by_part[id(one)] = kept
+            result += kept[1]
+        self._by_part = by_part
+        self._checked.prune(len(result))
         return result
 
     def claims(
@@ -168,33 +181,29 @@ class Memo:
         """Each workload's claim among the placement policies (`references.claimed`), kept by
         the workload's identity while the policies are the very same objects."""
         if self._claimer is None or not _same_items(placement, self._placement or ()):
-            self._claimer, self._placement, self._claims = claims.Claims(placement), (), {}
-            self._placement = tuple(placement)
-        claimer, before = self._claimer, self._claims
-        now: dict[int, tuple[Workload, claims.Claim]] = {}
-        for workload in objects:
-            entry = before.get(id(workload))
-            if entry is None or entry[0] is not workload:
-                entry = (workload, claimer.claim(workload))
-            now[id(workload)] = entry
-        self._claims = now
-        return list(now.values())
+            self._claimer, self._placement = claims.Claims(placement), tuple(placement)
+            self._claims.clear()
+        found = self._claims.values(objects, self._claimer.claim)
+        self._claims.prune(len(objects))
+        return list(zip(objects, found, strict=True))
 
     def facts(self, objects: Sequence[Workload], layers: Sequence[guard.Guard]) -> list[Facts]:
         """Each workload's `Facts`, in order, kept by its identity while the guard's layers
         are equal."""
         if self._layers is None or not _same_layers(tuple(layers), self._layers):
-            self._facts, self._layers = {}, tuple(layers)
-        before, now = self._facts, {}
-        result = []
-        for workload in objects:
-            entry = before.get(id(workload))
-            if entry is None or entry[0] is not workload:
-                entry = (workload, facts(workload, layers))
-            now[id(workload)] = entry
-            result.append(entry[1])
-        self._facts = now
-        return result
+            self._facts.clear()
+            self._layers = tuple(layers)
+        found = self._facts.values(objects, lambda workload: facts(workload, layers))
+        self._facts.prune(len(objects))
+        return found
+
+
+def _check(version: str, crds: refs.CRDs, alone: bool, doc: Document) -> tuple[bool, refs.Checked]:
+    return alone, refs.checked(doc, version, crds, alone)
+
+
+def _alike(alone: bool, kept: tuple[bool, refs.Checked]) -> bool:
+    return kept[0] == alone
 
 
 def _same_layers(first: tuple[guard.Guard, ...], second: tuple[guard.Guard, ...]) -> bool:

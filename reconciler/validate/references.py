@@ -3,7 +3,7 @@
 Each check appends `Problem`s naming the file and line of the offending document; nothing here
 stops at the first problem.
 
-Called by `validate`, `validate.memo` and `validate.overridecheck`.
+Called by `validate`, `validate.files`, `validate.memo` and `validate.overridecheck`.
 """
 
 from __future__ import annotations
@@ -418,13 +418,13 @@ def claimed(
     problems: list[Problem],
 ) -> dict[ResourceKey, PlacementPolicy | None]:
     """`check_claims` from each workload's claim, made against `placement`."""
-    claimed_by: dict[ResourceKey, PlacementPolicy | None] = {}
+    found = list(found)
+    claimed_by = {workload.key: claim.policy for workload, claim in found}
     tied: dict[tuple[str, str], list[Workload]] = {}
     policies: dict[str, PlacementPolicy] = {
         p.origin.path + f":{p.origin.line}": p for p in placement
     }
     for workload, claim in found:
-        claimed_by[workload.key] = claim.policy
         if claim.policy is None or not claim.tied_with:
             continue
         for other in claim.tied_with:
