@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reconciler import load, validate
-from reconciler.domain import Source, SourceFile
+from reconciler.domain import ResourceKey, Source, SourceFile, Spec
 from reconciler.validate import dependencies, memo, parsecache
 from tests.conftest import EXAMPLE
 
@@ -174,10 +174,16 @@ def _same(warm: validate.Result, cold: validate.Result, step: str) -> None:
     assert [p.severity for p in warm.problems] == [p.severity for p in cold.problems], step
     assert repr(warm.spec) == repr(cold.spec), step
     assert warm.spec == cold.spec, step
-    if cold.spec is not None:  # the kept per-workload results equal the whole-repo walk
+    if cold.spec is not None:  # the kept per-workload results equal the whole-repo walks
+        keys = {(k.group, k.kind.lower(), k.namespace, k.name.lower()) for k in _keys(cold.spec)}
+        assert len(keys) == len(cold.spec.workloads), step
         found = dependencies.find(cold.spec.workloads)
         assert cold.spec.dependents == found.by_dependency, step
         assert set(found.missing) <= set(cold.problems), step
+
+
+def _keys(spec: Spec) -> list[ResourceKey]:
+    return [w.key for w in spec.workloads]
 
 
 def _replay(steps: list[str]) -> None:
@@ -256,3 +262,25 @@ def test_a_memo_keyed_wrong_is_caught(
 def test_the_example_repo_replays_without_problems_beyond_its_own(tmp_path: Path) -> None:
     source = _source(_base())
     assert validate.check(source, memo=memo.Memo()).problems == validate.check(source).problems
+
+
+def _declared_twice(kept: memo.Memo) -> list[str]:
+    """The duplicate problems of a pass with the canary declaring cart's objects again,
+    after a pass of the example repo with `kept`."""
+    validate.check(_source(_base()), memo=kept)
+    files = _base()
+    STEPS["duplicate"](files)
+    problems = validate.check(_source(files), memo=kept).problems
+    return [p.message for p in problems if "declared twice" in p.message]
+
+
+def test_a_duplicate_in_a_changed_file_is_found_by_the_kept_counts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert len(_declared_twice(memo.Memo())) == 3  # cart, its Service and its ConfigMap
+
+    def forgetful(self: memo.Memo, by_part: dict[int, object]) -> None:
+        self._by_part = by_part  # type: ignore[assignment]
+
+    monkeypatch.setattr(memo.Memo, "_count", forgetful)  # counts kept wrong: caught above
+    assert _declared_twice(memo.Memo()) == []

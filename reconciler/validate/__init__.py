@@ -176,9 +176,10 @@ def check(
     into = memo.parts(source, parsed)
     config = _config(into)
     version = config.kubernetes_version or schemacheck.kubernetes_versions()[-1]
-    objects = refs.unique_objects(memo.checked(version), into.problems)
+    objects = memo.objects(version, into.problems)
     if into.sealed:
         objects = sealedcheck.attach(objects, into.sealed)
+        memo.runs = None
     config_doc = into.config_docs[0] if into.config_docs else None
     narrowed, narrowing = guard.narrowing(config_doc, ceiling)
     layers = (ceiling,) if narrowed is None else (ceiling, narrowed)

@@ -5,7 +5,7 @@ Called by `validate.dependencies` and `validate.memo`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Generic, TypeVar
 
 K = TypeVar("K")
@@ -20,10 +20,28 @@ class Kept(Generic[K, V]):
     def __init__(self) -> None:
         self._by_id: dict[int, tuple[K, V]] = {}
         self._asked: list[K] = []
+        self._runs: dict[int, tuple[Sequence[K], list[V]]] = {}
 
     def clear(self) -> None:
         """Forget every value (what they were computed against changed)."""
         self._by_id = {}
+        self._runs = {}
+
+    def runs(self, runs: Iterable[Sequence[K]], compute: Callable[[K], V]) -> list[V]:
+        """`values` of the runs' items, one run after the other; a run that is the very
+        list of a run of the last call gets that call's values whole."""
+        result: list[V] = []
+        now: dict[int, tuple[Sequence[K], list[V]]] = {}
+        for run in runs:
+            kept = self._runs.get(id(run))
+            if kept is None or kept[0] is not run:
+                kept = (run, self.values(run, compute))
+            else:
+                self.asked(run)
+            now[id(run)] = kept
+            result += kept[1]
+        self._runs = now
+        return result
 
     def values(
         self,

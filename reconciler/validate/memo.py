@@ -20,6 +20,7 @@ Called by `validate` and `pipeline.warm`.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -33,7 +34,7 @@ from reconciler.errors import Problem
 from reconciler.kube import movehooks
 from reconciler.validate import datamodel, dependencies, files, guard, parsecache
 from reconciler.validate import references as refs
-from reconciler.validate.kept import Kept
+from reconciler.validate.kept import Kept, V
 
 Parse = Callable[[str, bytes], list[Document]]
 
@@ -90,7 +91,12 @@ class Memo:
         self._files: dict[str, _File] = {}
         self._now: list[files.Part] = []
         self._checked: Kept[Document, tuple[bool, refs.Checked]] = Kept()
-        self._by_part: dict[int, tuple[files.Part, list[tuple[Document, refs.Checked]]]] = {}
+        self._by_part: dict[int, _Run] = {}
+        self._identities: Counter[tuple[str, str, str, str]] = Counter()
+        self._duplicates: set[tuple[str, str, str, str]] = set()
+        self.runs: list[list[Workload]] | None = None
+        """The workloads of the last `objects`, file by file, when they are all of them (no
+        duplicate dropped); None otherwise."""
         self._context: tuple[str, tuple[Document, ...]] | None = None
         self.crds: refs.CRDs = {}
         """The repo's CRDs, as `checked` last found them (`references.crds_of`)."""
@@ -144,36 +150,65 @@ class Memo:
         self._files = kept
         return whole
 
-    def checked(self, version: str) -> list[tuple[Document, refs.Checked]]:
-        """`references.checked` of every object document of the last `parts`, in order, kept
-        by the document's identity while the Kubernetes version and the repo's CRDs are
-        unchanged."""
+    def objects(self, version: str, problems: list[Problem]) -> list[Workload]:
+        """`references.unique_objects` of `references.checked` of every object document of
+        the last `parts`: each document's check kept by its identity while the Kubernetes
+        version and the repo's CRDs are unchanged, an unchanged file's checks reused whole,
+        and the objects joined file by file while no two of them share an identity."""
         crd_docs = tuple(doc for one in self._now for doc in one.crds)
         context = (version, crd_docs)
         if self._context is None or not _same_context(self._context, context):
             self._checked.clear()
             self._by_part = {}
+            self._identities.clear()
+            self._duplicates.clear()
         self._context = context
         crds = self.crds = refs.crds_of(crd_docs)
-        result: list[tuple[Document, refs.Checked]] = []
-        by_part: dict[int, tuple[files.Part, list[tuple[Document, refs.Checked]]]] = {}
+        by_part: dict[int, _Run] = {}
         for one in self._now:
             if not one.objects:
                 continue
             kept = self._by_part.get(id(one))
-            if kept is None or kept[0] is not one:
+            if kept is None or kept.part is not one:
                 alone = len(one.objects) == 1
                 found = self._checked.values(
                     one.objects, partial(_check, version, crds, alone), partial(_alike, alone)
                 )
-                kept = (one, list(zip(one.objects, (c for _, c in found), strict=True)))
+                kept = _run(one, [c for _, c in found])
             else:
                 self._checked.asked(one.objects)
             by_part[id(one)] = kept
-            result += kept[1]
+        self._checked.prune(sum(len(run.part.objects) for run in by_part.values()))
+        self._count(by_part)
+        if self._duplicates:
+            self.runs = None
+            results = [pair for run in by_part.values() for pair in run.results]
+            return refs.unique_objects(results, problems)
+        objects: list[Workload] = []
+        for run in by_part.values():
+            problems += run.problems
+            objects += run.workloads
+        self.runs = [run.workloads for run in by_part.values()]
+        return objects
+
+    def _count(self, by_part: dict[int, _Run]) -> None:
+        """Make `_duplicates` the identities more than one object of `by_part` has, from
+        the counts of the last call by the files that left and came."""
+        for key, run in self._by_part.items():
+            if by_part.get(key) is not run:
+                for lowered in run.lowered:
+                    self._identities[lowered] -= 1
+                    if self._identities[lowered] <= 1:
+                        self._duplicates.discard(lowered)
+                    if not self._identities[lowered]:
+                        del self._identities[lowered]
+        for key, run in by_part.items():
+            if self._by_part.get(key) is not run:
+                for lowered in run.lowered:
+                    self._identities[lowered] += 1
+                    if self._identities[lowered] > 1:
+                        self._duplicates.add(lowered)
         self._by_part = by_part
-        self._checked.prune(len(result))
-        return result
 
     def claims(
         self, placement: Sequence[PlacementPolicy], objects: Sequence[Workload]
@@ -183,7 +218,7 @@ class Memo:
         if self._claimer is None or not _same_items(placement, self._placement or ()):
             self._claimer, self._placement = claims.Claims(placement), tuple(placement)
             self._claims.clear()
-        found = self._claims.values(objects, self._claimer.claim)
+        found = self._in_runs(self._claims, objects, self._claimer.claim)
         self._claims.prune(len(objects))
         return list(zip(objects, found, strict=True))
 
@@ -193,9 +228,46 @@ class Memo:
         if self._layers is None or not _same_layers(tuple(layers), self._layers):
             self._facts.clear()
             self._layers = tuple(layers)
-        found = self._facts.values(objects, lambda workload: facts(workload, layers))
+        found = self._in_runs(self._facts, objects, partial(_facts, layers))
         self._facts.prune(len(objects))
         return found
+
+    def _in_runs(
+        self, kept: Kept[Workload, V], objects: Sequence[Workload], compute: Callable[[Workload], V]
+    ) -> list[V]:
+        """`kept.values(objects, compute)`, by the runs of the last `objects` when these
+        are those runs joined (`runs`)."""
+        if self.runs is None or sum(len(run) for run in self.runs) != len(objects):
+            return kept.values(objects, compute)
+        return kept.runs(self.runs, compute)
+
+
+def _facts(layers: Sequence[guard.Guard], workload: Workload) -> Facts:
+    return facts(workload, layers)
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """One file's object checks: each document's, the problems and workloads in order, and
+    the workloads' identities."""
+
+    part: files.Part
+    results: list[tuple[Document, refs.Checked]]
+    problems: list[Problem]
+    workloads: list[Workload]
+    lowered: list[tuple[str, str, str, str]]
+
+
+def _run(part: files.Part, checks: list[refs.Checked]) -> _Run:
+    results = list(zip(part.objects, checks, strict=True))
+    workloads = [c.workload for c in checks if c.workload is not None]
+    return _Run(
+        part=part,
+        results=results,
+        problems=[p for c in checks for p in c.problems],
+        workloads=workloads,
+        lowered=[c.lowered for c in checks if c.workload is not None],
+    )
 
 
 def _check(version: str, crds: refs.CRDs, alone: bool, doc: Document) -> tuple[bool, refs.Checked]:
