@@ -202,7 +202,7 @@ def check(
     data_sets = datamodel.data_sets(into.datasets, into.problems)
     links = datamodel.topology(into.topology, into.problems)
     data_access = _annotated_access(objects, facts, into)
-    by_dependency, missing = dependencies.bundled(objects, memo.dependencies)
+    by_dependency, missing = dependencies.bundled(objects, memo.dependencies, memo.runs)
     into.problems += missing
     hooked = any(f.hook for f in facts)
     hooks = movehooks.find(objects) if hooked else movehooks.Hooks()

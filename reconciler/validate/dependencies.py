@@ -352,36 +352,65 @@ and every kind a workload's needs are looked up among."""
 
 class Known:
     """`find`'s per-workload results, kept between passes by the workload's identity while
-    the objects of `INDEXED_KINDS` stay the very same objects (`validate.memo`)."""
+    the objects of `INDEXED_KINDS` stay the very same objects (`validate.memo`); a run of
+    workloads (one file's, `validate.memo.Memo.runs`) that is the very list of the last
+    pass has its results reused whole."""
 
     def __init__(self) -> None:
         self.indexed: tuple[Workload, ...] = ()
         self.index: _Index | None = None
         self.needs: Kept[Workload, _Needs] = Kept()
+        self.indexed_runs: dict[int, tuple[Sequence[Workload], list[Workload]]] = {}
+        self.needs_runs: dict[int, _RunNeeds] = {}
 
 
 _Needs = tuple[frozenset[ResourceKey] | None, tuple[Problem, ...]]
 """What a workload needs (None: it runs no pods) and its missing references."""
+_RunNeeds = tuple[
+    Sequence[Workload], list[tuple[ResourceKey, frozenset[ResourceKey]]], list[Problem]
+]
+"""A run of workloads, the needs of those that need something, and their missing ones."""
 
 
 def bundled(
-    workloads: Sequence[Workload], known: Known
+    workloads: Sequence[Workload], known: Known, runs: Sequence[Sequence[Workload]] | None = None
 ) -> tuple[Mapping[ResourceKey, tuple[ResourceKey, ...]], tuple[Problem, ...]]:
     """`find(workloads)`'s `by_dependency` and `missing`, recomputing only the workloads
-    `known` does not hold, unless an object of an indexed kind changed."""
-    indexed = tuple(w for w in workloads if (w.key.group, w.key.kind) in INDEXED_KINDS)
+    `known` does not hold, unless an object of an indexed kind changed. `runs`, when given,
+    are the workloads cut in runs (joined, they are `workloads`)."""
+    runs = runs if runs is not None else [workloads]
+    indexed_runs: dict[int, tuple[Sequence[Workload], list[Workload]]] = {}
+    indexed: list[Workload] = []
+    for run in runs:
+        entry = known.indexed_runs.get(id(run))
+        if entry is None or entry[0] is not run:
+            entry = (run, [w for w in run if (w.key.group, w.key.kind) in INDEXED_KINDS])
+        indexed_runs[id(run)] = entry
+        indexed += entry[1]
+    known.indexed_runs = indexed_runs
     if known.index is None or not _same(indexed, known.indexed):
-        known.index, known.indexed = _index(indexed), indexed
+        known.index, known.indexed = _index(indexed), tuple(indexed)
         known.needs.clear()
-    found = known.needs.values(workloads, partial(_needs_of, known.index))
-    known.needs.prune(len(workloads))
-    needs: dict[ResourceKey, frozenset[ResourceKey]] = {}
+        known.needs_runs = {}
+    compute = partial(_needs_of, known.index)
+    needs_runs: dict[int, _RunNeeds] = {}
+    needs: list[tuple[ResourceKey, frozenset[ResourceKey]]] = []
     missing: list[Problem] = []
-    for w, (needed, lost) in zip(workloads, found, strict=True):
-        if needed is not None:
-            needs[w.key] = needed
-            missing += lost
-    return _reverse(needs), tuple(sorted(missing, key=lambda p: p.sort_key))
+    for run in runs:
+        kept = known.needs_runs.get(id(run))
+        if kept is None or kept[0] is not run:
+            found = known.needs.values(run, compute)
+            pairs = [(w.key, n) for w, (n, _) in zip(run, found, strict=True) if n]
+            lost = [p for n, problems in found if n is not None for p in problems]
+            kept = (run, pairs, lost)
+        else:
+            known.needs.asked(run)
+        needs_runs[id(run)] = kept
+        needs += kept[1]
+        missing += kept[2]
+    known.needs_runs = needs_runs
+    known.needs.prune(len(workloads))
+    return _reverse(dict(needs)), tuple(sorted(missing, key=lambda p: p.sort_key))
 
 
 def _needs_of(index: _Index, w: Workload) -> _Needs:
