@@ -225,6 +225,7 @@ def test_an_unchanged_file_gives_the_same_objects_and_a_changed_one_keeps_its_eq
     assert all(
         p is q for p, q in zip(first.placement_policies, second.placement_policies, strict=True)
     )
+    assert first.config is second.config
 
 
 def test_a_touched_parse_cache_keeps_the_entries_of_unchanged_files() -> None:

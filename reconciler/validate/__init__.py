@@ -174,7 +174,7 @@ def check(
     own checks (both in `pipeline.Warm`); either only saves work, never changes the result."""
     memo = memo if memo is not None else Memo()
     into = memo.parts(source, parsed)
-    config = _config(into)
+    config = memo.config(into, _config)
     version = config.kubernetes_version or schemacheck.kubernetes_versions()[-1]
     objects = memo.objects(version, into.problems)
     if into.sealed:

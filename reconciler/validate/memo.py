@@ -27,7 +27,14 @@ from functools import partial
 from typing import Any
 
 from reconciler import yamlio
-from reconciler.domain import Document, PlacementPolicy, Source, Workload, claims
+from reconciler.domain import (
+    Document,
+    PlacementPolicy,
+    SchedulerConfig,
+    Source,
+    Workload,
+    claims,
+)
 from reconciler.domain.data import DataAccess
 from reconciler.domain.rollout import PROMOTE_ANNOTATION
 from reconciler.errors import Problem
@@ -107,6 +114,20 @@ class Memo:
         self._facts: Kept[Workload, Facts] = Kept()
         self.dependencies = dependencies.Known()
         """`dependencies.bundled`'s per-workload results."""
+        self._config: tuple[Document | None, SchedulerConfig, list[Problem]] | None = None
+
+    def config(
+        self, into: files.Part, make: Callable[[files.Part], SchedulerConfig]
+    ) -> SchedulerConfig:
+        """`make(into)`, the SchedulerConfig of dro.yaml, kept (with its problems) while
+        dro.yaml's document is the very same."""
+        doc = into.config_docs[0] if into.config_docs else None
+        if self._config is None or self._config[0] is not doc:
+            alone = files.Part()
+            alone.config_docs = into.config_docs
+            self._config = (doc, make(alone), alone.problems)
+        into.problems += self._config[2]
+        return self._config[1]
 
     def parts(self, source: Source, parsed: parsecache.ParseCache | None) -> files.Part:
         """Every routed file's part joined in the source's order, after what loading found
