@@ -6,6 +6,10 @@ then checked as a whole: duplicate objects, references to unknown clusters, and 
 policies that claim one workload with the same precedence. Any error fails the whole source:
 nothing is scheduled, committed or applied from it.
 
+Each file is walked on its own (`files`), and a `memo.Memo` kept between passes gives back
+what an unchanged file and an unchanged object gave before, so a pass checks what changed
+and joins the rest; with a fresh memo (the default) every file and object is checked.
+
 Called by `laststate`, `pipeline`, `pipeline.sharded`, `service.api.store` and `simulate.trace`.
 """
 
