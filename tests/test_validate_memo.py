@@ -226,6 +226,11 @@ def test_an_unchanged_file_gives_the_same_objects_and_a_changed_one_keeps_its_eq
         p is q for p, q in zip(first.placement_policies, second.placement_policies, strict=True)
     )
     assert first.config is second.config
+    files.pop(SECRET)  # its file is never kept, so its objects are new on every pass
+    third, fourth = (validate.check(_source(files), memo=kept).spec for _ in range(2))
+    assert third is not None
+    assert fourth is not None
+    assert fourth.workloads is third.workloads  # nothing changed: the very tuple
 
 
 def test_a_touched_parse_cache_keeps_the_entries_of_unchanged_files() -> None:

@@ -241,7 +241,7 @@ def check(
         source=source,
         config=config,
         clusters=tuple(sorted(cluster_list, key=lambda c: c.name)),
-        workloads=tuple(sorted(objects, key=lambda w: w.key.sort_key)),
+        workloads=memo.ordered(objects),
         placement_policies=tuple(sorted(into.placement, key=lambda p: p.origin.path)),
         override_policies=tuple(sorted(into.overrides, key=lambda p: p.origin.path)),
         datasets=MappingProxyType({k: v.body for k, v in sorted(into.datasets.items())}),

@@ -115,6 +115,7 @@ class Memo:
         self.dependencies = dependencies.Known()
         """`dependencies.bundled`'s per-workload results."""
         self._config: tuple[Document | None, SchedulerConfig, list[Problem]] | None = None
+        self._ordered: tuple[list[Workload], tuple[Workload, ...]] = ([], ())
 
     def config(
         self, into: files.Part, make: Callable[[files.Part], SchedulerConfig]
@@ -252,6 +253,26 @@ class Memo:
         found = self._in_runs(self._facts, objects, partial(_facts, layers))
         self._facts.prune(len(objects))
         return found
+
+    def ordered(self, objects: list[Workload]) -> tuple[Workload, ...]:
+        """The workloads sorted by `ResourceKey.sort_key`: while their keys are the last
+        call's, one for one, its order with each changed workload in its place (the very
+        tuple when none changed)."""
+        before, order = self._ordered
+        result: tuple[Workload, ...] | None = None
+        if len(before) == len(objects):
+            changed = {}
+            for old, new in zip(before, objects, strict=True):
+                if old is not new:
+                    if old.key != new.key:
+                        break
+                    changed[id(old)] = new
+            else:
+                result = tuple(changed.get(id(w), w) for w in order) if changed else order
+        if result is None:
+            result = tuple(sorted(objects, key=lambda w: w.key.sort_key))
+        self._ordered = (objects, result)
+        return result
 
     def _in_runs(
         self, kept: Kept[Workload, V], objects: Sequence[Workload], compute: Callable[[Workload], V]
