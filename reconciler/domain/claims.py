@@ -12,7 +12,7 @@ label every selector requires), so that each workload is ranked against the few 
 could select it rather than against all of them. `Claims(policies).claim(w)` is
 `claim(policies, w)`.
 
-Called by `render`, `schedule`, `simulate.policies`, `validate.defaulted` and
+Called by `render`, `schedule`, `simulate.policies`, `validate.defaulted`, `validate.memo` and
 `validate.references`.
 """
 

@@ -5,7 +5,7 @@ A change to a workload's template reaches its clusters wave by wave. `Rollout` i
 (from a policy, else dro.yaml's `spec.rollout`); `RolloutStatus` is the state each pass
 records in the decision and the next pass advances (`reconciler.render.rollout`).
 
-Called by 12 modules, among them `branch.rollouts`, `cli.report`, `commit.describe`,
+Called by 13 modules, among them `branch.rollouts`, `cli.report`, `commit.describe`,
 `domain.decision`.
 """
 

@@ -15,7 +15,8 @@ in sync on the new cluster. Either of two hooks says so:
 A stateful workload with no volume to carry (a StatefulSet without volumeClaimTemplates) has
 nothing to sync and leaves `Syncing` at once. Pure: no I/O.
 
-Called by `live.observe`, `render`, `schedule.engine`, `schedule.moving` and `validate`.
+Called by `live.observe`, `render`, `schedule.engine`, `schedule.moving`, `validate` and
+`validate.memo`.
 """
 
 from __future__ import annotations

@@ -205,7 +205,12 @@ def plan(
     of the decisions. `ceiling` is the operator's guard; `warm` what earlier passes left
     (each source file's parse, the rendered files: `pipeline.Warm`)."""
     on_stage(Stage.VALIDATE)
-    spec = validate.spec(source, ceiling=ceiling, parsed=warm.parsed if warm else None)
+    spec = validate.spec(
+        source,
+        ceiling=ceiling,
+        parsed=warm.parsed if warm else None,
+        memo=warm.validated if warm else None,
+    )
     observed = live.Observed()
     if observer is not None:
         on_stage(Stage.OBSERVE)

@@ -8,6 +8,8 @@ change sequences). Each stage's cache is one field, typed by the stage's own cac
 
 - `parsed`: each source file's parse, by its path and the sha256 of its bytes
   (`validate.parsecache`);
+- `validated`: each source file's own checks and each object's, by path and bytes, and the
+  per-workload results of the checks across files (`validate.memo`), in memory only;
 - `readback`: what each state file of the output branch parsed to, by its blob id
   (`branch.readback`);
 - `steady`: the last pass that made no commit, for an idle pass (`pipeline.idle`);
@@ -34,6 +36,7 @@ from reconciler.laststate import READBACK
 from reconciler.load import cachefile
 from reconciler.pipeline import idle
 from reconciler.render import memo
+from reconciler.validate import memo as validation
 from reconciler.validate import parsecache
 
 PARSED = "parsed"
@@ -48,6 +51,8 @@ class Warm:
     """Where the on-disk caches live (`--state-dir`); None keeps them in memory only."""
     parsed: parsecache.ParseCache = field(default_factory=parsecache.ParseCache)
     """Each source file's parse (`validate.parsecache`)."""
+    validated: validation.Memo = field(default_factory=validation.Memo)
+    """Each source file's and each object's own checks (`validate.memo`), in memory only."""
     readback: readbacks.ReadBack = field(default_factory=readbacks.ReadBack)
     """What each of the output branch's state files parsed to (`branch.readback`)."""
     repo: str | None = None
@@ -66,6 +71,7 @@ class Warm:
         process has not read them for it yet."""
         if repo != self.repo:
             self.parsed = parsecache.ParseCache()
+            self.validated = validation.Memo()
             self.readback = readbacks.ReadBack()
             self.repo = repo
             self.steady = None

@@ -6,27 +6,25 @@ then checked as a whole: duplicate objects, references to unknown clusters, and 
 policies that claim one workload with the same precedence. Any error fails the whole source:
 nothing is scheduled, committed or applied from it.
 
+Each file is walked on its own (`files`), and a `memo.Memo` kept between passes gives back
+what an unchanged file and an unchanged object gave before, so a pass checks what changed
+and joins the rest; with a fresh memo (the default) every file and object is checked.
+
 Called by `laststate`, `pipeline`, `pipeline.sharded`, `service.api.store` and `simulate.trace`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from reconciler import yamlio
 from reconciler.domain import (
     DRO_API_VERSION,
-    Cluster,
     Document,
     MoveBudget,
-    Origin,
     Output,
-    OverridePolicy,
-    PlacementPolicy,
     Prediction,
     Rebalance,
     ResourceKey,
@@ -41,10 +39,10 @@ from reconciler.domain.data import DataAccess
 from reconciler.errors import Problem, Severity, ValidationFailed
 from reconciler.kube import movehooks
 from reconciler.validate import (
-    clusters,
     datamodel,
     defaulted,
     dependencies,
+    files,
     guard,
     listkinds,
     locations,
@@ -57,6 +55,8 @@ from reconciler.validate import (
     sealedcheck,
 )
 from reconciler.validate import references as refs
+from reconciler.validate.memo import Facts
+from reconciler.validate.memo import Memo as Memo
 from reconciler.validate.removed import removed_clusters as removed_clusters
 
 DRO = DRO_API_VERSION
@@ -68,206 +68,6 @@ class Result:
 
     spec: Spec | None
     problems: tuple[Problem, ...]
-
-
-class _Collector:
-    """Accumulates problems and the normalised pieces while walking the documents."""
-
-    def __init__(self) -> None:
-        self.problems: list[Problem] = []
-        self.config_docs: list[Document] = []
-        self.cluster_list: list[Cluster] = []
-        self.placement: list[PlacementPolicy] = []
-        self.placement_docs: list[Document] = []
-        self.overrides: list[OverridePolicy] = []
-        self.objects: list[Document] = []
-        self.datasets: dict[str, Document] = {}
-        self.topology: Document | None = None
-        self.data_refs: list[tuple[DataAccess, Origin, str]] = []
-        """Every data access a policy or an annotation declares, where it is written."""
-        self.list_spans: list[listkinds.Span] = []
-        self.sealed: dict[str, bytes] = {}
-        """The source files that hold a SOPS-encrypted Secret alone, by path."""
-        """Where the items of each expanded `kind: List` sit, for their problems' pointers."""
-
-    def problem(
-        self, doc: Document, pointer: str, message: str, severity: Severity = Severity.ERROR
-    ) -> None:
-        self.problems.append(
-            Problem(
-                path=doc.origin.path,
-                line=doc.origin.line_of(pointer),
-                pointer=pointer,
-                message=message,
-                severity=severity,
-            )
-        )
-
-
-def _route(path: str) -> str | None:
-    if path == "dro.yaml":
-        return "config"
-    if path == "topology.yaml":
-        return "topology"
-    top = path.split("/", 1)[0]
-    if top == "workloads" and path.rsplit("/", 1)[-1] == "dro-helm.yaml":
-        return "helm"  # beside a Helm chart: how load.builds renders it
-    return {
-        "clusters": "cluster",
-        "datasets": "dataset",
-        "workloads": "object",
-        "policies": "policy",
-    }.get(top)
-
-
-_EXPECTED = {
-    "config": {"SchedulerConfiguration"},
-    "topology": {"Topology"},
-    "cluster": {"Cluster"},
-    "dataset": {"DataSet"},
-    "helm": {"HelmRelease"},
-}
-
-
-def _shape_ok(doc: Document, into: _Collector) -> bool:
-    body = doc.body
-    if not isinstance(body, Mapping):
-        into.problem(doc, "", f"a document must be a mapping, got {type(body).__name__}")
-        return False
-    ok = True
-    for field in ("apiVersion", "kind"):
-        if not isinstance(body.get(field), str) or not body.get(field):
-            into.problem(doc, f"/{field}" if field in body else "", f"missing or empty {field}")
-            ok = False
-    meta = body.get("metadata")
-    if not isinstance(meta, Mapping) or "name" not in meta:
-        into.problem(doc, "/metadata" if "metadata" in body else "", "missing metadata.name")
-        return False
-    if not ok:
-        return False
-    for pointer, message in names.document_problems(body):
-        into.problem(doc, pointer, message)
-        ok = False
-    return ok
-
-
-def _check_dro_doc(doc: Document, route: str, into: _Collector) -> bool:
-    api_version, kind = doc.body["apiVersion"], doc.body["kind"]
-    if route in _EXPECTED and (api_version != DRO or kind not in _EXPECTED[route]):
-        into.problem(
-            doc,
-            "/kind",
-            f"{doc.origin.path} must hold a {DRO} "
-            f"{' or '.join(sorted(_EXPECTED[route]))}, got "
-            f"{api_version} {kind}",
-        )
-        return False
-    if route == "policy" and not (
-        policies.is_placement_kind(api_version, kind)
-        or policies.is_override_kind(api_version, kind)
-    ):
-        into.problem(
-            doc,
-            "/kind",
-            f"unknown policy kind {api_version} {kind}; expected "
-            "ResourcePlacementPolicy, ClusterOverridePolicy or "
-            "PropagationPolicy (multicluster.io/v1alpha1), or Karmada's "
-            "PropagationPolicy, ClusterPropagationPolicy, OverridePolicy "
-            "or ClusterOverridePolicy (policy.karmada.io/v1alpha1)",
-        )
-        return False
-    errors = schemacheck.check_dro(api_version, kind, doc.body)
-    for error in errors:
-        into.problem(doc, error.pointer, error.message)
-    unsupported = policies.karmada_problems(doc.body) if route == "policy" else []
-    unsupported += locations.problems(doc.body) if route == "policy" else []
-    for pointer, message in unsupported:
-        into.problem(doc, pointer, message)
-    return not errors and not unsupported
-
-
-def _accept(doc: Document, route: str, into: _Collector) -> None:
-    if route == "object" and policies.is_policy_document(doc.body["apiVersion"], doc.body["kind"]):
-        route = "policy"  # Karmada's tutorials keep a policy beside its workload
-    if route == "policy" and doc.body["apiVersion"].startswith(policies.KARMADA_POLICY_GROUP + "/"):
-        doc = dataclasses.replace(doc, body=policies.without_nulls(doc.body))
-    if route == "object":
-        into.objects.append(doc)
-        return
-    if not _check_dro_doc(doc, route, into):
-        return
-    if route == "config":
-        into.config_docs.append(doc)
-        raw_rollout = (doc.body.get("spec") or {}).get("rollout")
-        for pointer, message in rollouts.problems(raw_rollout, "/spec/rollout"):
-            into.problem(doc, pointer, message)
-    elif route == "topology":
-        into.topology = doc
-    elif route == "helm":
-        return
-    elif route == "dataset":
-        into.datasets[doc.body["metadata"]["name"]] = doc
-    elif route == "cluster":
-        _accept_cluster(doc, into)
-    elif policies.is_placement_kind(doc.body["apiVersion"], doc.body["kind"]):
-        into.placement.append(policies.placement_policy(doc))
-        into.placement_docs.append(doc)
-        placement = (doc.body.get("spec") or {}).get("placement") or {}
-        for pointer, message in rollouts.problems(
-            placement.get("rollout"), "/spec/placement/rollout"
-        ):
-            into.problem(doc, pointer, message)
-        raw = placement.get("data") or ()
-        pointer = "/spec/placement/data"
-        for index, access in enumerate(datamodel.accesses(raw, doc.origin, pointer, into.problems)):
-            into.data_refs.append((access, doc.origin, f"{pointer}/{index}/dataSet"))
-    else:
-        into.overrides.append(policies.override_policy(doc))
-
-
-def _accept_cluster(doc: Document, into: _Collector) -> None:
-    name = doc.body["metadata"]["name"]
-    stem = doc.origin.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    if stem != name:
-        into.problem(
-            doc,
-            "/metadata/name",
-            f"cluster {name!r} must be declared in clusters/{name}.yaml, not {doc.origin.path}",
-        )
-    into.cluster_list.append(clusters.cluster(doc, into.problems))
-
-
-def _parse(source: Source, into: _Collector, parsed: parsecache.ParseCache | None) -> None:
-    into.problems += source.problems
-    for path, what in source.links:
-        into.problems.append(
-            Problem(
-                path=path,
-                line=1,
-                message=f"{path} is {what}, which dro does not read: the objects it holds "
-                "would silently drop out of the placement; commit the files themselves",
-            )
-        )
-    for file in source.files:
-        route = _route(file.path)
-        if route is None:
-            continue
-        try:
-            documents = (parsed.documents if parsed else yamlio.parse_documents)(
-                file.path, file.data
-            )
-        except yamlio.YamlError as error:
-            into.problems.append(error.problem)
-            continue
-        if route == "object":
-            documents = listkinds.expand(documents, into.problems, into.list_spans)
-            if sealedcheck.sealed_file(file, documents, into.problems):
-                into.sealed[file.path] = file.data
-        if route in ("config", "topology", "cluster", "dataset", "helm") and len(documents) > 1:
-            into.problem(documents[1], "", f"{file.path} must hold exactly one document")
-        for doc in documents:
-            if _shape_ok(doc, into):
-                _accept(doc, route, into)
 
 
 def _scoring(raw: Mapping[str, Any]) -> Scoring:
@@ -292,7 +92,7 @@ def _rebalance(spec: Mapping[str, Any]) -> Rebalance:
     )
 
 
-def _prediction(doc: Document, spec: Mapping[str, Any], into: _Collector) -> Prediction:
+def _prediction(doc: Document, spec: Mapping[str, Any], into: files.Part) -> Prediction:
     raw = spec.get("prediction") or {}
     default = Prediction()
     result = Prediction(
@@ -328,7 +128,7 @@ def _seconds(text: str | None, default: float) -> float:
     return default if text is None else durations.seconds(text)
 
 
-def _config(into: _Collector) -> SchedulerConfig:
+def _config(into: files.Part) -> SchedulerConfig:
     if not into.config_docs:
         return SchedulerConfig()
     doc = into.config_docs[0]
@@ -370,18 +170,25 @@ def check(
     *,
     ceiling: guard.Guard = guard.BUILTIN,
     parsed: parsecache.ParseCache | None = None,
+    memo: Memo | None = None,
 ) -> Result:
     """Validate every file; return the Spec (None on any error) and all problems, sorted.
     `ceiling` is the operator's guard (`guard.load_ceiling`), which dro.yaml may narrow.
-    `parsed` keeps each file's parse between passes (`pipeline.Warm`); the checks run all
-    the same."""
-    into = _Collector()
-    _parse(source, into, parsed)
-    config = _config(into)
+    `parsed` keeps each file's parse between passes, `memo` each file's and each object's
+    own checks (both in `pipeline.Warm`); either only saves work, never changes the result."""
+    memo = memo if memo is not None else Memo()
+    into = memo.parts(source, parsed)
+    config = memo.config(into, _config)
     version = config.kubernetes_version or schemacheck.kubernetes_versions()[-1]
-    objects = refs.check_objects(into.objects, version, into.problems)
-    objects = sealedcheck.attach(objects, into.sealed)
-    into.problems += names.shared_files(objects)
+    objects = memo.objects(version, into.problems)
+    if into.sealed:
+        objects = sealedcheck.attach(objects, into.sealed)
+        memo.runs = None
+    config_doc = into.config_docs[0] if into.config_docs else None
+    narrowed, narrowing = guard.narrowing(config_doc, ceiling)
+    layers = (ceiling,) if narrowed is None else (ceiling, narrowed)
+    facts = memo.facts(objects, layers)
+    into.problems += names.shared_files(objects, [f.stem for f in facts])
     cluster_list = refs.unique_clusters(into.cluster_list, into.problems)
     rollout_docs = [(d, "/spec/placement/rollout") for d in into.placement_docs]
     rollout_docs += [(d, "/spec/rollout") for d in into.config_docs]
@@ -398,23 +205,31 @@ def check(
     )
     data_sets = datamodel.data_sets(into.datasets, into.problems)
     links = datamodel.topology(into.topology, into.problems)
-    data_access = _annotated_access(objects, into)
-    bundled = dependencies.find(objects)
-    into.problems += bundled.missing
-    hooks = movehooks.find(objects)
+    data_access = _annotated_access(objects, facts, into)
+    by_dependency, missing = dependencies.bundled(objects, memo.dependencies, memo.runs)
+    into.problems += missing
+    hooked = any(f.hook for f in facts)
+    hooks = movehooks.find(objects) if hooked else movehooks.Hooks()
     into.problems += hooks.problems
     into.problems += datamodel.unknown_data_sets(into.data_refs, data_sets)
     refs.check_karmada_rules(into.placement, into.problems)
     into.problems += sealedcheck.override_problems(objects, into.overrides, cluster_list)
     refs.check_requested_times(into.placement, config, into.problems)
     refs.check_ceilings(into.placement, config, into.problems)
-    claimed_by = refs.check_claims(into.placement, objects, into.problems)
-    into.problems += rollouts.promote_problems(objects, claimed_by, config.rollout)
+    claims = memo.claims(into.placement, objects)
+    claimed_by = refs.claimed(into.placement, claims, into.problems)
+    promoting = [w for w, f in zip(objects, facts, strict=True) if f.promote]
+    into.problems += rollouts.promote_problems(promoting, claimed_by, config.rollout)
+    defaulted_ones = [w for w, c in claims if c.policy is None]
     into.problems += defaulted.warnings(
-        objects, into.placement, claimed_by, bundled.by_dependency, config, cluster_list
+        defaulted_ones, into.placement, claimed_by, by_dependency, config, cluster_list
     )
-    layers = _check_guard(ceiling, into, objects, cluster_list, None in claimed_by.values())
-    crds = refs.crds_of(into.objects)
+    into.problems += narrowing
+    into.problems += [p for f in facts for p in f.guarded]
+    into.problems += guard.check_placement(
+        layers, cluster_list, into.placement_docs, config_doc, bool(defaulted_ones)
+    )
+    crds = memo.crds
     into.problems += overridecheck.problems(
         objects, into.overrides, cluster_list, version, crds, layers
     )
@@ -426,7 +241,7 @@ def check(
         source=source,
         config=config,
         clusters=tuple(sorted(cluster_list, key=lambda c: c.name)),
-        workloads=tuple(sorted(objects, key=lambda w: w.key.sort_key)),
+        workloads=memo.ordered(objects),
         placement_policies=tuple(sorted(into.placement, key=lambda p: p.origin.path)),
         override_policies=tuple(sorted(into.overrides, key=lambda p: p.origin.path)),
         datasets=MappingProxyType({k: v.body for k, v in sorted(into.datasets.items())}),
@@ -434,7 +249,7 @@ def check(
         data_sets=MappingProxyType(data_sets),
         links=links,
         data_access=MappingProxyType(data_access),
-        dependents=bundled.by_dependency,
+        dependents=by_dependency,
         sync_hooks=MappingProxyType(dict(hooks.by_workload)),
         claims=MappingProxyType(claimed_by),
     )
@@ -442,38 +257,19 @@ def check(
 
 
 def _annotated_access(
-    objects: Iterable[Workload], into: _Collector
+    objects: Sequence[Workload], facts: Sequence[Facts], into: files.Part
 ) -> dict[ResourceKey, tuple[DataAccess, ...]]:
     """The data access each plain manifest declares in its `multicluster.io/data` annotation."""
     found = {}
-    for workload in objects:
-        annotations = (workload.manifest.get("metadata") or {}).get("annotations") or {}
-        declared = datamodel.annotated(annotations, workload.origin, into.problems)
-        if declared:
-            found[workload.key] = declared
-            pointer = "/metadata/annotations/" + datamodel.DATA_ANNOTATION.replace("/", "~1")
-            into.data_refs += [(access, workload.origin, pointer) for access in declared]
+    pointer = "/metadata/annotations/" + datamodel.DATA_ANNOTATION.replace("/", "~1")
+    for workload, fact in zip(objects, facts, strict=True):
+        if not fact.data and not fact.data_problems:
+            continue
+        into.problems += fact.data_problems
+        if fact.data:
+            found[workload.key] = fact.data
+            into.data_refs += [(access, workload.origin, pointer) for access in fact.data]
     return found
-
-
-def _check_guard(
-    ceiling: guard.Guard,
-    into: _Collector,
-    objects: list[Workload],
-    cluster_list: list[Cluster],
-    default_used: bool,
-) -> tuple[guard.Guard, ...]:
-    """The guard's layers (the operator's ceiling, then dro.yaml's narrowing) over every
-    object and placement target; returns the layers, for the override check."""
-    config_doc = into.config_docs[0] if into.config_docs else None
-    narrowed, problems = guard.narrowing(config_doc, ceiling)
-    layers = (ceiling,) if narrowed is None else (ceiling, narrowed)
-    into.problems += problems
-    into.problems += guard.check_objects(layers, objects)
-    into.problems += guard.check_placement(
-        layers, cluster_list, into.placement_docs, config_doc, default_used
-    )
-    return layers
 
 
 def spec(
@@ -481,10 +277,11 @@ def spec(
     *,
     ceiling: guard.Guard = guard.BUILTIN,
     parsed: parsecache.ParseCache | None = None,
+    memo: Memo | None = None,
 ) -> Spec:
     """The validated Spec of a source; raises `ValidationFailed` with every problem found
-    (`parsed` as in `check`)."""
-    result = check(source, ceiling=ceiling, parsed=parsed)
+    (`parsed` and `memo` as in `check`)."""
+    result = check(source, ceiling=ceiling, parsed=parsed, memo=memo)
     if result.spec is None:
         raise ValidationFailed(result.problems)
     return result.spec

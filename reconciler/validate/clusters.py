@@ -3,7 +3,7 @@
 Quantities are parsed with Kubernetes' own rules (`quantity.parse_quantity`) into floats in base
 units: cores for cpu, bytes for memory and storage, counts for pods and extended resources.
 
-Called by `validate`.
+Called by `validate.files`.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ A workload declares its access in its policy's `placement.data`, or, as a plain 
 the annotation `multicluster.io/data: "clickstream:read:50Gi/d, features:write:1Gi/h"`.
 Every error names the file, line and JSON pointer. This module is pure.
 
-Called by `validate` and `validate.policies`.
+Called by `validate`, `validate.files`, `validate.memo` and `validate.policies`.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ The scheduler calls `find` to give each dependency the union of its dependents' 
 validation calls it for `Dependencies.missing`, warnings about references to objects that are not
 in the repo. References resolve in the workload's namespace. Pure: no I/O.
 
-Called by `validate`.
+Called by `validate` and `validate.memo`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -25,6 +26,7 @@ from reconciler.domain import LabelSelector, ResourceKey, Workload, group_of
 from reconciler.errors import Problem, Severity
 from reconciler.kube import demand
 from reconciler.validate import selectors
+from reconciler.validate.kept import Kept
 
 RBAC = "rbac.authorization.k8s.io"
 
@@ -263,6 +265,49 @@ def _sorted(keys: Iterable[ResourceKey]) -> tuple[ResourceKey, ...]:
     return tuple(sorted(set(keys), key=lambda k: k.sort_key))
 
 
+def _needs(w: Workload, index: _Index) -> tuple[frozenset[ResourceKey], tuple[Problem, ...]]:
+    """What one pod-running workload needs in the repo, and its missing references."""
+    namespace, found = w.key.namespace, set[ResourceKey]()
+    default = ResourceKey("", "ServiceAccount", namespace, "default")
+    reported: set[ResourceKey] = {default}
+    missing: list[Problem] = []
+    account = "default"
+    for reference, optional in _scan(w):
+        key = reference.key
+        if reference.kind == "ServiceAccount":
+            account = reference.name
+        if key in index.keys:
+            found.add(key)
+        elif not optional and key not in reported:
+            reported.add(key)
+            missing.append(_missing(w, reference))
+    account_key = ResourceKey("", "ServiceAccount", namespace, account)
+    if account_key in index.keys:
+        found.add(account_key)
+        found.update(index.pull_secrets.get(account_key, ()))
+    found.update(index.bindings.get((namespace, account), ()))
+    labels = _pod_labels(w.manifest)
+    found.update(index.services.matching(namespace, labels))
+    found.update(index.budgets.matching(namespace, labels))
+    for group, scaler in index.scalers.get((namespace, w.key.kind, w.key.name), ()):
+        if group is None or group == w.key.group:
+            found.add(scaler)
+    namespace_key = ResourceKey("", "Namespace", "", namespace)
+    if namespace_key in index.keys:
+        found.add(namespace_key)
+    return frozenset(found), tuple(missing)
+
+
+def _reverse(
+    needs: Mapping[ResourceKey, Iterable[ResourceKey]],
+) -> Mapping[ResourceKey, tuple[ResourceKey, ...]]:
+    reverse: dict[ResourceKey, set[ResourceKey]] = defaultdict(set)
+    for dependent, keys in needs.items():
+        for key in keys:
+            reverse[key].add(dependent)
+    return MappingProxyType({k: _sorted(reverse[k]) for k in _sorted(reverse)})
+
+
 def find(workloads: Sequence[Workload]) -> Dependencies:
     """Every pod-running workload's dependencies in the repo, the reverse, and what is missing.
 
@@ -271,45 +316,106 @@ def find(workloads: Sequence[Workload]) -> Dependencies:
     never missing.
     """
     index = _index(workloads)
-    needs: dict[ResourceKey, set[ResourceKey]] = {}
+    needs: dict[ResourceKey, frozenset[ResourceKey]] = {}
     missing: list[Problem] = []
     for w in workloads:
         if _pod(w) is None:
             continue
-        namespace, found = w.key.namespace, set[ResourceKey]()
-        default = ResourceKey("", "ServiceAccount", namespace, "default")
-        reported: set[ResourceKey] = {default}
-        account = "default"
-        for reference, optional in _scan(w):
-            key = reference.key
-            if reference.kind == "ServiceAccount":
-                account = reference.name
-            if key in index.keys:
-                found.add(key)
-            elif not optional and key not in reported:
-                reported.add(key)
-                missing.append(_missing(w, reference))
-        account_key = ResourceKey("", "ServiceAccount", namespace, account)
-        if account_key in index.keys:
-            found.add(account_key)
-            found.update(index.pull_secrets.get(account_key, ()))
-        found.update(index.bindings.get((namespace, account), ()))
-        labels = _pod_labels(w.manifest)
-        found.update(index.services.matching(namespace, labels))
-        found.update(index.budgets.matching(namespace, labels))
-        for group, scaler in index.scalers.get((namespace, w.key.kind, w.key.name), ()):
-            if group is None or group == w.key.group:
-                found.add(scaler)
-        namespace_key = ResourceKey("", "Namespace", "", namespace)
-        if namespace_key in index.keys:
-            found.add(namespace_key)
-        needs[w.key] = found
-    reverse: dict[ResourceKey, set[ResourceKey]] = defaultdict(set)
-    for dependent, keys in needs.items():
-        for key in keys:
-            reverse[key].add(dependent)
+        needs[w.key], lost = _needs(w, index)
+        missing += lost
     return Dependencies(
         by_dependent=MappingProxyType({k: _sorted(needs[k]) for k in _sorted(needs)}),
-        by_dependency=MappingProxyType({k: _sorted(reverse[k]) for k in _sorted(reverse)}),
+        by_dependency=_reverse(needs),
         missing=tuple(sorted(missing, key=lambda p: p.sort_key)),
     )
+
+
+INDEXED_KINDS = frozenset(
+    {
+        ("", "Service"),
+        ("policy", "PodDisruptionBudget"),
+        ("autoscaling", "HorizontalPodAutoscaler"),
+        ("", "ServiceAccount"),
+        (RBAC, "RoleBinding"),
+        (RBAC, "ClusterRoleBinding"),
+        (RBAC, "Role"),
+        (RBAC, "ClusterRole"),
+        ("", "ConfigMap"),
+        ("", "Secret"),
+        ("", "PersistentVolumeClaim"),
+        ("", "Namespace"),
+    }
+)
+"""The kinds `find`'s index reads: the objects that select, scale or bind a workload's pods,
+and every kind a workload's needs are looked up among."""
+
+
+class Known:
+    """`find`'s per-workload results, kept between passes by the workload's identity while
+    the objects of `INDEXED_KINDS` stay the very same objects (`validate.memo`); a run of
+    workloads (one file's, `validate.memo.Memo.runs`) that is the very list of the last
+    pass has its results reused whole."""
+
+    def __init__(self) -> None:
+        self.indexed: tuple[Workload, ...] = ()
+        self.index: _Index | None = None
+        self.needs: Kept[Workload, _Needs] = Kept()
+        self.indexed_runs: dict[int, tuple[Sequence[Workload], list[Workload]]] = {}
+        self.needs_runs: dict[int, _RunNeeds] = {}
+
+
+_Needs = tuple[frozenset[ResourceKey] | None, tuple[Problem, ...]]
+"""What a workload needs (None: it runs no pods) and its missing references."""
+_RunNeeds = tuple[
+    Sequence[Workload], list[tuple[ResourceKey, frozenset[ResourceKey]]], list[Problem]
+]
+"""A run of workloads, the needs of those that need something, and their missing ones."""
+
+
+def bundled(
+    workloads: Sequence[Workload], known: Known, runs: Sequence[Sequence[Workload]] | None = None
+) -> tuple[Mapping[ResourceKey, tuple[ResourceKey, ...]], tuple[Problem, ...]]:
+    """`find(workloads)`'s `by_dependency` and `missing`, recomputing only the workloads
+    `known` does not hold, unless an object of an indexed kind changed. `runs`, when given,
+    are the workloads cut in runs (joined, they are `workloads`)."""
+    runs = runs if runs is not None else [workloads]
+    indexed_runs: dict[int, tuple[Sequence[Workload], list[Workload]]] = {}
+    indexed: list[Workload] = []
+    for run in runs:
+        entry = known.indexed_runs.get(id(run))
+        if entry is None or entry[0] is not run:
+            entry = (run, [w for w in run if (w.key.group, w.key.kind) in INDEXED_KINDS])
+        indexed_runs[id(run)] = entry
+        indexed += entry[1]
+    known.indexed_runs = indexed_runs
+    if known.index is None or not _same(indexed, known.indexed):
+        known.index, known.indexed = _index(indexed), tuple(indexed)
+        known.needs.clear()
+        known.needs_runs = {}
+    compute = partial(_needs_of, known.index)
+    needs_runs: dict[int, _RunNeeds] = {}
+    needs: list[tuple[ResourceKey, frozenset[ResourceKey]]] = []
+    missing: list[Problem] = []
+    for run in runs:
+        kept = known.needs_runs.get(id(run))
+        if kept is None or kept[0] is not run:
+            found = known.needs.values(run, compute)
+            pairs = [(w.key, n) for w, (n, _) in zip(run, found, strict=True) if n]
+            lost = [p for n, problems in found if n is not None for p in problems]
+            kept = (run, pairs, lost)
+        else:
+            known.needs.asked(run)
+        needs_runs[id(run)] = kept
+        needs += kept[1]
+        missing += kept[2]
+    known.needs_runs = needs_runs
+    known.needs.prune(len(workloads))
+    return _reverse(dict(needs)), tuple(sorted(missing, key=lambda p: p.sort_key))
+
+
+def _needs_of(index: _Index, w: Workload) -> _Needs:
+    return (None, ()) if _pod(w) is None else _needs(w, index)
+
+
+def _same(first: Sequence[Workload], second: Sequence[Workload]) -> bool:
+    return len(first) == len(second) and all(a is b for a, b in zip(first, second, strict=True))

@@ -8,7 +8,7 @@ element kind, as in the API server's lists; an item of another kind is an error.
 inside an item keeps its file and line, and its pointer gets the item's `/items/N` prefix
 back (`relocated`), so it points into the file as written.
 
-Called by `validate`.
+Called by `validate` and `validate.files`.
 """
 
 from __future__ import annotations

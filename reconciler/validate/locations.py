@@ -8,7 +8,7 @@ within one location or across two, which would make the order of preference ambi
 code that no declared cluster carries is a warning (`unknown_cities`): a typo, or a city whose
 clusters are not declared yet (a location without clusters is skipped).
 
-Called by `validate`.
+Called by `validate` and `validate.files`.
 """
 
 from __future__ import annotations

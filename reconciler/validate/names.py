@@ -21,13 +21,13 @@ dro adds one rule of its own for every kind: no control characters (newline, tab
 backslash, since names become file names and appear in `FILE:LINE` reports; and no two objects
 may share a rendered file (`shared_files`). This module is pure.
 
-Called by `service.api.bodies` and `validate`.
+Called by `service.api.bodies`, `validate` and `validate.files`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reconciler.domain import Workload
@@ -231,14 +231,18 @@ def document_problems(body: Mapping[str, Any]) -> list[tuple[str, str]]:
     return found
 
 
-def shared_files(objects: Iterable[Workload]) -> list[Problem]:
+def shared_files(
+    objects: Sequence[Workload], stems: Sequence[tuple[str, str]] | None = None
+) -> list[Problem]:
     """An error for each object whose rendered file name (`<namespace>/<kind>[.<group>]-<name>`,
     lowercase, `ResourceKey.file_stem`) is already another object's: one would overwrite the
-    other (`v1 Deployment` beside `apps/v1 Deployment`, or a name crafted to equal a hash)."""
+    other (`v1 Deployment` beside `apps/v1 Deployment`, or a name crafted to equal a hash).
+    `stems` are the objects' (folder, stem) when known already (`validate.memo.Facts`)."""
+    if stems is None:
+        stems = [(w.key.folder.lower(), w.key.file_stem) for w in objects]
     seen: dict[tuple[str, str], Workload] = {}
     problems = []
-    for workload in objects:
-        where = (workload.key.folder.lower(), workload.key.file_stem)
+    for workload, where in zip(objects, stems, strict=True):
         first = seen.setdefault(where, workload)
         if first is not workload:
             problems.append(

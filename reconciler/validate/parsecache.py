@@ -11,7 +11,7 @@ parse (the schemas, references, selectors, claims) runs on every pass, so a cach
 exactly the problems a fresh parse gives. A file holding a Secret is never kept: its values
 would otherwise sit in plain JSON in the state directory.
 
-Called by `pipeline.warm` and `validate`.
+Called by `pipeline.warm`, `validate` and `validate.memo`.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class ParseCache:
     def documents(self, path: str, data: bytes) -> list[Document]:
         """`yamlio.parse_documents(path, data)`, from the cache when these bytes were parsed
         at this path before; raises the same `YamlError` for a file that does not parse."""
-        key = f"{hashlib.sha256(data).hexdigest()}/{path}"
+        key = key_of(path, data)
         self._used.add(key)
         text = self._parsed.get(key)
         if text is not None:
@@ -62,11 +62,17 @@ class ParseCache:
         except yamlio.YamlError as error:
             self._keep(key, {"problem": _problem_entry(error.problem)})
             raise
-        if any(_holds_secret(doc.body) for doc in found):
+        if any(holds_secret(doc.body) for doc in found):
             self._used.discard(key)  # not kept, so not counted as a change either
         else:
             self._keep(key, {"documents": [_document_entry(doc) for doc in found]})
         return found
+
+    def touch(self, key: str) -> None:
+        """Count an entry (`key_of`) as used by this pass, as `documents` would, without
+        reading it: its file's bytes are known unchanged (`validate.memo`)."""
+        if key in self._parsed:
+            self._used.add(key)
 
     def _keep(self, key: str, entry: dict[str, Any]) -> None:
         try:
@@ -95,7 +101,12 @@ class ParseCache:
                 self._parsed.setdefault(key, text)
 
 
-def _holds_secret(body: Any) -> bool:
+def key_of(path: str, data: bytes) -> str:
+    """The cache's key for a file's bytes at a path."""
+    return f"{hashlib.sha256(data).hexdigest()}/{path}"
+
+
+def holds_secret(body: Any) -> bool:
     """Whether a document is a Secret, or a List holding one: its file is parsed on every
     pass and never kept, in memory or in the state directory, so that a Secret's values live
     nowhere dro did not find them (the source and its git cache)."""
@@ -104,7 +115,7 @@ def _holds_secret(body: Any) -> bool:
     if body.get("kind") == "Secret":
         return True
     items = body.get("items")
-    return isinstance(items, list) and any(_holds_secret(item) for item in items)
+    return isinstance(items, list) and any(holds_secret(item) for item in items)
 
 
 def _document_entry(doc: Document) -> list[Any]:

@@ -6,7 +6,7 @@ OverridePolicy and ClusterOverridePolicy (`policy.karmada.io/v1alpha1`), with Ka
 no replicaScheduling means Duplicated, Divided without a preference is Weighted, Weighted
 without a weightPreference gives every candidate weight 1. Documents are schema-valid here.
 
-Called by `validate`.
+Called by `validate` and `validate.files`.
 """
 
 from __future__ import annotations

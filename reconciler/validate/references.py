@@ -3,13 +3,14 @@
 Each check appends `Problem`s naming the file and line of the offending document; nothing here
 stops at the first problem.
 
-Called by `validate` and `validate.overridecheck`.
+Called by `validate`, `validate.files`, `validate.memo` and `validate.overridecheck`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from reconciler.domain import (
@@ -44,9 +45,7 @@ def _problem(
 def _crds(objects: Sequence[Document]) -> dict[tuple[str, str], tuple[str, dict[str, Any]]]:
     found: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
     for doc in objects:
-        if doc.body["kind"] == "CustomResourceDefinition" and str(
-            doc.body["apiVersion"]
-        ).startswith("apiextensions.k8s.io/"):
+        if is_crd(doc.body):
             group, kind, scope, schemas = workloads.crd_facts(doc.body)
             found[(group, kind)] = (scope, schemas)
     return found
@@ -119,40 +118,58 @@ def _plaintext_warning(doc: Document, alone: bool) -> list[Problem]:
     return [_problem(doc.origin, f"/{fields[0]}", message, Severity.WARNING)]
 
 
-def check_objects(
-    objects: Sequence[Document], version: str, problems: list[Problem]
-) -> list[Workload]:
-    """Validate Kubernetes objects; return them as Workloads, reporting duplicates."""
-    crds = _crds(objects)
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """One object document's own check: its problems, and the `Workload` it gives when none
+    of them is an error (`lowered` is its identity as the API server compares names)."""
+
+    problems: tuple[Problem, ...]
+    workload: Workload | None = None
+    lowered: tuple[str, str, str, str] = ("", "", "", "")
+
+
+def is_crd(body: Mapping[str, Any]) -> bool:
+    """Whether an object is a CustomResourceDefinition."""
+    return body["kind"] == "CustomResourceDefinition" and str(body["apiVersion"]).startswith(
+        "apiextensions.k8s.io/"
+    )
+
+
+def checked(doc: Document, version: str, crds: CRDs, alone: bool) -> Checked:
+    """An object document against its schema and its quantities, and its scope; `alone`
+    when it is the only document of its file. Depends on nothing else."""
+    found = _schema_problems(doc, version, crds, alone)
+    if not any(p.severity is Severity.ERROR for p in found):
+        found += [_problem(doc.origin, p, m) for p, m in quantitycheck.findings(doc.body, version)]
+    if any(p.severity is Severity.ERROR for p in found):
+        return Checked(tuple(found))
     scopes = {key: scope for key, (scope, _) in crds.items()}
+    cluster_scoped = workloads.is_cluster_scoped(
+        str(doc.body["apiVersion"]), str(doc.body["kind"]), scopes
+    )
+    if cluster_scoped and (doc.body.get("metadata") or {}).get("namespace"):
+        pointer = "/metadata/namespace"
+        message = f"{doc.body['kind']} is cluster-scoped and takes no namespace"
+        return Checked((*found, _problem(doc.origin, pointer, message)))
+    item = workloads.workload(doc, cluster_scoped)
+    lowered = (item.key.group, item.key.kind.lower(), item.key.namespace, item.key.name.lower())
+    return Checked(tuple(found), item, lowered)
+
+
+def unique_objects(
+    results: Iterable[tuple[Document, Checked]], problems: list[Problem]
+) -> list[Workload]:
+    """The workloads of checked documents, in order, each problem reported and the second of
+    two objects with one identity dropped and reported."""
     seen: dict[tuple[str, str, str, str], Origin] = {}
     result: list[Workload] = []
-    per_file = Counter(doc.origin.path for doc in objects)
-    for doc in objects:
-        found = _schema_problems(doc, version, crds, per_file[doc.origin.path] == 1)
-        if not any(p.severity is Severity.ERROR for p in found):
-            found += [
-                _problem(doc.origin, p, m) for p, m in quantitycheck.findings(doc.body, version)
-            ]
-        problems.extend(found)
-        if any(p.severity is Severity.ERROR for p in found):
+    for doc, found in results:
+        problems.extend(found.problems)
+        item = found.workload
+        if item is None:
             continue
-        cluster_scoped = workloads.is_cluster_scoped(
-            str(doc.body["apiVersion"]), str(doc.body["kind"]), scopes
-        )
-        if cluster_scoped and (doc.body.get("metadata") or {}).get("namespace"):
-            problems.append(
-                _problem(
-                    doc.origin,
-                    "/metadata/namespace",
-                    f"{doc.body['kind']} is cluster-scoped and takes no namespace",
-                )
-            )
-            continue
-        item = workloads.workload(doc, cluster_scoped)
-        lowered = (item.key.group, item.key.kind.lower(), item.key.namespace, item.key.name.lower())
-        if lowered in seen:
-            first = seen[lowered]
+        if found.lowered in seen:
+            first = seen[found.lowered]
             problems.append(
                 _problem(
                     doc.origin,
@@ -161,9 +178,19 @@ def check_objects(
                 )
             )
             continue
-        seen[lowered] = doc.origin
+        seen[found.lowered] = doc.origin
         result.append(item)
     return result
+
+
+def check_objects(
+    objects: Sequence[Document], version: str, problems: list[Problem]
+) -> list[Workload]:
+    """Validate Kubernetes objects; return them as Workloads, reporting duplicates."""
+    crds = _crds(objects)
+    per_file = Counter(doc.origin.path for doc in objects)
+    results = [(d, checked(d, version, crds, per_file[d.origin.path] == 1)) for d in objects]
+    return unique_objects(results, problems)
 
 
 def unique_clusters(found: Sequence[Cluster], problems: list[Problem]) -> list[Cluster]:
@@ -381,16 +408,24 @@ def check_claims(
 
     Returns the claiming policy of every workload (None: the default placement applies).
     """
-    claimed_by: dict[ResourceKey, PlacementPolicy | None] = {}
+    claimer = claims.Claims(placement)
+    return claimed(placement, [(w, claimer.claim(w)) for w in objects], problems)
+
+
+def claimed(
+    placement: Sequence[PlacementPolicy],
+    found: Iterable[tuple[Workload, claims.Claim]],
+    problems: list[Problem],
+) -> dict[ResourceKey, PlacementPolicy | None]:
+    """`check_claims` from each workload's claim, made against `placement`."""
+    found = list(found)
+    claimed_by = {workload.key: claim.policy for workload, claim in found}
     tied: dict[tuple[str, str], list[Workload]] = {}
     policies: dict[str, PlacementPolicy] = {
         p.origin.path + f":{p.origin.line}": p for p in placement
     }
-    claimer = claims.Claims(placement)
-    for workload in objects:
-        claim = claimer.claim(workload)
-        claimed_by[workload.key] = claim.policy
-        if claim.policy is None:
+    for workload, claim in found:
+        if claim.policy is None or not claim.tied_with:
             continue
         for other in claim.tied_with:
             pair = sorted([claim.policy, other], key=lambda p: (p.origin.path, p.origin.line))
@@ -399,14 +434,14 @@ def check_claims(
                 f"{pair[1].origin.path}:{pair[1].origin.line}",
             )
             tied.setdefault(ids, []).append(workload)
-    for (first_id, second_id), claimed in sorted(tied.items()):
+    for (first_id, second_id), held in sorted(tied.items()):
         first, second = policies[first_id], policies[second_id]
-        more = f" and {len(claimed) - 1} more" if len(claimed) > 1 else ""
+        more = f" and {len(held) - 1} more" if len(held) > 1 else ""
         problems.append(
             _problem(
                 second.origin,
                 "/spec",
-                f"{second.ref} and {first.ref} ({first_id}) both claim {claimed[0].key}{more} "
+                f"{second.ref} and {first.ref} ({first_id}) both claim {held[0].key}{more} "
                 f"with equal precedence (namespacing, priority {second.priority}, selector "
                 "specificity); set spec.priority or narrow a selector",
             )

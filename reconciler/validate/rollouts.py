@@ -1,7 +1,7 @@
 """`placement.rollout` and dro.yaml's `spec.rollout`: parsed into `Rollout` values, and the
 checks the schema cannot make (wave names unique, a wave naming clusters or labels).
 
-Called by `validate` and `validate.policies`.
+Called by `validate`, `validate.files` and `validate.policies`.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ a Secret (by its kind, whatever its file or apiVersion) every message is rebuilt
 schema's rule alone (`must be of type 'boolean' (the value is not shown)`), so no value of a
 Secret reaches an error, wherever in the object it sits.
 
-Called by `validate`, `validate.listkinds`, `validate.quantitycheck` and `validate.references`.
+Called by `validate`, `validate.files`, `validate.listkinds`, `validate.quantitycheck` and
+`validate.references`.
 """
 
 from __future__ import annotations

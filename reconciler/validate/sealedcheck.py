@@ -8,7 +8,7 @@ rules would change an encrypted Secret on any cluster is an error at the policy
 (`override_problems`); a policy that selects it but changes nothing (an image override, say)
 is fine.
 
-Called by `validate`.
+Called by `validate` and `validate.files`.
 """
 
 from __future__ import annotations
