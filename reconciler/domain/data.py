@@ -4,8 +4,7 @@ clusters, and what a workload reads and writes.
 Amounts are floats in base units: bytes, bytes per day for rates, bytes per second for
 bandwidth, milliseconds for latency, and a price per GiB moved across a link.
 
-Called by `domain.policy`, `domain.spec`, `schedule`, `schedule.stci`, `validate` and
-`validate.datamodel`.
+Called by 7 modules, among them `domain.policy`, `schedule`, `validate`.
 """
 
 from __future__ import annotations

@@ -155,6 +155,7 @@ def _schedule(
     *,
     standing_verdicts: bool = True,
     explained: Callable[[ResourceKey], bool] | None = None,
+    turns: schedule.reuse.Memo | None = None,
 ) -> schedule.Placement:
     on_stage(Stage.SCHEDULE)
     placed = schedule.place_and_project(
@@ -167,6 +168,7 @@ def _schedule(
         filling=filling(spec, before.phases),
         forecasts=foresee.forecasts(spec, before, observations, pass_time(source, now)),
         explained=explained,
+        memo=turns,
     )
     previous = {d.key: d for d in before.decisions}
     budgets = schedule.disruption.rollout_room(spec, observations)
@@ -212,7 +214,15 @@ def plan(
         observed = observer(spec)
     seen = observed.observations
     placement = _schedule(
-        spec, on_stage, before, diagnose, now, source, seen, standing_verdicts=False
+        spec,
+        on_stage,
+        before,
+        diagnose,
+        now,
+        source,
+        seen,
+        standing_verdicts=False,
+        turns=warm.turns if warm is not None else None,
     )
     decisions = placement.decisions
     on_stage(Stage.RENDER)
