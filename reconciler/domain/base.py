@@ -39,6 +39,28 @@ class ResourceKey:
     kind: str
     namespace: str
     name: str
+    _hash: int = field(init=False, repr=False, compare=False)
+    """The hash of the four fields, computed once: keys are looked up in every stage."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.group, self.kind, self.namespace, self.name)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if other.__class__ is not ResourceKey:
+            return NotImplemented
+        assert isinstance(other, ResourceKey)
+        return (
+            self._hash == other._hash
+            and self.name == other.name
+            and self.namespace == other.namespace
+            and self.kind == other.kind
+            and self.group == other.group
+        )
 
     @property
     def sort_key(self) -> tuple[str, str, str, str]:

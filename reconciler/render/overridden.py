@@ -95,7 +95,7 @@ class Replicas:
 
     def touched(self, key: ResourceKey) -> bool:
         """Whether an override can set this workload's `spec.replicas` on some cluster."""
-        return bool(self._by_cluster(key))
+        return bool(self._reaching) and bool(self._by_cluster(key))
 
     def count(self, key: ResourceKey, cluster: str, divided: int) -> int:
         """The `spec.replicas` that the cluster's rendered manifest holds when the division

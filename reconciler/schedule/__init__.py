@@ -73,13 +73,23 @@ def claimed_workloads(
             policy = spec.claims[workload.key]
         else:
             policy = claims.claim(spec.placement_policies, workload).policy
+        placement = policy.placement if policy else spec.config.default_placement
+        ref = policy.ref if policy else None
+        priority = policy.priority if policy else 0
+        extensions = policy.dro_extensions if policy else True
+        touched = replicas.touched(workload.key)
+        if memo is not None and memo.unchanged(
+            workload, placement, ref, priority, extensions, touched
+        ):
+            result.append(memo.kept(workload.key))
+            continue
         claimed = facts.Claimed(
             workload=workload,
-            placement=policy.placement if policy else spec.config.default_placement,
-            ref=policy.ref if policy else None,
-            priority=policy.priority if policy else 0,
-            extensions=policy.dro_extensions if policy else True,
-            replicas_overridden=replicas.touched(workload.key),
+            placement=placement,
+            ref=ref,
+            priority=priority,
+            extensions=extensions,
+            replicas_overridden=touched,
         )
         result.append(claimed if memo is None else memo.claimed(claimed))
     result.sort(key=lambda c: (-c.priority, c.workload.key.sort_key))

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from reconciler.domain import Decision, ResourceKey, clock
+from reconciler.domain import Decision, Placement, ResourceKey, Workload, clock
 from reconciler.domain.data import DataAccess
 from reconciler.kube import demand
 from reconciler.schedule import engine, facts, framework
@@ -59,7 +59,7 @@ class Turn:
     decision: Decision | None
     """None when the turn wrote more than its decision and charges: it is never reused."""
     charges: Charges
-    reads: BoolArray | None
+    reads: frozenset[int] | None
     """The ledger columns the turn read (None: every column)."""
     until: float
     """From this instant on, the turn's comparisons with the clock could answer otherwise."""
@@ -96,6 +96,28 @@ class Memo:
         if last is None or last.claimed != made:
             last = Claim(made, demand.per_replica(made.workload))
         self._claimed[key] = last
+        return last.claimed
+
+    def unchanged(self, workload: Workload, placement: Placement, *fields: object) -> bool:
+        """Whether the last pass claimed this very workload with this very placement and
+        these `fields` (its policy's ref, priority and extensions, and whether an override
+        sets its replicas): then `kept` gives its `Claimed` without making one."""
+        last = self.claims.get(workload.key)
+        if last is None:
+            return False
+        claimed = last.claimed
+        if claimed.workload is not workload or claimed.placement is not placement:
+            return False
+        return fields == (
+            claimed.ref,
+            claimed.priority,
+            claimed.extensions,
+            claimed.replicas_overridden,
+        )
+
+    def kept(self, key: ResourceKey) -> facts.Claimed:
+        """The last pass's `Claimed` of `key`, kept for this one (after `unchanged`)."""
+        last = self._claimed[key] = self.claims[key]
         return last.claimed
 
     def demand(self, claimed: facts.Claimed) -> Mapping[str, float]:
@@ -167,7 +189,7 @@ def decide_all(
     changed; `memo` keeps this pass's turns for the next one. `inputs` are the demand,
     scale and node-fit matrices, a row per workload of `order`."""
     matrix, scales, fits = inputs
-    dirty = _dirty_at_start(run.fleet.size, turns, order)
+    dirty = _dirty_at_start(turns, order)
     kept: dict[ResourceKey, Turn] = {}
     decisions: list[Decision] = []
     now = run.now
@@ -213,7 +235,7 @@ def _holds(
     before: Decision | None,
     access: tuple[DataAccess, ...],
     now: float,
-    dirty: BoolArray,
+    dirty: set[int],
 ) -> bool:
     """Whether the last turn is this turn's: same inputs, its instant not come, and no
     column it read changed."""
@@ -222,8 +244,8 @@ def _holds(
     if last.claimed is not claimed or last.access != access:
         return False
     if last.reads is None:
-        return not dirty.any()
-    return not (dirty & last.reads).any()
+        return not dirty
+    return last.reads.isdisjoint(dirty)
 
 
 def _keepable(run: Recording, decision: Decision, before: Decision | None) -> bool:
@@ -237,23 +259,21 @@ def _keepable(run: Recording, decision: Decision, before: Decision | None) -> bo
     return before is None or not before.waits
 
 
-def _reads(run: Recording, claimed: facts.Claimed) -> BoolArray | None:
+def _reads(run: Recording, claimed: facts.Claimed) -> frozenset[int] | None:
     """The ledger columns the turn just decided read (module docstring)."""
     if run.stood:
-        return np.zeros(run.fleet.size, dtype=bool)
+        return frozenset()
     subject = run.subject
     if subject is None or claimed.placement.affinity_terms:
         return None
-    read: BoolArray = framework.static_filters(run.fleet, subject) | subject.holders
-    return read
+    read = framework.static_filters(run.fleet, subject) | subject.holders
+    return frozenset(np.flatnonzero(read).tolist())
 
 
-def _dirty_at_start(
-    size: int, turns: Mapping[ResourceKey, Turn], order: Sequence[facts.Claimed]
-) -> BoolArray:
+def _dirty_at_start(turns: Mapping[ResourceKey, Turn], order: Sequence[facts.Claimed]) -> set[int]:
     """The columns that differ before the first turn: those charged last pass by a workload
     that is gone or claimed otherwise (its turn may have moved in the order)."""
-    dirty = np.zeros(size, dtype=bool)
+    dirty: set[int] = set()
     now = {claimed.workload.key: claimed for claimed in order}
     for key, turn in turns.items():
         if now.get(key) is not turn.claimed:
@@ -261,9 +281,9 @@ def _dirty_at_start(
     return dirty
 
 
-def _mark(dirty: BoolArray, charges: Charges) -> None:
+def _mark(dirty: set[int], charges: Charges) -> None:
     for rows, _ in charges:
-        dirty[rows] = True
+        dirty.update(rows.tolist())
 
 
 def _same(one: Charges, other: Charges) -> bool:
