@@ -11,6 +11,7 @@ change sequences). Each stage's cache is one field, typed by the stage's own cac
 - `readback`: what each state file of the output branch parsed to, by its blob id
   (`branch.readback`);
 - `steady`: the last pass that made no commit, for an idle pass (`pipeline.idle`);
+- `blobs`: the source files of the last pass, by blob id (`load.BlobCache`);
 - `turns`: each workload's last turn in the scheduler (`schedule.reuse`);
 - `render`: each workload's rendered files and their inputs (`render.memo`);
 - `commit`: the output tree as last written, per cache (`commit.Writers`, `git.trees`).
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reconciler import commit, schedule
+from reconciler import commit, load, schedule
 from reconciler.branch import readback as readbacks
 from reconciler.laststate import READBACK
 from reconciler.load import cachefile
@@ -54,6 +55,8 @@ class Warm:
     """The repository the caches hold the files of; another one starts them afresh."""
     steady: idle.FixedPoint[Any] | None = None
     """The last pass that made no commit, which the next one may stand on (`pipeline.idle`)."""
+    blobs: load.BlobCache = field(default_factory=load.BlobCache)
+    """The source files of the last pass, by blob id (`load.BlobCache`)."""
     turns: schedule.reuse.Memo = field(default_factory=schedule.reuse.Memo)
     """Each workload's last turn in the scheduler (`schedule.reuse`), in memory only."""
     render: memo.Memo = field(default_factory=memo.Memo)
@@ -69,6 +72,7 @@ class Warm:
             self.readback = readbacks.ReadBack()
             self.repo = repo
             self.steady = None
+            self.blobs = load.BlobCache()
             self.turns = schedule.reuse.Memo()
             self.render = memo.Memo()
             cachefile.restore(self.parsed, self.state_dir, repo, PARSED)
