@@ -72,6 +72,22 @@ def test_only_source_folders_are_read(tmp_path: Path) -> None:
     assert all(load.is_source_path(p) for p in paths)
 
 
+def test_a_source_read_through_the_blob_cache_reads_only_changed_blobs(tmp_path: Path) -> None:
+    repo = make_source_repo(tmp_path)
+    blobs = load.BlobCache()
+    state = tmp_path / "state"
+    first = load.from_git(str(repo.bare), "main", state, blobs=blobs)
+    assert blobs.read == len(first.files) > 1
+    again = load.from_git(str(repo.bare), "main", state, blobs=blobs)
+    assert (blobs.read, again.files) == (0, first.files)
+    repo.write({"workloads/extra.yaml": "apiVersion: v1\nkind: ConfigMap\n"})
+    repo.commit()
+    changed = load.from_git(str(repo.bare), "main", state, blobs=blobs)
+    assert blobs.read == 1
+    assert changed.files == load.from_git(str(repo.bare), "main", state).files
+    assert len(changed.files) == len(first.files) + 1
+
+
 def test_publish_commits_once_with_trailers(source_repo: SourceRepo, tmp_path: Path) -> None:
     url, state = str(source_repo.bare), tmp_path / "state"
     load.from_git(url, "main", state)

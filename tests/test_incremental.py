@@ -171,6 +171,8 @@ def test_a_pass_after_a_fixed_point_is_idle_until_the_source_changes(
     stages.clear()
     assert warm.run(monkeypatch, START + 360, stages) != shas[-1]
     assert stages[-1] == "commit"
+    turns = warm.warm.turns
+    assert 0 < turns.reused < len(turns.turns), "the scaled workload alone is decided again"
 
 
 def _steady_plan(tmp_path: Path) -> pipeline.Planned:

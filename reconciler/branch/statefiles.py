@@ -233,7 +233,7 @@ def _resource(status: Mapping[str, Any]) -> tuple[ResourceKey, str]:
     kind = _text(resource, "kind", where)
     name = _text(resource, "name", where)
     namespace = _optional_text(resource, "namespace", where) or ""
-    return ResourceKey(group_of(api_version), kind, namespace, name), api_version
+    return ResourceKey(group_of(api_version), kind, namespace, name).shared(), api_version
 
 
 # --- status -------------------------------------------------------------------------------------

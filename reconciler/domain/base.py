@@ -28,6 +28,12 @@ DRO_API_VERSION = "multicluster.io/v1alpha1"
 KARMADA_POLICY_API_VERSION = "policy.karmada.io/v1alpha1"
 
 
+_SHARED: dict[ResourceKey, ResourceKey] = {}
+"""The shared instance of each key (`ResourceKey.shared`)."""
+_SHARED_AT_MOST = 1_000_000
+"""More keys than this (a long life of renamed objects): the table starts afresh."""
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class ResourceKey:
     """The one join key for an object: (group, kind, namespace, name).
@@ -39,6 +45,37 @@ class ResourceKey:
     kind: str
     namespace: str
     name: str
+    _hash: int = field(init=False, repr=False, compare=False)
+    """The hash of the four fields, computed once: keys are looked up in every stage."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.group, self.kind, self.namespace, self.name)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def shared(self) -> ResourceKey:
+        """The one instance of this key that every caller of `shared` gets: the keys of the
+        source's objects and of the output branch's decisions are shared, so that the maps
+        every stage keeps by key find them by identity, without comparing their fields."""
+        found = _SHARED.setdefault(self, self)
+        if len(_SHARED) > _SHARED_AT_MOST:
+            _SHARED.clear()
+        return found
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if other.__class__ is not ResourceKey:
+            return NotImplemented
+        assert isinstance(other, ResourceKey)
+        return (
+            self._hash == other._hash
+            and self.name == other.name
+            and self.namespace == other.namespace
+            and self.kind == other.kind
+            and self.group == other.group
+        )
 
     @property
     def sort_key(self) -> tuple[str, str, str, str]:

@@ -15,7 +15,7 @@ noted instant. Noting too early costs one full pass; noting too late would be wr
 
 Outside `recording` nothing is noted: the helpers only compare.
 
-Called by 9 modules, among them `branch.status`, `foresee`, `pipeline`, `render.rollout`.
+Called by 10 modules, among them `branch.status`, `foresee`, `pipeline`, `render.rollout`.
 """
 
 from __future__ import annotations
@@ -34,13 +34,23 @@ MARGIN = 1e-3
 
 @dataclass(slots=True)
 class Deadlines:
-    """The instants noted while a pass records: `earliest` is the first (NEVER for none)."""
+    """The instants noted while a pass records: `earliest` is the first (NEVER for none).
+    A recording inside another one (one workload's turn inside its pass) passes each
+    instant on to the `outer` one too."""
 
     earliest: float = NEVER
+    outer: Deadlines | None = None
 
     def note(self, at: float) -> None:
         """A decision of the pass would change at `at`."""
-        self.earliest = min(self.earliest, at - MARGIN)
+        self.carry(at - MARGIN)
+
+    def carry(self, earliest: float) -> None:
+        """Take in the `earliest` of another recording (already noted early by `MARGIN`)."""
+        found: Deadlines | None = self
+        while found is not None:
+            found.earliest = min(found.earliest, earliest)
+            found = found.outer
 
 
 _RECORDING: ContextVar[Deadlines | None] = ContextVar("dro_clock_deadlines", default=None)
@@ -49,7 +59,7 @@ _RECORDING: ContextVar[Deadlines | None] = ContextVar("dro_clock_deadlines", def
 @contextmanager
 def recording() -> Iterator[Deadlines]:
     """Note, until the block ends, the instants the code inside compares its `now` with."""
-    deadlines = Deadlines()
+    deadlines = Deadlines(outer=_RECORDING.get())
     token = _RECORDING.set(deadlines)
     try:
         yield deadlines
@@ -62,6 +72,14 @@ def note(at: float) -> None:
     found = _RECORDING.get()
     if found is not None:
         found.note(at)
+
+
+def carry(earliest: float) -> None:
+    """Note the `earliest` of an earlier recording, as if its comparisons were made again
+    (a decision reused from the last pass, `schedule.reuse`)."""
+    found = _RECORDING.get()
+    if found is not None:
+        found.carry(earliest)
 
 
 def ahead(now: float, at: float) -> bool:

@@ -4,7 +4,7 @@ clusters, and what a workload reads and writes.
 Amounts are floats in base units: bytes, bytes per day for rates, bytes per second for
 bandwidth, milliseconds for latency, and a price per GiB moved across a link.
 
-Called by 8 modules, among them `domain.policy`, `schedule`, `validate`.
+Called by 9 modules, among them `domain.policy`, `schedule`, `validate`.
 """
 
 from __future__ import annotations

@@ -142,3 +142,18 @@ class Decision:
     def moving(self) -> Placed | None:
         """The retiring entry of a stateful move in flight (it has a phase), or None."""
         return next((p for p in self.retiring if p.phase is not None), None)
+
+    @property
+    def waits(self) -> bool:
+        """Whether it waits by its nature, on a clock or on the clusters: moves within their
+        cooldown, copies retiring, replicas over a limit or pending, a disruption budget's
+        steps or a rollout in flight. A pass decides such a workload again every time."""
+        budget, rollout = self.disruption, self.rollout
+        return bool(
+            self.moves
+            or self.retiring
+            or self.over_limit
+            or self.pending
+            or (budget is not None and (budget.leaving or budget.entering or budget.waiting))
+            or (rollout is not None and rollout.in_progress)
+        )

@@ -172,18 +172,55 @@ def walk(
     (path, `SYMLINK` or `SUBMODULE`) for a symbolic link or a gitlink, which have no file.
     With `wanted`, a folder no wanted path can start in is not entered (the output branch's
     `clusters/**` when only its state is read)."""
+    for path, found in _files(repo, tree, prefix, wanted):
+        yield path, found if isinstance(found, str) else repo[found]
+
+
+def _files(
+    repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, wanted: tuple[str, ...]
+) -> Iterator[tuple[str, pygit2.Oid | str]]:
+    """`walk`, with each blob's id in place of the blob."""
     for entry in _entries(repo, tree, prefix, wanted):
         path = f"{prefix}{entry.name}"
         if entry.type_str == "tree":
             subtree = repo[entry.id]
             assert isinstance(subtree, pygit2.Tree)
-            yield from walk(repo, subtree, f"{path}/", wanted)
+            yield from _files(repo, subtree, f"{path}/", wanted)
         elif entry.type_str == "commit":
             yield path, SUBMODULE
         elif entry.filemode == pygit2.enums.FileMode.LINK:
             yield path, SYMLINK
         elif entry.type_str == "blob":
-            yield path, repo[entry.id]
+            yield path, entry.id
+
+
+class BlobCache:
+    """Blob id → bytes of the blobs the last `read_tree` read, so that reading the next
+    commit's tree reads only the blobs that changed (a blob id is the digest of its bytes).
+    It holds the blobs of one tree: each read drops the ones it no longer uses."""
+
+    def __init__(self) -> None:
+        self._last: dict[pygit2.Oid, bytes] = {}
+        self._used: dict[pygit2.Oid, bytes] = {}
+        self.read = 0
+        """How many blobs the last tree read took from the repository."""
+
+    def begin(self) -> None:
+        """A tree read starts: what the last one used is what this one may take."""
+        if self._used:
+            self._last, self._used = self._used, {}
+        self.read = 0
+
+    def data(self, repo: pygit2.Repository, oid: pygit2.Oid) -> bytes:
+        """The bytes of blob `oid` of `repo`."""
+        found = self._last.get(oid)
+        if found is None:
+            blob = repo[oid]
+            assert isinstance(blob, pygit2.Blob)
+            found = blob.data
+            self.read += 1
+        self._used[oid] = found
+        return found
 
 
 def _entries(
@@ -203,20 +240,25 @@ def _may_hold(path: str, folder: bool, wanted: tuple[str, ...]) -> bool:
 
 
 def read_tree(
-    repo: pygit2.Repository, commit: pygit2.Commit, wanted: tuple[str, ...] = ()
+    repo: pygit2.Repository,
+    commit: pygit2.Commit,
+    wanted: tuple[str, ...] = (),
+    blobs: BlobCache | None = None,
 ) -> tuple[dict[str, bytes], dict[str, str]]:
     """Files of a commit whose path starts with one of `wanted` (all files when empty), and
     the symbolic links and gitlinks among them (path → `SYMLINK` or `SUBMODULE`). Folders
-    that cannot hold a wanted path are not read."""
+    that cannot hold a wanted path are not read; with `blobs`, neither are the blobs the
+    last read through it read."""
+    cache = blobs if blobs is not None else BlobCache()
+    cache.begin()
     files, links = {}, {}
-    for path, found in walk(repo, commit.tree, "", wanted):
+    for path, found in _files(repo, commit.tree, "", wanted):
         if wanted and not path.startswith(wanted):
             continue
         if isinstance(found, str):
             links[path] = found
         else:
-            assert isinstance(found, pygit2.Blob)
-            files[path] = found.data
+            files[path] = cache.data(repo, found)
     return files, links
 
 

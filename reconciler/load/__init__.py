@@ -9,7 +9,7 @@ A folder under `workloads/` holding a kustomization or a Helm chart is read whol
 templates, patches and helpers whatever their names) and built by the tool (`builds`): the
 `Source` holds the tool's output in its place.
 
-Called by 10 modules, among them `cli.audit`, `laststate`, `pipeline`, `review`.
+Called by 11 modules, among them `cli.audit`, `laststate`, `pipeline`, `review`.
 """
 
 from __future__ import annotations
@@ -145,29 +145,41 @@ def credentials_from(
     return Credentials(username=name, password=secret) if sep else Credentials(token=text)
 
 
+BlobCache = gitrepo.BlobCache
+"""The source files of the last read, by blob id, for the next one (`dro run`)."""
+
+
 def from_git(
-    url: str, ref: str, state_dir: Path, *, credentials: Credentials | None = None
+    url: str,
+    ref: str,
+    state_dir: Path,
+    *,
+    credentials: Credentials | None = None,
+    blobs: gitrepo.BlobCache | None = None,
 ) -> Source:
     """The source files at `ref` of the repository at `url`, via a fetched bare cache.
     A local path that does not exist, a repository without commits and a ref without dro's
     files are UsageErrors; a cache this call created is removed again when its first fetch
-    fails, so a typo leaves nothing behind in the state directory."""
+    fails, so a typo leaves nothing behind in the state directory. `blobs` keeps the files
+    of the last call for the next one (`dro run`), which reads only the blobs that changed."""
     sourcecheck.require_local_repo(url)
     with sourcecheck.removed_on_failure(gitrepo.cache_path(state_dir, url), state_dir):
         repo = gitrepo.open_cache(url, state_dir)
         gitrepo.fetch(repo, gitrepo.url_credentials(url, credentials))
         sourcecheck.require_commits(repo, url)
-    source = _source(repo, gitrepo.resolve(repo, ref))
+    source = _source(repo, gitrepo.resolve(repo, ref), blobs)
     sourcecheck.require_dro_files(source, f"{redact.urls(url)} at {ref}")
     return source
 
 
-def _source(repo: gitrepo.Repository, commit: gitrepo.Commit) -> Source:
+def _source(
+    repo: gitrepo.Repository, commit: gitrepo.Commit, blobs: gitrepo.BlobCache | None = None
+) -> Source:
     sha, when, _ = gitrepo.commit_info(commit)
     author = gitrepo.author_of(commit)
     # the folders without their slash, so that a link in place of a whole folder is seen too
     wanted = SOURCE_FILES + tuple(folder.rstrip("/") for folder in SOURCE_FOLDERS)
-    files, links = gitrepo.read_tree(repo, commit, wanted)
+    files, links = gitrepo.read_tree(repo, commit, wanted, blobs)
     return source_of(files, links, commit=sha, commit_time=when, author=author)
 
 

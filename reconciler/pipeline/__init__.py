@@ -104,8 +104,9 @@ def _noop(_stage: str) -> None:
     return None
 
 
-def read_source(settings: Settings) -> Source:
-    """Load: the source tree from git (`settings.repo`) or from a plain directory."""
+def read_source(settings: Settings, warm: Warm | None = None) -> Source:
+    """Load: the source tree from git (`settings.repo`) or from a plain directory; `warm`
+    keeps the files read for the next pass of the process, which reads only changed ones."""
     if settings.repo is not None:
         return load.from_git(
             settings.repo,
@@ -114,6 +115,7 @@ def read_source(settings: Settings) -> Source:
             credentials=load.credentials_from(
                 settings.credentials_file, otherwise=settings.environment_credentials
             ),
+            blobs=warm.blobs if warm is not None else None,
         )
     if settings.path is None:
         raise ValueError("settings need either a repo or a path")
@@ -155,6 +157,7 @@ def _schedule(
     *,
     standing_verdicts: bool = True,
     explained: Callable[[ResourceKey], bool] | None = None,
+    turns: schedule.reuse.Memo | None = None,
 ) -> schedule.Placement:
     on_stage(Stage.SCHEDULE)
     placed = schedule.place_and_project(
@@ -167,6 +170,7 @@ def _schedule(
         filling=filling(spec, before.phases),
         forecasts=foresee.forecasts(spec, before, observations, pass_time(source, now)),
         explained=explained,
+        memo=turns,
     )
     previous = {d.key: d for d in before.decisions}
     budgets = schedule.disruption.rollout_room(spec, observations)
@@ -217,7 +221,15 @@ def plan(
         observed = observer(spec)
     seen = observed.observations
     placement = _schedule(
-        spec, on_stage, before, diagnose, now, source, seen, standing_verdicts=False
+        spec,
+        on_stage,
+        before,
+        diagnose,
+        now,
+        source,
+        seen,
+        standing_verdicts=False,
+        turns=warm.turns if warm is not None else None,
     )
     decisions = placement.decisions
     on_stage(Stage.RENDER)
@@ -362,8 +374,8 @@ def _one_pass(
     """Load, plan, commit, apply: each a call that returns the next one's input, and each
     result told to the operators once (`audit`)."""
     assert settings.repo is not None
-    source = _loaded(settings, on_stage)
     warm.begin(settings.repo)
+    source = _loaded(settings, on_stage, warm)
     tip = load.output_tip(settings.repo, settings.output_branch, settings.state_dir)
     inputs = idle.Inputs.of(source, tip, settings)
     now = time.time()
@@ -468,10 +480,10 @@ def surveyed_and_committed(
     return planned, published
 
 
-def _loaded(settings: Settings, on_stage: StageHook) -> Source:
+def _loaded(settings: Settings, on_stage: StageHook, warm: Warm | None = None) -> Source:
     """Load: the source tree the pass works on."""
     on_stage(Stage.LOAD)
-    return read_source(settings)
+    return read_source(settings, warm)
 
 
 @contextlib.contextmanager

@@ -13,6 +13,8 @@ change sequences). Each stage's cache is one field, typed by the stage's own cac
 - `readback`: what each state file of the output branch parsed to, by its blob id
   (`branch.readback`);
 - `steady`: the last pass that made no commit, for an idle pass (`pipeline.idle`);
+- `blobs`: the source files of the last pass, by blob id (`load.BlobCache`);
+- `turns`: each workload's last turn in the scheduler (`schedule.reuse`);
 - `render`: each workload's rendered files and their inputs (`render.memo`);
 - `commit`: the output tree as last written, per cache (`commit.Writers`, `git.trees`);
 - `connections`: the connections to the clusters, and their workers (`live.pool`).
@@ -30,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reconciler import commit, live
+from reconciler import commit, live, load, schedule
 from reconciler.branch import readback as readbacks
 from reconciler.laststate import READBACK
 from reconciler.load import cachefile
@@ -59,6 +61,10 @@ class Warm:
     """The repository the caches hold the files of; another one starts them afresh."""
     steady: idle.FixedPoint[Any] | None = None
     """The last pass that made no commit, which the next one may stand on (`pipeline.idle`)."""
+    blobs: load.BlobCache = field(default_factory=load.BlobCache)
+    """The source files of the last pass, by blob id (`load.BlobCache`)."""
+    turns: schedule.reuse.Memo = field(default_factory=schedule.reuse.Memo)
+    """Each workload's last turn in the scheduler (`schedule.reuse`), in memory only."""
     render: memo.Memo = field(default_factory=memo.Memo)
     """The last pass's rendered files per workload (`render.memo`), in memory only."""
     commit: commit.Writers = field(default_factory=commit.Writers)
@@ -75,6 +81,8 @@ class Warm:
             self.readback = readbacks.ReadBack()
             self.repo = repo
             self.steady = None
+            self.blobs = load.BlobCache()
+            self.turns = schedule.reuse.Memo()
             self.render = memo.Memo()
             cachefile.restore(self.parsed, self.state_dir, repo, PARSED)
             cachefile.restore(self.readback, self.state_dir, repo, READBACK)

@@ -50,11 +50,12 @@ class Replicas:
     """The overrides of `spec.replicas` in one spec, and the counts they render."""
 
     def __init__(self, spec: Spec) -> None:
-        self._workloads = {w.key: w for w in spec.workloads}
         self._policies = spec.override_policies
         self._reaching = tuple(p for p in self._policies if any(_reaches(r) for r in p.rules))
         """The policies with a rule that can reach `spec.replicas`: most specs have none,
-        and then no workload's rules need to be worked out here."""
+        and then no workload's rules need to be worked out here (nor indexed)."""
+        reaching = bool(self._reaching)
+        self._workloads = {w.key: w for w in spec.workloads} if reaching else {}
         self._index = render.RuleIndex(spec.clusters)
         self._rules: dict[ResourceKey, Mapping[str, Operations]] = {}
         self._counts: dict[tuple[ResourceKey, str, int], int] = {}
@@ -95,7 +96,7 @@ class Replicas:
 
     def touched(self, key: ResourceKey) -> bool:
         """Whether an override can set this workload's `spec.replicas` on some cluster."""
-        return bool(self._by_cluster(key))
+        return bool(self._reaching) and bool(self._by_cluster(key))
 
     def count(self, key: ResourceKey, cluster: str, divided: int) -> int:
         """The `spec.replicas` that the cluster's rendered manifest holds when the division

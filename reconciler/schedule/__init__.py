@@ -7,7 +7,7 @@ capacity-independent work (demand, single-node fit) is done for all workloads at
 the capacity the next one sees, with the filters and scorers of `plugins` and Karmada's
 division (`division`).
 
-Called by `pipeline` and `simulate.replay`.
+Called by `pipeline`, `pipeline.warm` and `simulate.replay`.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from reconciler.schedule import (
     plugins,
     pricing,
     rebalance,
+    reuse,
     spread,
     standing,
     stci,
@@ -52,6 +53,7 @@ __all__ = [
     "place_and_project",
     "plugins",
     "pricing",
+    "reuse",
     "spread",
     "still_filling",
 ]
@@ -60,9 +62,10 @@ still_filling = rebalance.still_filling
 
 
 def claimed_workloads(
-    spec: Spec, replicas: overridden.Replicas | None = None
+    spec: Spec, replicas: overridden.Replicas | None = None, memo: reuse.Memo | None = None
 ) -> list[facts.Claimed]:
-    """Every workload with the placement that applies to it, in scheduling order."""
+    """Every workload with the placement that applies to it, in scheduling order; with a
+    `memo`, an unchanged one is the very object of the last pass (`reuse.Memo.claimed`)."""
     replicas = replicas or overridden.Replicas(spec)
     result = []
     for workload in spec.workloads:
@@ -70,16 +73,25 @@ def claimed_workloads(
             policy = spec.claims[workload.key]
         else:
             policy = claims.claim(spec.placement_policies, workload).policy
-        result.append(
-            facts.Claimed(
-                workload=workload,
-                placement=policy.placement if policy else spec.config.default_placement,
-                ref=policy.ref if policy else None,
-                priority=policy.priority if policy else 0,
-                extensions=policy.dro_extensions if policy else True,
-                replicas_overridden=replicas.touched(workload.key),
-            )
+        placement = policy.placement if policy else spec.config.default_placement
+        ref = policy.ref if policy else None
+        priority = policy.priority if policy else 0
+        extensions = policy.dro_extensions if policy else True
+        touched = replicas.touched(workload.key)
+        if memo is not None and memo.unchanged(
+            workload, placement, ref, priority, extensions, touched
+        ):
+            result.append(memo.kept(workload.key))
+            continue
+        claimed = facts.Claimed(
+            workload=workload,
+            placement=placement,
+            ref=ref,
+            priority=priority,
+            extensions=extensions,
+            replicas_overridden=touched,
         )
+        result.append(claimed if memo is None else memo.claimed(claimed))
     result.sort(key=lambda c: (-c.priority, c.workload.key.sort_key))
     return result
 
@@ -151,11 +163,14 @@ def place_and_project(
     filling: Collection[str] = (),
     forecasts: Forecasts | None = None,
     explained: Callable[[ResourceKey], bool] | None = None,
+    memo: reuse.Memo | None = None,
 ) -> Placement:
     """`place`, with the water levels its decisions leave each cluster at (`dro plan`).
     `standing_verdicts=False` lets a placement that stands keep the diagnosis recorded when
     it was made, instead of scoring every cluster again for it: what a pass writes, since an
-    unchanged placement's file keeps that diagnosis anyway (`record`)."""
+    unchanged placement's file keeps that diagnosis anyway (`record`). `memo` holds the last
+    pass's turns (`dro run`): a workload whose turn would go as it went is not decided again
+    (`reuse`)."""
     with _no_cyclic_gc():
         return _place(
             spec,
@@ -167,6 +182,7 @@ def place_and_project(
             filling=filling,
             forecasts=forecasts or {},
             explained=explained,
+            memo=memo,
         )
 
 
@@ -195,10 +211,13 @@ def _place(
     filling: Collection[str],
     forecasts: Forecasts,
     explained: Callable[[ResourceKey], bool] | None = None,
+    memo: reuse.Memo | None = None,
 ) -> Placement:
     replicas = overridden.Replicas(spec)
-    order = claimed_workloads(spec, replicas)
-    demands = [demand.per_replica(c.workload) for c in order]
+    reusing = memo is not None and not forecasts and explained is None
+    kept = memo if reusing else None
+    order = claimed_workloads(spec, replicas, kept)
+    demands = [demand.per_replica(c.workload) if kept is None else kept.demand(c) for c in order]
     fleet = Fleet(
         clusters=spec.clusters,
         observations=observations or {},
@@ -212,10 +231,16 @@ def _place(
     scales = batch.inverse(matrix)
     accesses = [data_access(spec, c) for c in order]
     data = stci.data_costs(fleet, spec.links, spec.data_sets, accesses) if any(accesses) else None
-    standing_previous, set_aside = standing.vet(spec.clusters, order, previous or {})
+    turns = None
+    if kept is not None:
+        whole = _whole(spec, observations, fleet, filling, accesses, (diagnose, standing_verdicts))
+        turns = kept.begin(whole)
+    standing_previous, set_aside = standing.vet(
+        spec.clusters, order, previous or {}, None if kept is None else kept.vetted
+    )
     rows = {c.workload.key: i for i, c in enumerate(order)}
     seen = foresight.build(fleet, forecasts, standing_previous, rows, matrix) if forecasts else None
-    run = engine.Pass(
+    run = (engine.Pass if kept is None else reuse.Recording)(
         fleet,
         spec.config,
         standing_previous,
@@ -230,7 +255,10 @@ def _place(
         foresight=seen,
         explained=explained,
     )
-    decisions = [run.decide(c, matrix[i], scales[i], fits[i]) for i, c in enumerate(order)]
+    if kept is not None and turns is not None and isinstance(run, reuse.Recording):
+        decisions = reuse.decide_all(run, turns, order, (matrix, scales, fits), accesses, kept)
+    else:
+        decisions = [run.decide(c, matrix[i], scales[i], fits[i]) for i, c in enumerate(order)]
     budgets = disruption.Tracker(
         spec.config, order, decisions, standing_previous, fleet.observations, run.steps
     )
@@ -249,6 +277,31 @@ def _place(
         water_levels=_levels(
             fleet, run.usage if seen is None else run.usage - seen.base + seen.now
         ),
+    )
+
+
+def _whole(
+    spec: Spec,
+    observations: Mapping[str, Observation] | None,
+    fleet: Fleet,
+    filling: Collection[str],
+    accesses: list[tuple[DataAccess, ...]],
+    flags: tuple[bool, bool],
+) -> tuple[object, ...]:
+    """What every workload's turn reads alike (`reuse.Memo.begin`): when any of it changes,
+    no turn of the last pass is reused."""
+    return (
+        spec.config,
+        spec.clusters,
+        spec.override_policies,
+        spec.links,
+        dict(spec.data_sets),
+        dict(spec.sync_hooks),
+        dict(observations or {}),
+        tuple(fleet.resources),
+        frozenset(filling),
+        tuple(accesses) if any(accesses) else (),
+        flags,
     )
 
 

@@ -11,7 +11,7 @@ changed replicas, or a cluster it is on that is gone or no longer a candidate. O
 previous division stands. Duplicated workloads and objects without replicas follow their
 candidates on every pass.
 
-Called by `schedule`, `schedule.levels` and `schedule.rebalance`.
+Called by `schedule`, `schedule.levels`, `schedule.rebalance` and `schedule.reuse`.
 """
 
 from __future__ import annotations

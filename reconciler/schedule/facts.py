@@ -7,7 +7,7 @@ ceiling; and, against the live usage ledger, a workload's headroom and how many 
 cluster can still take (Karmada's AllocatableReplicas). It builds the `framework.Subject` the
 filters and scorers see, with the pass's `memo.Memos`.
 
-Called by 11 modules, among them `schedule`.
+Called by 13 modules, among them `schedule`.
 """
 
 from __future__ import annotations

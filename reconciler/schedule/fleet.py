@@ -10,7 +10,7 @@ not declare has no capacity there, except `pods` and `ephemeral-storage`, which 
 until declared or observed. Without a declared largest free node, the whole free amount counts
 as one node.
 
-Called by 39 modules, among them `schedule`, `simulate.replay`.
+Called by 40 modules, among them `schedule`, `simulate.replay`.
 """
 
 from __future__ import annotations

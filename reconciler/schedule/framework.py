@@ -8,7 +8,7 @@ scorer returns one score in [0, SCORE_MAX] per cluster. Plugins are plain callab
 Karmada's policies run Karmada's plugins only (`karmada=True`); dro's policies, and Karmada
 policies that opt in with `multicluster.io/extensions: enabled`, run them all.
 
-Called by 25 modules, among them `schedule`.
+Called by 26 modules, among them `schedule`.
 """
 
 from __future__ import annotations

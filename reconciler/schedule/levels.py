@@ -6,9 +6,11 @@ Called by `schedule.rebalance`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-from reconciler.schedule import engine
+from reconciler.schedule import engine, facts
 from reconciler.schedule.fleet import FloatArray, rows_of
 
 
@@ -45,3 +47,25 @@ def above(level: float, limit: float) -> str:
         if float(shown) > limit:
             return shown
     return f"{level:g}"
+
+
+def calm(ledger: engine.Pass, order: Sequence[facts.Claimed]) -> bool:
+    """Whether re-balancing has nothing to do this pass, found without looking at any
+    decision: no Fresh request, no cluster filling or draining, and no cluster above the
+    water-level limit of any movable workload (`rebalance` moves only off such clusters).
+    Prediction makes no pass calm: its calm clusters are weighed per workload."""
+    if ledger.fresh_targets or ledger.foresight is not None:
+        return False
+    fleet = ledger.fleet
+    if ledger.filling.any() or fleet.draining.any():
+        return False
+    placements = {(id(c.placement), c.extensions): c for c in order if c.movable}
+    if not placements:
+        return True
+    now = level(ledger)
+    for claimed in placements.values():
+        limit = ledger.facts.limit(claimed)
+        limited = rows_of(limit < 1.0)
+        if len(limited) and bool((now[limited] > limit[limited][:, np.newaxis]).any()):
+            return False
+    return True

@@ -96,6 +96,8 @@ def run(
     """Re-balance the pass's `decisions` (aligned with `order`) in place of the ledger, each
     move within its workload's disruption budget (`tracker`)."""
     fleet = ledger.fleet
+    if levels.calm(ledger, order):
+        return decisions
     holdings = _holdings(ledger, order, decisions, tracker)
     if not holdings:
         return decisions

@@ -34,22 +34,35 @@ def vet(
     clusters: Sequence[Cluster],
     order: Iterable[facts.Claimed],
     previous: Mapping[ResourceKey, Decision],
+    known: dict[ResourceKey, tuple[facts.Claimed, Decision, str | None]] | None = None,
 ) -> tuple[dict[ResourceKey, Decision], dict[ResourceKey, str]]:
-    """(the previous decisions a pass may start from, workload → why its own was set aside)."""
+    """(the previous decisions a pass may start from, workload → why its own was set aside).
+    `known` holds the last pass's vetting, on the same clusters (`reuse.Memo.vetted`): a
+    decision vetted for the very same claim and decision objects is not vetted again, and
+    this pass's vetting replaces it."""
     by_name = {c.name: c for c in clusters}
     kept = dict(previous)
     reasons: dict[ResourceKey, str] = {}
+    vetted: dict[ResourceKey, tuple[facts.Claimed, Decision, str | None]] = {}
     for claimed in order:
         before = previous.get(claimed.workload.key)
         if before is None:
             continue
-        why = before.distrusted or contradiction(claimed, before, by_name)
+        last = known.get(claimed.workload.key) if known is not None else None
+        if last is not None and last[0] is claimed and last[1] is before:
+            why = last[2]
+        else:
+            why = before.distrusted or contradiction(claimed, before, by_name)
+        vetted[claimed.workload.key] = (claimed, before, why)
         if why is not None:
             del kept[claimed.workload.key]
             reasons[claimed.workload.key] = why
     for key, before in previous.items():  # a workload no longer in the source: nothing to vet
         if key not in reasons and before.distrusted is not None:
             del kept[key]
+    if known is not None:
+        known.clear()
+        known.update(vetted)
     return kept, reasons
 
 

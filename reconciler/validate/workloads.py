@@ -38,7 +38,7 @@ def key_of(body: Mapping[str, Any], cluster_scoped: bool) -> ResourceKey:
         kind=str(body["kind"]),
         namespace=namespace,
         name=str(meta["name"]),
-    )
+    ).shared()
 
 
 def workload(doc: Document, cluster_scoped: bool) -> Workload:
