@@ -52,6 +52,11 @@ log = structlog.get_logger("dro")
 PassFunction = Callable[[Settings, pipeline.StageHook], pipeline.PassResult]
 
 
+KEEP_CACHES_EVERY = 60.0
+"""Seconds between writes of the on-disk caches while `dro run` runs (`pipeline.Warm`): a
+restart finds them at most this old, and a busy process does not rewrite them every pass."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunOptions:
     """How often the loop runs, and when it counts as ready."""
@@ -138,7 +143,7 @@ class Runner:
         self._abandoning = False
         self.stage: str | None = None
         """The stage the running pass is in; None between passes."""
-        self.warm = pipeline.Warm(state_dir=settings.state_dir)
+        self.warm = pipeline.Warm(state_dir=settings.state_dir, keep_every=KEEP_CACHES_EVERY)
         """What each pass leaves for the next one, for this process's life (`pipeline.warm`)."""
         self.forward: Callable[[], bool] | None = None
         """How a follower asks the leader for a pass (a stamp on the Lease)."""
@@ -217,6 +222,7 @@ class Runner:
             if self.leading.is_set():
                 self.run_with_retries()
             due = self.clock() + self.options.interval * (1 + self.options.jitter * self.rng())
+        self.warm.flush()
         self.warm.connections.close()
         log.info("loop_stopped", passes=self.passes, counted=self.metrics.pass_counts())
 
