@@ -5,7 +5,7 @@ once for a voluntary change, and where a workload stands against it.
 `DisruptionBudget`; `schedule.disruption` says what counts as out of service and enforces it,
 and each decision of a workload with a budget carries a `Disruption` (`status.disruption`).
 
-Called by 8 modules, among them `cli.report`, `domain`, `pipeline.idle`, `schedule.disruption`.
+Called by 7 modules, among them `cli.report`, `domain`, `schedule.disruption`.
 """
 
 from __future__ import annotations

@@ -47,7 +47,6 @@ from typing import Any, Generic, TypeVar
 
 from reconciler import live
 from reconciler.domain import Decision, Observation, Source, Spec, clock
-from reconciler.domain.disruption import Disruption
 from reconciler.domain.drift import Drifted
 from reconciler.settings import Settings
 
@@ -126,23 +125,7 @@ def waits_on_time(spec: Spec, decisions: tuple[Decision, ...], filling: frozense
     the consulted instants (`domain.clock`), which catch every comparison with the clock."""
     if spec.config.prediction.enabled or filling:
         return True
-    return any(_waiting(decision) for decision in decisions)
-
-
-def _waiting(decision: Decision) -> bool:
-    rollout = decision.rollout
-    return bool(
-        decision.moves
-        or decision.retiring
-        or decision.over_limit
-        or decision.pending
-        or (decision.disruption is not None and _in_flight(decision.disruption))
-        or (rollout is not None and rollout.in_progress)
-    )
-
-
-def _in_flight(disruption: Disruption) -> bool:
-    return bool(disruption.leaving or disruption.entering or disruption.waiting)
+    return any(decision.waits for decision in decisions)
 
 
 def idle(found: FixedPoint[P] | None, inputs: Inputs, now: float) -> FixedPoint[P] | None:
