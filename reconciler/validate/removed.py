@@ -16,7 +16,13 @@ def removed_clusters(spec: Spec, previous: Iterable[Decision]) -> list[str]:
     longer reach the cluster to remove the old copies."""
     known = {c.name for c in spec.clusters}
     held: dict[str, list[str]] = {}
-    for decision in sorted(previous, key=lambda d: d.key.sort_key):
+    stranded = [
+        decision
+        for decision in previous
+        if any(p.cluster not in known for p in decision.clusters)
+        or any(p.cluster not in known for p in decision.retiring)
+    ]
+    for decision in sorted(stranded, key=lambda d: d.key.sort_key):
         for placed in (*decision.clusters, *decision.retiring):
             if placed.cluster not in known:
                 runs = decision.effective.get(placed.cluster, placed.replicas)  # an override's
