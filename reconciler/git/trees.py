@@ -16,7 +16,7 @@ Called by `git.gitrepo`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 import pygit2
@@ -56,15 +56,32 @@ class TreeWriter:
         self._stored: set[bytes] = set()
         self._pending: list[tuple[str, bytes, bytes]] = []
         self._safe: set[str] = set()
+        self._basis: _Basis = (None, None, ())
+        """(the files last written, the mapping they were told to differ from only at the
+        paths that follow): what a write told `since` compares against."""
         self.folders_rebuilt = 0
         self.blobs_hashed = 0
 
-    def write(self, files: Mapping[str, bytes], base: pygit2.Oid | None = None) -> pygit2.Oid:
+    def write(
+        self,
+        files: Mapping[str, bytes],
+        base: pygit2.Oid | None = None,
+        *,
+        since: Mapping[str, bytes] | None = None,
+        changed: Collection[str] = (),
+    ) -> pygit2.Oid:
         """The oid of the root tree holding exactly `files`, written to the repository. A
-        writer that holds no tree yet starts from `base` (a tree id), when given."""
+        writer that holds no tree yet starts from `base` (a tree id), when given.
+
+        `since` and `changed` say that `files` equals the mapping `since` but at the paths
+        `changed`, neither changed in between (`branch.outputtree.Tree`): when `since` is the
+        mapping this writer wrote last, or the one that mapping was told to differ from,
+        only those paths are compared, not the whole tree."""
         if self._root is None and base is not None:
             self._start_from(base)
-        changed, same, removed = self._compare(files)
+        paths = self._told(since, changed)
+        self._basis = (None, None, ())
+        found, same, removed = self._compare(files, paths)
         for path, data, oid in same:
             self._files[path] = (data, oid)
         for path in removed:
@@ -72,13 +89,13 @@ class TreeWriter:
             folder, name = _split(path)
             del self._folders[folder][name]
             self._touch(folder)
-        for path, data, oid in changed:
+        for path, data, oid in found:
             self._files[path] = (data, oid)
             folder, name = _split(path)
             self._folder(folder)[name] = (oid, False)
             self._touch(folder)
             self._store("blob", oid, data)
-        self.blobs_hashed = len(changed) + len(same)
+        self.blobs_hashed = len(found) + len(same)
         root = self._rebuild()
         pending, self._pending = self._pending, []
         try:
@@ -86,18 +103,48 @@ class TreeWriter:
         except BaseException:
             self._reset()  # what it holds may not all be stored
             raise
+        self._basis = (files, since, frozenset(changed))
         return pygit2.Oid(raw=root)
 
+    def _told(
+        self, since: Mapping[str, bytes] | None, changed: Collection[str]
+    ) -> Collection[str] | None:
+        """The paths where `files` may differ from the tree held, when `since` tells them;
+        None when every path must be compared."""
+        written, told, differ = self._basis
+        if since is None or written is None or self._root is None:
+            return None
+        if since is written:
+            return changed
+        if since is told:  # `written` was `since` changed at `differ`
+            return {*changed, *differ}
+        return None
+
     def _compare(
-        self, files: Mapping[str, bytes]
+        self, files: Mapping[str, bytes], only: Collection[str] | None = None
     ) -> tuple[list[tuple[str, bytes, bytes]], list[tuple[str, bytes, bytes]], list[str]]:
         """(changed or added files, files equal to the held ones by blob id, removed paths),
-        every new path checked first: nothing changes when one is refused."""
+        every new path checked first: nothing changes when one is refused. With `only`, the
+        other paths are known to be the ones held."""
+        held = self._files
+        if only is not None:
+            removed = [p for p in only if p in held and p not in files]
+            changed, same, _ = self._differing((p, files[p]) for p in only if p in files)
+            return changed, same, removed
+        changed, same, present = self._differing(files.items())
+        removed = [] if present == len(held) else [p for p in held if p not in files]
+        return changed, same, removed
+
+    def _differing(
+        self, files: Iterable[tuple[str, bytes]]
+    ) -> tuple[list[tuple[str, bytes, bytes]], list[tuple[str, bytes, bytes]], int]:
+        """(changed or added files, files equal to the held ones by blob id, how many of
+        `files` the tree holds a path of)."""
         held = self._files
         changed: list[tuple[str, bytes, bytes]] = []
         same: list[tuple[str, bytes, bytes]] = []
         present = 0
-        for path, data in files.items():
+        for path, data in files:
             known = held.get(path)
             if known is not None:
                 present += 1
@@ -112,8 +159,7 @@ class TreeWriter:
                 same.append((path, data, oid))
             else:
                 changed.append((path, data, oid))
-        removed = [] if present == len(held) else [p for p in held if p not in files]
-        return changed, same, removed
+        return changed, same, present
 
     def _folder(self, folder: str) -> dict[str, tuple[bytes, bool]]:
         """The entries of `folder`, made (with its parents) when it is new."""
@@ -204,6 +250,9 @@ class TreeWriter:
                 if reason:
                     raise ValueError(f"refusing to commit the path {path!r}: {part!r} {reason}")
                 self._safe.add(part)
+
+
+_Basis = tuple[Mapping[str, bytes] | None, Mapping[str, bytes] | None, Collection[str]]
 
 
 def _split(path: str) -> tuple[str, str]:
