@@ -110,6 +110,7 @@ class Assembly:
         self._tree: outputtree.Tree | None = None
         self._env: tuple[Any, ...] | None = None
         self._by_id: dict[int, _Entry] = {}
+        self._by_key: dict[ResourceKey, _Entry] = {}
         self._ordered: list[_Entry] = []
         self._keys: set[ResourceKey] = set()
         self._listed: dict[str, dict[str, None]] = {}
@@ -144,6 +145,7 @@ class Assembly:
         fresh: dict[int, _Entry] = {}
         changed: list[_Entry] = []
         gone: list[_Entry] = []
+        same: set[int] = set()
         for decision in decisions:
             entry = self._by_id.get(id(decision))
             if entry is not None:  # it holds the decision: the id is that object's
@@ -154,11 +156,16 @@ class Assembly:
                 ):
                     fresh[id(decision)] = entry
                     continue
+            old = entry or self._by_key.get(decision.key)
+            made = _entry(decision, renderer, old)
+            fresh[id(decision)] = made
+            if made is old:  # an equal decision of an equal workload: its parts stand
+                same.add(id(made))
+                continue
+            if entry is not None:
                 gone.append(entry)
-            entry = _entry(decision, renderer)
-            fresh[id(decision)] = entry
-            changed.append(entry)
-        gone += [e for i, e in self._by_id.items() if i not in fresh]
+            changed.append(made)
+        gone += [e for i, e in self._by_id.items() if i not in fresh and id(e) not in same]
         self.reused = len(fresh) - len(changed)
         self._by_id = fresh
         dirty: set[str] = set()
@@ -166,12 +173,14 @@ class Assembly:
         for entry in gone:
             removed.update(entry.files)
             self._take(entry, dirty, out=True)
+            self._by_key.pop(entry.decision.key, None)
         updates: dict[str, bytes] = {}
         now = {e.decision.key for e in changed}
         ended = {e.decision.key for e in gone} - now
         for entry in changed:
             updates.update(entry.files)
             self._take(entry, dirty, out=False)
+            self._by_key[entry.decision.key] = entry
         moved = False
         if changed or gone:
             moved = bool(ended) or not now <= self._keys
@@ -276,9 +285,16 @@ class Assembly:
         return into or None
 
 
-def _entry(decision: Decision, renderer: Renderer) -> _Entry:
-    """Render one decision and note its parts of the shared files."""
+def _entry(decision: Decision, renderer: Renderer, old: _Entry | None) -> _Entry:
+    """Render one decision and note its parts of the shared files; `old` itself, holding
+    the new decision, when the memo gave the very files it has (equal inputs: its listing,
+    replicas and requests are equal too)."""
     source, workload = renderer.workload(decision)
+    files = renderer.files(decision, workload)
+    volatile = renderer.volatile(decision) or workload is not source
+    if old is not None and files is old.files and not volatile and not old.volatile:
+        old.decision, old.source = decision, source
+        return old
     need = demand.per_replica(source)
     runs: dict[str, int] = {}
     if need:
@@ -289,12 +305,12 @@ def _entry(decision: Decision, renderer: Renderer) -> _Entry:
     return _Entry(
         decision=decision,
         source=source,
-        files=renderer.files(decision, workload),
+        files=files,
         listing=tuple(renderer.listing(decision)),
         runs=runs,
         need=need,
         order=decision.key.sort_key,
-        volatile=renderer.volatile(decision) or workload is not source,
+        volatile=volatile,
     )
 
 
