@@ -13,6 +13,7 @@ import pygit2
 import pytest
 
 from reconciler import commit
+from reconciler.branch import outputtree
 from reconciler.git import gitrepo, trees
 
 
@@ -161,3 +162,25 @@ def test_a_push_after_one_change_sends_only_the_new_objects(tmp_path: Path) -> N
     # the commit, the blob, and the trees of clusters/c2/, clusters/ and the root
     assert len(sent) == 5, sent
     assert second.commit in sent
+
+
+def test_a_writer_told_the_changed_paths_writes_the_tree_written_from_nothing(
+    tmp_path: Path,
+) -> None:
+    """`since` and `changed` (a patched `branch.outputtree.Tree`): only those paths are
+    compared, and the tree is the same; a `since` the writer did not write is not trusted."""
+    rng = random.Random(11)
+    writer = trees.TreeWriter(_repo(tmp_path))
+    tree = outputtree.Tree(_fleet(rng, 60))
+    writer.write(tree)
+    for step in range(1, 9):
+        files = _changed(rng, dict(tree), step)
+        removed = [p for p in tree if p not in files]
+        updates = {p: d for p, d in files.items() if tree.get(p) != d}
+        tree = outputtree.Tree.patched(tree, updates, removed)
+        told = writer.write(tree, since=tree.previous, changed=tree.changed)
+        assert str(told) == _fresh(tmp_path, dict(tree)), step
+        assert writer.blobs_hashed <= len(tree.changed), step
+    stranger = outputtree.Tree({**tree, "elsewhere.yaml": b"x\n"})
+    lying = writer.write(stranger, since=outputtree.Tree(), changed=())
+    assert str(lying) == _fresh(tmp_path, dict(stranger))

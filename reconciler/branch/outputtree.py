@@ -12,7 +12,8 @@ change: the paths a later tree names as changed are only right if the earlier on
 it was made. Its iteration order is not significant: a tree made whole is in path order, a
 patched one adds its new paths last (git, `dro render` and apply sort the paths they write).
 
-Called by `commit`, `commit.describe`, `laststate` and `render.warmtree`.
+Called by `branch.status`, `commit`, `commit.describe`, `laststate`, `render.memo` and
+`render.warmtree`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@
 `status` of every `decisions/` file. The generated README carries no sha and no time, so an
 unchanged placement renders the same bytes.
 
-Called by `branch.statefiles`, `cli`, `cli.report` and `render`.
+Called by `branch.statefiles`, `cli`, `cli.report`, `render`, `render.shared` and
+`render.warmtree`.
 """
 
 from __future__ import annotations

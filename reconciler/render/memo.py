@@ -26,7 +26,7 @@ Shared documents (each cluster's kustomization and status file) are dumped again
 the document, as JSON, differs from the one last dumped at that path: comparing two documents
 costs a fraction of writing one.
 
-Called by `pipeline.warm` and `render`.
+Called by `pipeline.warm`, `render` and `render.shared`.
 """
 
 from __future__ import annotations

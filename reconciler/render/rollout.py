@@ -23,7 +23,7 @@ runs where. Each pass `advance`s the state from the last pass's:
 
 Nothing here reads a clock or does I/O: `now` is passed in.
 
-Called by `pipeline`, `render` and `render.rolloutgone`.
+Called by `pipeline`, `render`, `render.held` and `render.rolloutgone`.
 """
 
 from __future__ import annotations

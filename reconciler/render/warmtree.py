@@ -148,14 +148,14 @@ class Assembly:
         same: set[int] = set()
         for decision in decisions:
             entry = self._by_id.get(id(decision))
-            if entry is not None:  # it holds the decision: the id is that object's
-                if (
-                    not entry.volatile
-                    and id(entry.source) in workloads
-                    and not (hooked and decision.key in hooked)
-                ):
-                    fresh[id(decision)] = entry
-                    continue
+            if (  # the entry holds the decision: the id is that object's
+                entry is not None
+                and not entry.volatile
+                and id(entry.source) in workloads
+                and not (hooked and decision.key in hooked)
+            ):
+                fresh[id(decision)] = entry
+                continue
             old = entry or self._by_key.get(decision.key)
             made = _entry(decision, renderer, old)
             fresh[id(decision)] = made
