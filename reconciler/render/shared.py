@@ -66,9 +66,9 @@ def readme(
     spec: Spec, decisions: Sequence[Decision], crossing: Sequence[services.CrossCluster]
 ) -> bytes:
     """The output branch's README: placements, Services called across clusters, rollouts in
-    progress, and the other tools' folders."""
+    progress, and the other tools' folders; `decisions` in key order."""
     return (
-        summary.readme(spec, decisions)
+        summary.readme(spec, decisions, in_order=True)
         + services.readme_section(crossing)
         + rolloutview.readme_section(decisions)
         + decisionout.readme_section(spec.config.output.karmada)
