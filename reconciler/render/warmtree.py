@@ -166,7 +166,7 @@ class Assembly:
                 gone.append(entry)
             changed.append(made)
         gone += [e for i, e in self._by_id.items() if i not in fresh and id(e) not in same]
-        self.reused = len(fresh) - len(changed)
+        self.reused = len(fresh) - len(changed) - len(same)
         self._by_id = fresh
         dirty: set[str] = set()
         removed: set[str] = set()
