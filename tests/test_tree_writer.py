@@ -51,7 +51,12 @@ def _fresh(tmp_path: Path, files: dict[str, bytes]) -> str:
     return str(trees.TreeWriter(pygit2.init_repository(str(folder), bare=True)).write(files))
 
 
-def test_updated_trees_are_the_trees_written_from_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("big", [trees.BIG_FOLDER, 3])
+def test_updated_trees_are_the_trees_written_from_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, big: int
+) -> None:
+    """With `big` 3 every folder keeps its serialised entries between writes."""
+    monkeypatch.setattr(trees, "BIG_FOLDER", big)
     rng = random.Random(7)
     repo = _repo(tmp_path)
     held = trees.TreeWriter(repo)

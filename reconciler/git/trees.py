@@ -24,6 +24,8 @@ import pygit2
 from reconciler.domain import paths
 from reconciler.git import packfile
 
+BIG_FOLDER = 512
+"""Folders with this many entries keep their serialised entries between writes."""
 SAFE_NAMES_KEPT = 500_000
 """Path components a `TreeWriter` remembers as checked, so a steady pass checks none again."""
 _UNMATCHED = b""
@@ -56,6 +58,9 @@ class TreeWriter:
         self._stored: set[bytes] = set()
         self._pending: list[tuple[str, bytes, bytes]] = []
         self._safe: set[str] = set()
+        self._big: dict[str, tuple[dict[str, tuple[bytes, bool]], list[str], dict[str, bytes]]]
+        self._big = {}
+        """Large folder → (its entries, their order, each one's line) as last serialised."""
         self._basis: _Basis = (None, None, ())
         """(the files last written, the mapping they were told to differ from only at the
         paths that follow): what a write told `since` compares against."""
@@ -188,9 +193,7 @@ class TreeWriter:
                 del self._folders[folder]
                 del self._folders[parent][name]
                 continue
-            content = packfile.tree_content(
-                [(entry, oid, is_tree) for entry, (oid, is_tree) in entries.items()]
-            )
+            content = self._content(folder, entries)
             oid = packfile.object_id("tree", content)
             self._store("tree", oid, content)
             if folder:
@@ -200,6 +203,25 @@ class TreeWriter:
         self._dirty.clear()
         assert self._root is not None
         return self._root
+
+    def _content(self, folder: str, entries: dict[str, tuple[bytes, bool]]) -> bytes:
+        """The tree object's body of `folder` (`packfile.tree_content`). A large folder keeps
+        its entries' order and serialised lines, so that one changed entry of 10,000 (a
+        decision file among every workload's) re-serialises that entry alone."""
+        if len(entries) < BIG_FOLDER:
+            self._big.pop(folder, None)
+            return packfile.tree_content([(n, o, t) for n, (o, t) in entries.items()])
+        known = self._big.get(folder)
+        if known is None or known[0].keys() != entries.keys():
+            order = sorted(entries, key=lambda n: n + "/" if entries[n][1] else n)
+            lines = {n: _line(n, *entries[n]) for n in order}
+        else:
+            seen, order, lines = known
+            for name, entry in entries.items():
+                if seen[name] != entry:
+                    lines[name] = _line(name, *entry)
+        self._big[folder] = (dict(entries), order, lines)
+        return b"".join([lines[n] for n in order])
 
     def _start_from(self, base: pygit2.Oid) -> None:
         """Hold the tree `base`: its files by blob id, and each folder by its entries. A
@@ -250,6 +272,11 @@ class TreeWriter:
                 if reason:
                     raise ValueError(f"refusing to commit the path {path!r}: {part!r} {reason}")
                 self._safe.add(part)
+
+
+def _line(name: str, oid: bytes, is_tree: bool) -> bytes:
+    """One entry of a tree object's body, as `packfile.tree_content` writes it."""
+    return b"%s %s\x00%s" % (b"40000" if is_tree else b"100644", name.encode(), oid)
 
 
 _Basis = tuple[Mapping[str, bytes] | None, Mapping[str, bytes] | None, Collection[str]]
