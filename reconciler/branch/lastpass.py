@@ -40,9 +40,7 @@ def decisions(
     return {decision.key: decision for decision in found if decision is not None}
 
 
-def _read(
-    files: Mapping[str, bytes], path: str, memo: readback.ReadBack | None
-) -> Decision | None:
+def _read(files: Mapping[str, bytes], path: str, memo: readback.ReadBack | None) -> Decision | None:
     """The decision file at `path`, warned about when it is not as dro wrote it (None when
     even its resource cannot be read)."""
     try:
