@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import subprocess
+from functools import partial
 from pathlib import Path
 
 import pygit2
@@ -172,8 +173,9 @@ def test_a_push_after_one_change_sends_only_the_new_objects(tmp_path: Path) -> N
 def test_a_writer_told_the_changed_paths_writes_the_tree_written_from_nothing(
     tmp_path: Path,
 ) -> None:
-    """`since` and `changed` (a patched `branch.outputtree.Tree`): only those paths are
-    compared, and the tree is the same; a `since` the writer did not write is not trusted."""
+    """`since` (trees patched from one another, `branch.outputtree`): only the paths that
+    differ are compared, and the tree is the same; a tree of no common ancestor is compared
+    whole."""
     rng = random.Random(11)
     writer = trees.TreeWriter(_repo(tmp_path))
     tree = outputtree.Tree(_fleet(rng, 60))
@@ -183,9 +185,16 @@ def test_a_writer_told_the_changed_paths_writes_the_tree_written_from_nothing(
         removed = [p for p in tree if p not in files]
         updates = {p: d for p, d in files.items() if tree.get(p) != d}
         tree = outputtree.Tree.patched(tree, updates, removed)
-        told = writer.write(tree, since=tree.previous, changed=tree.changed)
+        told = writer.write(tree, since=partial(outputtree.difference, tree))
         assert str(told) == _fresh(tmp_path, dict(tree)), step
         assert writer.blobs_hashed <= len(tree.changed), step
+        assert writer.paths_compared <= len(tree.changed) + 1, step  # + the side's
+        if step % 2:  # a tree patched from this one is written too (drift, held status)
+            side = outputtree.Tree.patched(tree, {f"status/s{step}.yaml": b"s\n"}, [])
+            told = writer.write(side, since=partial(outputtree.difference, side))
+            assert str(told) == _fresh(tmp_path, dict(side)), step
+            assert writer.paths_compared == 1, step
     stranger = outputtree.Tree({**tree, "elsewhere.yaml": b"x\n"})
-    lying = writer.write(stranger, since=outputtree.Tree(), changed=())
-    assert str(lying) == _fresh(tmp_path, dict(stranger))
+    whole = writer.write(stranger, since=partial(outputtree.difference, stranger))
+    assert str(whole) == _fresh(tmp_path, dict(stranger))
+    assert writer.paths_compared == len(stranger)

@@ -12,13 +12,11 @@ change: the paths a later tree names as changed are only right if the earlier on
 it was made. Its iteration order is not significant: a tree made whole is in path order, a
 patched one adds its new paths last (git, `dro render` and apply sort the paths they write).
 
-Called by `branch.status`, `commit`, `commit.describe`, `laststate`, `render.memo` and
-`render.warmtree`.
+Called by 7 modules, among them `branch.driftfiles`, `commit`, `laststate`, `render.memo`.
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any, NoReturn
 
@@ -26,19 +24,16 @@ from typing import Any, NoReturn
 class Tree(dict[str, bytes]):
     """A read-only output-branch tree, and the paths where it differs from `previous`."""
 
-    __slots__ = ("__weakref__", "_previous", "_under", "changed")
+    __slots__ = ("_under", "changed", "previous")
 
     def __init__(self, files: Mapping[str, bytes] | Iterable[tuple[str, bytes]] = ()) -> None:
         super().__init__(files)
-        self._previous: weakref.ref[Tree] | None = None
+        self.previous: Tree | None = None
+        """The tree this one was patched from (None when made whole). Only two steps back
+        are kept: the tree patched from this one lets go of its grandparent."""
         self.changed: frozenset[str] = frozenset()
         """The paths added, changed or removed since `previous` (empty when made whole)."""
         self._under: dict[str, tuple[str, ...]] = {}
-
-    @property
-    def previous(self) -> Tree | None:
-        """The tree this one was patched from, while something else keeps it alive."""
-        return self._previous() if self._previous is not None else None
 
     @classmethod
     def patched(
@@ -51,7 +46,9 @@ class Tree(dict[str, bytes]):
         for path in removed:
             if path not in updates:
                 dict.pop(made, path, None)
-        made._previous = weakref.ref(previous)
+        made.previous = previous
+        if previous.previous is not None:
+            previous.previous.previous = None
         made.changed = frozenset({*updates, *removed})
         for prefix, listed in previous._under.items():
             touched = [p for p in made.changed if p.startswith(prefix)]
@@ -61,6 +58,17 @@ class Tree(dict[str, bytes]):
                 else listed
             )
         return made
+
+    def _ancestors(self) -> dict[int, tuple[Tree, frozenset[str]]]:
+        """Each tree this one was patched from, by id, with the paths changed since."""
+        found: dict[int, tuple[Tree, frozenset[str]]] = {}
+        node: Tree | None = self
+        changed: frozenset[str] = frozenset()
+        while node is not None:
+            found[id(node)] = (node, changed)
+            changed = changed | node.changed
+            node = node.previous
+        return found
 
     def under(self, prefix: str) -> tuple[str, ...]:
         """The paths that start with `prefix`, in order; kept for the trees patched from
@@ -75,6 +83,19 @@ class Tree(dict[str, bytes]):
 
     __setitem__ = __delitem__ = __ior__ = _refuse
     update = pop = popitem = clear = setdefault = _refuse
+
+
+def difference(new: Mapping[str, bytes], old: Mapping[str, bytes]) -> frozenset[str] | None:
+    """The paths where `new` and `old` may differ, when both are trees patched from one
+    tree (a superset: a path changed and changed back is in it); None when they are not."""
+    if not isinstance(new, Tree) or not isinstance(old, Tree):
+        return None
+    ours = new._ancestors()
+    for key, (node, theirs) in old._ancestors().items():
+        found = ours.get(key)
+        if found is not None and found[0] is node:
+            return found[1] | theirs
+    return None
 
 
 def under(tree: Mapping[str, bytes], prefix: str) -> list[str] | tuple[str, ...]:

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 from reconciler.branch import outputtree, paths
 from reconciler.domain import fence
@@ -69,27 +69,20 @@ class Writers:
         return self._writers[key]
 
 
-def _told(tree: Mapping[str, bytes]) -> dict[str, Any]:
-    """What a tree writer may be told of `tree`: the tree it was patched from, and where it
-    differs (`branch.outputtree`)."""
-    if isinstance(tree, outputtree.Tree) and tree.previous is not None:
-        return {"since": tree.previous, "changed": tree.changed}
-    return {}
+def _since(tree: Mapping[str, bytes]) -> Callable[[Mapping[str, bytes]], frozenset[str] | None]:
+    """What a tree writer asks of `tree`: where it differs from the tree written last
+    (`branch.outputtree.difference`)."""
+    return partial(outputtree.difference, tree)
 
 
-def _held(
-    tree: Mapping[str, bytes], hold: Mapping[str, bytes]
-) -> tuple[Mapping[str, bytes], dict[str, Any]]:
-    """`tree` with its `status/` files replaced by `hold`'s, and what a writer that wrote
-    `tree` may be told of it."""
+def _held(tree: Mapping[str, bytes], hold: Mapping[str, bytes]) -> Mapping[str, bytes]:
+    """`tree` with its `status/` files replaced by `hold`'s."""
     if isinstance(tree, outputtree.Tree):
         status = outputtree.under(tree, paths.STATUS)
         other = {p: d for p, d in hold.items() if tree.get(p) is not d}
-        gone = [p for p in status if p not in hold]
-        held = outputtree.Tree.patched(tree, other, gone)
-        return held, {"since": tree, "changed": held.changed}
+        return outputtree.Tree.patched(tree, other, [p for p in status if p not in hold])
     kept = {p: d for p, d in tree.items() if not paths.is_status(p)}
-    return {**kept, **hold}, {}
+    return {**kept, **hold}
 
 
 def publish(
@@ -122,11 +115,11 @@ def publish(
     repo = writer.repo
     start = gitrepo.remote_tip(repo, branch)
     base = gitrepo.tree_of(start) if start is not None else None
-    root = writer.write(tree, base, **_told(tree))
+    root = writer.write(tree, base, since=_since(tree))
     held = None
     if hold is not None:
-        written, told = _held(tree, hold)
-        held = writer.write(written, **told)
+        written = _held(tree, hold)
+        held = writer.write(written, since=_since(written))
     text = None
     for attempt in range(1, MAX_PUSH_ATTEMPTS + 1):
         tip = gitrepo.remote_tip(repo, branch)

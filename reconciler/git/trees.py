@@ -5,7 +5,10 @@ nothing yet, the tree it is told to start from (`base`: the parent commit's). Th
 that one updated: each file is compared with the one held at its path (the same bytes object,
 equal bytes, or the same blob id), only changed files are hashed and stored, and only the
 folders above a change or a removal are rebuilt; every other folder keeps its tree id. The
-result is the same tree, to the byte, as one written from nothing.
+result is the same tree, to the byte, as one written from nothing. A writer told `since`
+(where the files differ from those it wrote last: `branch.outputtree.difference`) compares
+only those paths, and a large folder keeps its serialised entries, so one changed file of a
+10,000-file folder re-serialises one entry.
 
 New blobs and trees go into one packfile per write (`packfile`); an object the repository
 already has is not written again. A path that `git fsck` would reject (`domain.paths`) is
@@ -16,7 +19,7 @@ Called by `git.gitrepo`.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 
 import pygit2
@@ -38,6 +41,7 @@ class TreeWriter:
 
     `folders_rebuilt` and `blobs_hashed` count, for the last write, the trees written and the
     files hashed: after one file changes they are the folders above it and that one file.
+    `paths_compared` counts the paths looked at: every one, or those `since` names.
     """
 
     def __init__(self, repo: pygit2.Repository) -> None:
@@ -61,32 +65,32 @@ class TreeWriter:
         self._big: dict[str, tuple[dict[str, tuple[bytes, bool]], list[str], dict[str, bytes]]]
         self._big = {}
         """Large folder → (its entries, their order, each one's line) as last serialised."""
-        self._basis: _Basis = (None, None, ())
-        """(the files last written, the mapping they were told to differ from only at the
-        paths that follow): what a write told `since` compares against."""
+        self._written: Mapping[str, bytes] | None = None
+        """The files last written, when they were told `since` (what it is asked of)."""
         self.folders_rebuilt = 0
         self.blobs_hashed = 0
+        self.paths_compared = 0
 
     def write(
         self,
         files: Mapping[str, bytes],
         base: pygit2.Oid | None = None,
         *,
-        since: Mapping[str, bytes] | None = None,
-        changed: Collection[str] = (),
+        since: Callable[[Mapping[str, bytes]], Collection[str] | None] | None = None,
     ) -> pygit2.Oid:
         """The oid of the root tree holding exactly `files`, written to the repository. A
         writer that holds no tree yet starts from `base` (a tree id), when given.
 
-        `since` and `changed` say that `files` equals the mapping `since` but at the paths
-        `changed`, neither changed in between (`branch.outputtree.Tree`): when `since` is the
-        mapping this writer wrote last, or the one that mapping was told to differ from,
-        only those paths are compared, not the whole tree."""
+        `since(mapping)` gives the paths where `files` may differ from an earlier mapping,
+        or None when it cannot tell (`branch.outputtree.difference`): asked of the mapping
+        this writer wrote last, only those paths are compared, not the whole tree."""
         if self._root is None and base is not None:
             self._start_from(base)
-        paths = self._told(since, changed)
-        self._basis = (None, None, ())
-        found, same, removed = self._compare(files, paths)
+        written, self._written = self._written, None
+        told = since(written) if since is not None and written is not None else None
+        only = told if self._root is not None else None
+        self.paths_compared = len(files) if only is None else len(only)
+        found, same, removed = self._compare(files, only)
         for path, data, oid in same:
             self._files[path] = (data, oid)
         for path in removed:
@@ -108,22 +112,8 @@ class TreeWriter:
         except BaseException:
             self._reset()  # what it holds may not all be stored
             raise
-        self._basis = (files, since, frozenset(changed))
+        self._written = files
         return pygit2.Oid(raw=root)
-
-    def _told(
-        self, since: Mapping[str, bytes] | None, changed: Collection[str]
-    ) -> Collection[str] | None:
-        """The paths where `files` may differ from the tree held, when `since` tells them;
-        None when every path must be compared."""
-        written, told, differ = self._basis
-        if since is None or written is None or self._root is None:
-            return None
-        if since is written:
-            return changed
-        if since is told:  # `written` was `since` changed at `differ`
-            return {*changed, *differ}
-        return None
 
     def _compare(
         self, files: Mapping[str, bytes], only: Collection[str] | None = None
@@ -277,9 +267,6 @@ class TreeWriter:
 def _line(name: str, oid: bytes, is_tree: bool) -> bytes:
     """One entry of a tree object's body, as `packfile.tree_content` writes it."""
     return b"%s %s\x00%s" % (b"40000" if is_tree else b"100644", name.encode(), oid)
-
-
-_Basis = tuple[Mapping[str, bytes] | None, Mapping[str, bytes] | None, Collection[str]]
 
 
 def _split(path: str) -> tuple[str, str]:
