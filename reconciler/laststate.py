@@ -55,7 +55,7 @@ class LastPass:
         due = status.due(self.statuses.values(), now, interval)
         after = {p: tree[p] for p in outputtree.under(tree, paths.STATUS)}
         differ = [p for p, d in after.items() if not readback.holds(self.files, p, d)]
-        differ += [p for p in self.files if paths.is_status(p) and p not in after]
+        differ += [p for p in self.files if p.startswith(paths.STATUS) and p not in after]
         if due or not differ:
             return None
         # only the files that differ are read back: the others are `after`'s bytes already

@@ -302,9 +302,12 @@ class _Steps:
         spec = self.spec
         return movehooks.hook_env(spec.sync_hooks, self.ordered) if spec.sync_hooks else {}
 
-    def workload(self, decision: Decision) -> tuple[Workload, Workload]:
-        """The decision's workload in the spec, and as rendered (a move hook's environment)."""
-        workload = source = self._workloads[decision.key]
+    def workload(
+        self, decision: Decision, source: Workload | None = None
+    ) -> tuple[Workload, Workload]:
+        """The decision's workload in the spec (`source` when known), and as rendered (a
+        move hook's environment)."""
+        workload = source = source if source is not None else self._workloads[decision.key]
         move = self._hooked.get(decision.key)
         if move is not None:
             workload = replace(workload, manifest=movehooks.with_move_env(workload.manifest, *move))

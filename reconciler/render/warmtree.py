@@ -43,9 +43,9 @@ Listing = Sequence[tuple[str, str]]
 class Renderer(Protocol):
     """What `render.tree` knows how to do for one pass (its spec, rules, held placements)."""
 
-    def workload(self, decision: Decision) -> tuple[Workload, Workload]:
-        """The decision's workload as the spec has it, and as rendered (with a sync hook's
-        move environment)."""
+    def workload(self, decision: Decision, source: Workload | None) -> tuple[Workload, Workload]:
+        """The decision's workload as the spec has it (`source`, when known), and as
+        rendered (with a sync hook's move environment)."""
 
     def files(self, decision: Decision, workload: Workload) -> Mapping[str, bytes]:
         """The decision's own files."""
@@ -140,34 +140,7 @@ class Assembly:
         if self._env is None or not _same(env, self._env):
             self._reset()
             self._env = env
-        workloads = {id(w) for w in spec.workloads}
-        hooked = renderer.hooked()
-        fresh: dict[int, _Entry] = {}
-        changed: list[_Entry] = []
-        gone: list[_Entry] = []
-        same: set[int] = set()
-        for decision in decisions:
-            entry = self._by_id.get(id(decision))
-            if (  # the entry holds the decision: the id is that object's
-                entry is not None
-                and not entry.volatile
-                and id(entry.source) in workloads
-                and not (hooked and decision.key in hooked)
-            ):
-                fresh[id(decision)] = entry
-                continue
-            old = entry or self._by_key.get(decision.key)
-            made = _entry(decision, renderer, old)
-            fresh[id(decision)] = made
-            if made is old:  # an equal decision of an equal workload: its parts stand
-                same.add(id(made))
-                continue
-            if entry is not None:
-                gone.append(entry)
-            changed.append(made)
-        gone += [e for i, e in self._by_id.items() if i not in fresh and id(e) not in same]
-        self.reused = len(fresh) - len(changed) - len(same)
-        self._by_id = fresh
+        changed, gone = self._sorted(spec, decisions, renderer)
         dirty: set[str] = set()
         removed: set[str] = set()
         for entry in gone:
@@ -185,13 +158,60 @@ class Assembly:
         if changed or gone:
             moved = bool(ended) or not now <= self._keys
             self._keys = (self._keys - ended) | now
-            left = {id(e) for e in gone}
-            kept = [e for e in self._ordered if id(e) not in left] if gone else self._ordered
-            self._ordered = sorted([*kept, *changed], key=lambda e: e.order)
+            self._ordered = _reordered(self._ordered, gone, changed)
         tree = self._patched(
             updates, removed, spec, renderer, dirty, refresh=bool(changed or gone), moved=moved
         )
         return tree, ended
+
+    def _sorted(
+        self, spec: Spec, decisions: Sequence[Decision], renderer: Renderer
+    ) -> tuple[list[_Entry], list[_Entry]]:
+        """(the entries of the decisions rendered again, the last pass's entries they
+        replace or that are gone); an unchanged decision keeps its entry, an equal one its
+        entry holding the new decision."""
+        workloads = {id(w): w for w in spec.workloads}
+        newcomers: dict[ResourceKey, Workload] | None = None
+        hooked = renderer.hooked()
+        fresh: dict[int, _Entry] = {}
+        changed: list[_Entry] = []
+        gone: list[_Entry] = []
+        same: set[int] = set()
+        held = self._by_id
+        hits = 0
+        for decision in decisions:
+            at = id(decision)
+            entry = held.get(at)
+            if entry is not None:  # it holds the decision: the id is that object's
+                hits += 1
+                if (
+                    not entry.volatile
+                    and id(entry.source) in workloads
+                    and not (hooked and decision.key in hooked)
+                ):
+                    fresh[at] = entry
+                    continue
+            old = entry or self._by_key.get(decision.key)
+            if old is not None and id(old.source) in workloads:
+                source: Workload | None = old.source
+            else:  # a workload edited or added: among the spec's objects no entry holds
+                if newcomers is None:
+                    known = {id(e.source) for e in held.values()}
+                    newcomers = {w.key: w for i, w in workloads.items() if i not in known}
+                source = newcomers.get(decision.key)
+            made = _entry(decision, renderer, old, source)
+            fresh[at] = made
+            if made is old:  # an equal decision of an equal workload: its parts stand
+                same.add(id(made))
+                continue
+            if entry is not None:
+                gone.append(entry)
+            changed.append(made)
+        if hits < len(held):
+            gone += [e for i, e in held.items() if i not in fresh and id(e) not in same]
+        self.reused = len(fresh) - len(changed) - len(same)
+        self._by_id = fresh
+        return changed, gone
 
     def _take(self, entry: _Entry, dirty: set[str], *, out: bool) -> None:
         """Put a decision's parts into (or with `out`, take them out of) its clusters'."""
@@ -285,11 +305,27 @@ class Assembly:
         return into or None
 
 
-def _entry(decision: Decision, renderer: Renderer, old: _Entry | None) -> _Entry:
-    """Render one decision and note its parts of the shared files; `old` itself, holding
-    the new decision, when the memo gave the very files it has (equal inputs: its listing,
-    replicas and requests are equal too)."""
-    source, workload = renderer.workload(decision)
+def _reordered(
+    ordered: list[_Entry], gone: Sequence[_Entry], changed: Sequence[_Entry]
+) -> list[_Entry]:
+    """The entries in key order, `gone` taken out and `changed` put in: each in the place
+    of the one it replaces when every change replaces one of the same key."""
+    replaced = {e.decision.key: e for e in changed}
+    if len(gone) == len(changed) and all(e.decision.key in replaced for e in gone):
+        by_id = {id(e): replaced[e.decision.key] for e in gone}
+        return [by_id.get(id(e), e) for e in ordered]
+    left = {id(e) for e in gone}
+    kept = [e for e in ordered if id(e) not in left] if gone else ordered
+    return sorted([*kept, *changed], key=lambda e: e.order)
+
+
+def _entry(
+    decision: Decision, renderer: Renderer, old: _Entry | None, source: Workload | None
+) -> _Entry:
+    """Render one decision (of `source`, the spec's workload when known) and note its parts
+    of the shared files; `old` itself, holding the new decision, when the memo gave the very
+    files it has (equal inputs: its listing, replicas and requests are equal too)."""
+    source, workload = renderer.workload(decision, source)
     files = renderer.files(decision, workload)
     volatile = renderer.volatile(decision) or workload is not source
     if old is not None and files is old.files and not volatile and not old.volatile:
