@@ -26,6 +26,10 @@ Shared documents (each cluster's kustomization and status file) are dumped again
 the document, as JSON, differs from the one last dumped at that path: comparing two documents
 costs a fraction of writing one.
 
+A whole unsharded pass goes through `warm_tree` (`render.warmtree`): a decision that is the
+very object the last pass rendered, of the very workload object, is not looked at at all, and
+the tree is the last one patched where files changed.
+
 Called by `pipeline.warm`, `render` and `render.shared`.
 """
 

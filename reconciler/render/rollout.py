@@ -181,7 +181,8 @@ def advance(
         )
         before = previous.get(decision.key)
         status = _next(state, before.rollout if before is not None else None)
-        result.append(replace(decision, rollout=status))
+        same = status == decision.rollout  # the very decision, for a warm render's reuse
+        result.append(decision if same else replace(decision, rollout=status))
     return tuple(result)
 
 
