@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler import load, render, validate
-from reconciler.branch import lastpass, paths, readback, status
+from reconciler.branch import lastpass, outputtree, paths, readback, status
 from reconciler.domain import Decision, Manifest, ResourceKey, Source
 from reconciler.domain.forecast import History
 from reconciler.load import cachefile
@@ -53,9 +53,9 @@ class LastPass:
         later pass observes at another time, and the instant the interval ends is one at
         which it would commit (`domain.clock`)."""
         due = status.due(self.statuses.values(), now, interval)
-        after = {p: d for p, d in tree.items() if paths.is_status(p)}
+        after = {p: tree[p] for p in outputtree.under(tree, paths.STATUS)}
         differ = [p for p, d in after.items() if not readback.holds(self.files, p, d)]
-        differ += [p for p in self.files if paths.is_status(p) and p not in after]
+        differ += [p for p in self.files if p.startswith(paths.STATUS) and p not in after]
         if due or not differ:
             return None
         # only the files that differ are read back: the others are `after`'s bytes already

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import random
 import subprocess
+from functools import partial
 from pathlib import Path
 
 import pygit2
 import pytest
 
 from reconciler import commit
+from reconciler.branch import outputtree
 from reconciler.git import gitrepo, trees
 
 
@@ -50,7 +52,12 @@ def _fresh(tmp_path: Path, files: dict[str, bytes]) -> str:
     return str(trees.TreeWriter(pygit2.init_repository(str(folder), bare=True)).write(files))
 
 
-def test_updated_trees_are_the_trees_written_from_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("big", [trees.BIG_FOLDER, 3])
+def test_updated_trees_are_the_trees_written_from_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, big: int
+) -> None:
+    """With `big` 3 every folder keeps its serialised entries between writes."""
+    monkeypatch.setattr(trees, "BIG_FOLDER", big)
     rng = random.Random(7)
     repo = _repo(tmp_path)
     held = trees.TreeWriter(repo)
@@ -161,3 +168,33 @@ def test_a_push_after_one_change_sends_only_the_new_objects(tmp_path: Path) -> N
     # the commit, the blob, and the trees of clusters/c2/, clusters/ and the root
     assert len(sent) == 5, sent
     assert second.commit in sent
+
+
+def test_a_writer_told_the_changed_paths_writes_the_tree_written_from_nothing(
+    tmp_path: Path,
+) -> None:
+    """`since` (trees patched from one another, `branch.outputtree`): only the paths that
+    differ are compared, and the tree is the same; a tree of no common ancestor is compared
+    whole."""
+    rng = random.Random(11)
+    writer = trees.TreeWriter(_repo(tmp_path))
+    tree = outputtree.Tree(_fleet(rng, 60))
+    writer.write(tree)
+    for step in range(1, 9):
+        files = _changed(rng, dict(tree), step)
+        removed = [p for p in tree if p not in files]
+        updates = {p: d for p, d in files.items() if tree.get(p) != d}
+        tree = outputtree.Tree.patched(tree, updates, removed)
+        told = writer.write(tree, since=partial(outputtree.difference, tree))
+        assert str(told) == _fresh(tmp_path, dict(tree)), step
+        assert writer.blobs_hashed <= len(tree.changed), step
+        assert writer.paths_compared <= len(tree.changed) + 1, step  # + the side's
+        if step % 2:  # a tree patched from this one is written too (drift, held status)
+            side = outputtree.Tree.patched(tree, {f"status/s{step}.yaml": b"s\n"}, [])
+            told = writer.write(side, since=partial(outputtree.difference, side))
+            assert str(told) == _fresh(tmp_path, dict(side)), step
+            assert writer.paths_compared == 1, step
+    stranger = outputtree.Tree({**tree, "elsewhere.yaml": b"x\n"})
+    whole = writer.write(stranger, since=partial(outputtree.difference, stranger))
+    assert str(whole) == _fresh(tmp_path, dict(stranger))
+    assert writer.paths_compared == len(stranger)

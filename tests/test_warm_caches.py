@@ -18,7 +18,7 @@ import pytest
 from conftest import EXAMPLE, SourceRepo, git, make_source_repo
 
 from reconciler import cli, laststate, load, pipeline, validate
-from reconciler.branch import lastpass, readback
+from reconciler.branch import lastpass, paths, readback
 from reconciler.domain import Source, SourceFile
 from reconciler.load import cachefile
 from reconciler.settings import Settings
@@ -283,3 +283,45 @@ def test_a_secret_in_the_source_is_never_written_to_a_cache_file(tmp_path: Path)
         assert value not in written
         assert planted not in written
     assert "workloads/payments/checkout.yaml" in files["parsed"].read_text()
+
+
+def test_a_second_read_back_takes_unchanged_blobs_as_they_were_and_reads_changed_ones(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """`ReadBack.decisions`: a decision file whose blob id is unchanged since the last read
+    is not looked at again; a changed one is read; one not as dro wrote it is read (and
+    warned about) on every pass."""
+    repo = make_source_repo(tmp_path / "src")
+    state = tmp_path / "state"
+    assert reconcile(repo, state) == 0
+    files = load.previous_blobs(str(repo.bare), "dro/rendered", state)
+    assert isinstance(files, readback.Blobs)
+    cache = readback.ReadBack()
+    cache.begin()
+    first = lastpass.decisions(files, cache)
+    ids = dict(files.ids())
+    decision_paths = sorted(p for p in ids if p.startswith("decisions/"))
+    edited, hand = decision_paths[0], decision_paths[1]
+    data = {p: files[p] for p in ids}
+    data[edited] = data[edited].replace(b"replicas: ", b"replicas:  ", 1)  # seal broken
+    data[hand] = b"not: [a decision\n"
+    blobs = {p: readback.blob_id(d) for p, d in data.items()}
+    read: list[str] = []
+
+    def reading(blob: str) -> bytes:
+        read.append(blob)
+        return next(d for p, d in data.items() if blobs[p] == blob)
+
+    capfd.readouterr()
+    for _ in range(2):  # the unreadable and distrusted files warn on every pass
+        cache.begin()
+        read.clear()
+        again = lastpass.decisions(readback.Blobs(blobs, reading), cache)
+        assert sorted(read) == sorted({blobs[edited], blobs[hand]})
+        err = capfd.readouterr().err
+        assert hand in err
+        assert edited in err
+        unchanged = {k: d for k, d in first.items() if paths.decision_path(k) not in (edited, hand)}
+        assert {k: again[k] for k in unchanged} == unchanged
+        assert all(again[k] is first[k] for k in unchanged)
+    assert lastpass.decisions(readback.Blobs(blobs, reading), None) == again

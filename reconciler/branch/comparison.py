@@ -122,8 +122,10 @@ def workload_changes(
     policy differs between the decisions `base` and `head`, in (namespace, kind, name) order;
     `gone` are the clusters whose files the head removed. `dro plan` and the output branch's
     commit messages (`commit.describe`) both read placements through this one comparison."""
-    before = {d.key: d for d in base}
-    after = {d.key: d for d in head}
+    # a decision on both sides as one object is no change: only the others are compared
+    shown, known = {id(d) for d in head}, {id(d) for d in base}
+    before = {d.key: d for d in base if id(d) not in shown}
+    after = {d.key: d for d in head if id(d) not in known}
     changes = []
     for key in sorted(before.keys() | after.keys(), key=lambda k: k.sort_key):
         change = _workload(before.get(key), after.get(key), gone)

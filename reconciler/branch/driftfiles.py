@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from reconciler import yamlio
-from reconciler.branch import paths, statefiles
+from reconciler.branch import outputtree, paths, statefiles
 from reconciler.domain import DRO_API_VERSION
 from reconciler.domain.drift import Drifted
 from reconciler.kube import inventory
@@ -41,7 +41,7 @@ def merged(
     """`tree` with the drift files of `clusters`: from `surveyed` for the clusters surveyed
     this pass (found at `at`, or earlier as the `previous` files say), else each cluster's
     `previous` file as it was."""
-    result = {p: d for p, d in tree.items() if paths.drift_cluster(p) is None}
+    result: dict[str, bytes] = {}
     for cluster in sorted(clusters):
         path = paths.drift_status_path(cluster)
         if cluster not in surveyed:
@@ -53,7 +53,12 @@ def merged(
             result[path] = statefiles.seal(
                 yamlio.dump(document(cluster, surveyed[cluster], seen, at)).encode()
             )
-    return dict(sorted(result.items()))
+    stale = [p for p in outputtree.under(tree, paths.STATUS_DRIFT) if paths.drift_cluster(p)]
+    if isinstance(tree, outputtree.Tree):  # patched: only the drift files change
+        changes = {p: d for p, d in result.items() if tree.get(p) != d}
+        return outputtree.Tree.patched(tree, changes, [p for p in stale if p not in result])
+    kept = {p: d for p, d in tree.items() if paths.drift_cluster(p) is None}
+    return dict(sorted({**kept, **result}.items()))
 
 
 def document(

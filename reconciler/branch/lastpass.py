@@ -33,19 +33,24 @@ def decisions(
     workload is placed as if for the first time. With a `memo` and `files` read by blob id
     (`readback.Blobs`), a file seen before is not parsed again.
     """
-    result: dict[ResourceKey, Decision] = {}
-    for path in sorted(files):
-        if not paths.is_decision(path):
-            continue
-        try:
-            decision = _decision(files, path, memo)
-        except (yamlio.YamlError, statefiles.StateError, KeyError, TypeError, ValueError) as error:
-            log.warning("previous_decision_unreadable", path=path, error=_said(error))
-            continue
-        if decision.distrusted is not None:
-            log.warning("previous_decision_distrusted", path=path, error=decision.distrusted)
-        result[decision.key] = decision
-    return result
+    if memo is not None and isinstance(files, readback.Blobs):
+        found = memo.decisions(files, lambda path: _read(files, path, memo))
+    else:
+        found = [_read(files, p, memo) for p in sorted(files) if paths.is_decision(p)]
+    return {decision.key: decision for decision in found if decision is not None}
+
+
+def _read(files: Mapping[str, bytes], path: str, memo: readback.ReadBack | None) -> Decision | None:
+    """The decision file at `path`, warned about when it is not as dro wrote it (None when
+    even its resource cannot be read)."""
+    try:
+        decision = _decision(files, path, memo)
+    except (yamlio.YamlError, statefiles.StateError, KeyError, TypeError, ValueError) as error:
+        log.warning("previous_decision_unreadable", path=path, error=_said(error))
+        return None
+    if decision.distrusted is not None:
+        log.warning("previous_decision_distrusted", path=path, error=decision.distrusted)
+    return decision
 
 
 def _decision(files: Mapping[str, bytes], path: str, memo: readback.ReadBack | None) -> Decision:

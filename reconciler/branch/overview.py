@@ -86,12 +86,13 @@ def _pending(decision: Decision) -> str:
     return f" ({decision.pending} pending)" if decision.pending else ""
 
 
-def readme(spec: Spec, decisions: Sequence[Decision]) -> str:
-    """The generated README of the output branch: placements, unschedulable, water levels."""
+def readme(spec: Spec, decisions: Sequence[Decision], *, in_order: bool = False) -> str:
+    """The generated README of the output branch: placements, unschedulable, water levels.
+    `in_order` says the decisions are in key order already (a warm render keeps them so)."""
     clusters = sorted(spec.clusters, key=lambda c: c.name)
     names = [c.name for c in clusters[:COLUMNS]]
     cut = len(clusters) > COLUMNS
-    ordered = sorted(decisions, key=lambda d: d.key.sort_key)
+    ordered = list(decisions) if in_order else sorted(decisions, key=lambda d: d.key.sort_key)
     lines = [
         "# Rendered by dro",
         "",

@@ -18,7 +18,7 @@ component). The paths of workloads are lowercase. `decisions/` and `status/` are
 dro reads back (`STATE_FOLDERS`); everything else is output only. What makes one component safe
 (length, names git refuses) is `domain.paths`, below this layer.
 
-Called by 17 modules, among them `branch.driftfiles`, `commit`, `laststate`, `live.folders`.
+Called by 20 modules, among them `branch.driftfiles`, `commit`, `laststate`, `live.folders`.
 """
 
 from __future__ import annotations

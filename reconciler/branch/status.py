@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from reconciler import yamlio
-from reconciler.branch import driftfiles, locations, paths, statefiles
+from reconciler.branch import driftfiles, locations, outputtree, paths, statefiles
 from reconciler.domain import (
     DRO_API_VERSION,
     Cluster,
@@ -255,6 +255,8 @@ def workload_files(
     observation), and the worst of them; with `cities` (cluster → city code), also per
     location (`branch.locations`)."""
     files: dict[str, bytes] = {}
+    if not observations:
+        return files
     for decision in decisions:
         if not health.has_rollout(decision.key.group, decision.key.kind):
             continue
@@ -356,7 +358,6 @@ def _floats(raw: Any) -> dict[str, float]:
 def observations_digest(tree: Mapping[str, bytes]) -> str:
     """`Dro-Observations`: the sha256 of the cluster status files the decisions used."""
     hashed = hashlib.sha256()
-    for path, data in sorted(tree.items()):
-        if path.startswith(paths.STATUS_CLUSTERS):
-            hashed.update(path.encode() + b"\0" + data + b"\0")
+    for path in outputtree.under(tree, paths.STATUS_CLUSTERS):
+        hashed.update(path.encode() + b"\0" + tree[path] + b"\0")
     return hashed.hexdigest()

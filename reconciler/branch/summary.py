@@ -4,7 +4,8 @@
 `status` of every `decisions/` file. The generated README carries no sha and no time, so an
 unchanged placement renders the same bytes.
 
-Called by `branch.statefiles`, `cli`, `cli.report` and `render`.
+Called by `branch.statefiles`, `cli`, `cli.report`, `render`, `render.shared` and
+`render.warmtree`.
 """
 
 from __future__ import annotations
@@ -394,6 +395,7 @@ def _coarse(values: Mapping[str, float]) -> dict[str, str]:
 MI = 2**20
 
 
-def readme(spec: Spec, decisions: Sequence[Decision]) -> str:
-    """The generated README of the output branch, bounded for a reader (`branch.overview`)."""
-    return overview.readme(spec, decisions)
+def readme(spec: Spec, decisions: Sequence[Decision], *, in_order: bool = False) -> str:
+    """The generated README of the output branch, bounded for a reader (`branch.overview`);
+    `in_order`: the decisions are in key order already."""
+    return overview.readme(spec, decisions, in_order=in_order)

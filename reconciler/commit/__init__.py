@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
-from reconciler.branch import paths
+from reconciler.branch import outputtree, paths
 from reconciler.domain import fence
 from reconciler.domain.credentials import Credentials
 from reconciler.errors import GitError
@@ -68,6 +69,22 @@ class Writers:
         return self._writers[key]
 
 
+def _since(tree: Mapping[str, bytes]) -> Callable[[Mapping[str, bytes]], frozenset[str] | None]:
+    """What a tree writer asks of `tree`: where it differs from the tree written last
+    (`branch.outputtree.difference`)."""
+    return partial(outputtree.difference, tree)
+
+
+def _held(tree: Mapping[str, bytes], hold: Mapping[str, bytes]) -> Mapping[str, bytes]:
+    """`tree` with its `status/` files replaced by `hold`'s."""
+    if isinstance(tree, outputtree.Tree):
+        status = outputtree.under(tree, paths.STATUS)
+        other = {p: d for p, d in hold.items() if tree.get(p) is not d}
+        return outputtree.Tree.patched(tree, other, [p for p in status if p not in hold])
+    kept = {p: d for p, d in tree.items() if not paths.is_status(p)}
+    return {**kept, **hold}
+
+
 def publish(
     url: str,
     state_dir: Path,
@@ -98,11 +115,11 @@ def publish(
     repo = writer.repo
     start = gitrepo.remote_tip(repo, branch)
     base = gitrepo.tree_of(start) if start is not None else None
-    root = writer.write(tree, base)
+    root = writer.write(tree, base, since=_since(tree))
     held = None
     if hold is not None:
-        kept = {p: d for p, d in tree.items() if not paths.is_status(p)}
-        held = writer.write({**kept, **hold})
+        written = _held(tree, hold)
+        held = writer.write(written, since=_since(written))
     text = None
     for attempt in range(1, MAX_PUSH_ATTEMPTS + 1):
         tip = gitrepo.remote_tip(repo, branch)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from reconciler.branch import comparison, paths, readback
+from reconciler.branch import comparison, outputtree, paths, readback
 from reconciler.domain import Decision, Move, MoveCode
 from reconciler.domain import rollout as r
 
@@ -82,11 +82,12 @@ def rollout_events(before: Sequence[Decision], after: Sequence[Decision]) -> lis
     """A line per rollout this pass moved on: the wave released (`rollout shop/web 2/4:
     eu-west-1, eu-west-2`), a wave waiting for approval, failed, or rolled back, and a
     rollout completed; in workload order."""
-    old = {d.key: d.rollout for d in before}
+    old = {d.key: d.rollout for d in before if d.rollout is not None}
+    moved = [d for d in after if d.rollout is not None and d.key in old]
     events = []
-    for decision in sorted(after, key=lambda d: d.key.sort_key):
-        now, then = decision.rollout, old.get(decision.key)
-        if now is None or then is None or now == then:
+    for decision in sorted(moved, key=lambda d: d.key.sort_key):
+        now, then = decision.rollout, old[decision.key]
+        if now is None or now is then or now == then:
             continue
         name = label(str(decision.key))
         same = then.revision == now.revision
@@ -262,8 +263,8 @@ def _clusters(placed: Mapping[str, int | None], compact: bool) -> str:
 def _differ(state: Mapping[str, bytes], tree: Mapping[str, bytes]) -> list[str]:
     """The `status/` files added, changed or removed, in path order; an unchanged file is
     told by its blob id, without reading it back (`readback.holds`)."""
-    found = {p for p in state if paths.is_status(p)}
-    found.update(p for p in tree if paths.is_status(p))
+    found = {p for p in state if p.startswith(paths.STATUS)}
+    found.update(outputtree.under(tree, paths.STATUS))
     return sorted(p for p in found if p not in tree or not readback.holds(state, p, tree[p]))
 
 

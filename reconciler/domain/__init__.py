@@ -12,7 +12,7 @@ reason, as codes),
 `claims` (which policy claims a workload), `durations`, `fence` (a write only while the Lease is
 held) and `paths`.
 
-Called by 119 modules, among them `audit`, `branch.comparison`, `cli`, `commit.describe`.
+Called by 122 modules, among them `audit`, `branch.comparison`, `cli`, `commit.describe`.
 """
 
 from reconciler.domain.base import (

@@ -7,7 +7,7 @@ one `ClusterForecast` per cluster; the scheduler adds its own placement on top.
 
 Amounts are floats in base units (cores, bytes, counts); times are seconds since the epoch.
 
-Called by 15 modules, among them `branch.status`, `cli.render`, `domain`, `foresee`.
+Called by 16 modules, among them `branch.status`, `cli.render`, `domain`, `foresee`.
 """
 
 from __future__ import annotations

@@ -5,7 +5,10 @@ nothing yet, the tree it is told to start from (`base`: the parent commit's). Th
 that one updated: each file is compared with the one held at its path (the same bytes object,
 equal bytes, or the same blob id), only changed files are hashed and stored, and only the
 folders above a change or a removal are rebuilt; every other folder keeps its tree id. The
-result is the same tree, to the byte, as one written from nothing.
+result is the same tree, to the byte, as one written from nothing. A writer told `since`
+(where the files differ from those it wrote last: `branch.outputtree.difference`) compares
+only those paths, and a large folder keeps its serialised entries, so one changed file of a
+10,000-file folder re-serialises one entry.
 
 New blobs and trees go into one packfile per write (`packfile`); an object the repository
 already has is not written again. A path that `git fsck` would reject (`domain.paths`) is
@@ -16,7 +19,7 @@ Called by `git.gitrepo`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 
 import pygit2
@@ -24,6 +27,8 @@ import pygit2
 from reconciler.domain import paths
 from reconciler.git import packfile
 
+BIG_FOLDER = 512
+"""Folders with this many entries keep their serialised entries between writes."""
 SAFE_NAMES_KEPT = 500_000
 """Path components a `TreeWriter` remembers as checked, so a steady pass checks none again."""
 _UNMATCHED = b""
@@ -36,6 +41,7 @@ class TreeWriter:
 
     `folders_rebuilt` and `blobs_hashed` count, for the last write, the trees written and the
     files hashed: after one file changes they are the folders above it and that one file.
+    `paths_compared` counts the paths looked at: every one, or those `since` names.
     """
 
     def __init__(self, repo: pygit2.Repository) -> None:
@@ -56,15 +62,35 @@ class TreeWriter:
         self._stored: set[bytes] = set()
         self._pending: list[tuple[str, bytes, bytes]] = []
         self._safe: set[str] = set()
+        self._big: dict[str, tuple[dict[str, tuple[bytes, bool]], list[str], dict[str, bytes]]]
+        self._big = {}
+        """Large folder → (its entries, their order, each one's line) as last serialised."""
+        self._written: Mapping[str, bytes] | None = None
+        """The files last written, when they were told `since` (what it is asked of)."""
         self.folders_rebuilt = 0
         self.blobs_hashed = 0
+        self.paths_compared = 0
 
-    def write(self, files: Mapping[str, bytes], base: pygit2.Oid | None = None) -> pygit2.Oid:
+    def write(
+        self,
+        files: Mapping[str, bytes],
+        base: pygit2.Oid | None = None,
+        *,
+        since: Callable[[Mapping[str, bytes]], Collection[str] | None] | None = None,
+    ) -> pygit2.Oid:
         """The oid of the root tree holding exactly `files`, written to the repository. A
-        writer that holds no tree yet starts from `base` (a tree id), when given."""
+        writer that holds no tree yet starts from `base` (a tree id), when given.
+
+        `since(mapping)` gives the paths where `files` may differ from an earlier mapping,
+        or None when it cannot tell (`branch.outputtree.difference`): asked of the mapping
+        this writer wrote last, only those paths are compared, not the whole tree."""
         if self._root is None and base is not None:
             self._start_from(base)
-        changed, same, removed = self._compare(files)
+        written, self._written = self._written, None
+        told = since(written) if since is not None and written is not None else None
+        only = told if self._root is not None else None
+        self.paths_compared = len(files) if only is None else len(only)
+        found, same, removed = self._compare(files, only)
         for path, data, oid in same:
             self._files[path] = (data, oid)
         for path in removed:
@@ -72,13 +98,13 @@ class TreeWriter:
             folder, name = _split(path)
             del self._folders[folder][name]
             self._touch(folder)
-        for path, data, oid in changed:
+        for path, data, oid in found:
             self._files[path] = (data, oid)
             folder, name = _split(path)
             self._folder(folder)[name] = (oid, False)
             self._touch(folder)
             self._store("blob", oid, data)
-        self.blobs_hashed = len(changed) + len(same)
+        self.blobs_hashed = len(found) + len(same)
         root = self._rebuild()
         pending, self._pending = self._pending, []
         try:
@@ -86,18 +112,34 @@ class TreeWriter:
         except BaseException:
             self._reset()  # what it holds may not all be stored
             raise
+        self._written = files
         return pygit2.Oid(raw=root)
 
     def _compare(
-        self, files: Mapping[str, bytes]
+        self, files: Mapping[str, bytes], only: Collection[str] | None = None
     ) -> tuple[list[tuple[str, bytes, bytes]], list[tuple[str, bytes, bytes]], list[str]]:
         """(changed or added files, files equal to the held ones by blob id, removed paths),
-        every new path checked first: nothing changes when one is refused."""
+        every new path checked first: nothing changes when one is refused. With `only`, the
+        other paths are known to be the ones held."""
+        held = self._files
+        if only is not None:
+            removed = [p for p in only if p in held and p not in files]
+            changed, same, _ = self._differing((p, files[p]) for p in only if p in files)
+            return changed, same, removed
+        changed, same, present = self._differing(files.items())
+        removed = [] if present == len(held) else [p for p in held if p not in files]
+        return changed, same, removed
+
+    def _differing(
+        self, files: Iterable[tuple[str, bytes]]
+    ) -> tuple[list[tuple[str, bytes, bytes]], list[tuple[str, bytes, bytes]], int]:
+        """(changed or added files, files equal to the held ones by blob id, how many of
+        `files` the tree holds a path of)."""
         held = self._files
         changed: list[tuple[str, bytes, bytes]] = []
         same: list[tuple[str, bytes, bytes]] = []
         present = 0
-        for path, data in files.items():
+        for path, data in files:
             known = held.get(path)
             if known is not None:
                 present += 1
@@ -112,8 +154,7 @@ class TreeWriter:
                 same.append((path, data, oid))
             else:
                 changed.append((path, data, oid))
-        removed = [] if present == len(held) else [p for p in held if p not in files]
-        return changed, same, removed
+        return changed, same, present
 
     def _folder(self, folder: str) -> dict[str, tuple[bytes, bool]]:
         """The entries of `folder`, made (with its parents) when it is new."""
@@ -142,9 +183,7 @@ class TreeWriter:
                 del self._folders[folder]
                 del self._folders[parent][name]
                 continue
-            content = packfile.tree_content(
-                [(entry, oid, is_tree) for entry, (oid, is_tree) in entries.items()]
-            )
+            content = self._content(folder, entries)
             oid = packfile.object_id("tree", content)
             self._store("tree", oid, content)
             if folder:
@@ -154,6 +193,25 @@ class TreeWriter:
         self._dirty.clear()
         assert self._root is not None
         return self._root
+
+    def _content(self, folder: str, entries: dict[str, tuple[bytes, bool]]) -> bytes:
+        """The tree object's body of `folder` (`packfile.tree_content`). A large folder keeps
+        its entries' order and serialised lines, so that one changed entry of 10,000 (a
+        decision file among every workload's) re-serialises that entry alone."""
+        if len(entries) < BIG_FOLDER:
+            self._big.pop(folder, None)
+            return packfile.tree_content([(n, o, t) for n, (o, t) in entries.items()])
+        known = self._big.get(folder)
+        if known is None or known[0].keys() != entries.keys():
+            order = sorted(entries, key=lambda n: n + "/" if entries[n][1] else n)
+            lines = {n: _line(n, *entries[n]) for n in order}
+        else:
+            seen, order, lines = known
+            for name, entry in entries.items():
+                if seen[name] != entry:
+                    lines[name] = _line(name, *entry)
+        self._big[folder] = (dict(entries), order, lines)
+        return b"".join([lines[n] for n in order])
 
     def _start_from(self, base: pygit2.Oid) -> None:
         """Hold the tree `base`: its files by blob id, and each folder by its entries. A
@@ -204,6 +262,11 @@ class TreeWriter:
                 if reason:
                     raise ValueError(f"refusing to commit the path {path!r}: {part!r} {reason}")
                 self._safe.add(part)
+
+
+def _line(name: str, oid: bytes, is_tree: bool) -> bytes:
+    """One entry of a tree object's body, as `packfile.tree_content` writes it."""
+    return b"%s %s\x00%s" % (b"40000" if is_tree else b"100644", name.encode(), oid)
 
 
 def _split(path: str) -> tuple[str, str]:

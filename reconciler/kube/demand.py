@@ -4,7 +4,8 @@ The demand of one pod is, per resource, the larger of the largest init container
 the sum of the app containers' requests, plus the pod overhead; a pod always needs one `pods`
 slot. Quantities are parsed with Kubernetes' own rules.
 
-Called by 8 modules, among them `live.observe`, `render`, `schedule`, `simulate.timeline`.
+Called by 9 modules, among them `live.observe`, `render.services`, `schedule`,
+`simulate.timeline`.
 """
 
 from __future__ import annotations

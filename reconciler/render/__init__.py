@@ -21,6 +21,7 @@ Called by 8 modules, among them `cli.render`, `foresee`, `laststate`, `pipeline`
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -42,16 +43,20 @@ from reconciler.domain import (
 )
 from reconciler.domain import rollout as rollouts
 from reconciler.domain.forecast import Forecasts
-from reconciler.kube import demand, inventory, movehooks
+from reconciler.kube import inventory, movehooks
 from reconciler.render import (
     decisionout,
     karmadaout,
     memo,
     overrides,
     rollout,
-    rolloutview,
     services,
+    shared,
 )
+from reconciler.render.held import Held
+from reconciler.render.held import Kept as Kept
+from reconciler.render.held import Templates as Templates
+from reconciler.render.shared import placed_requests as placed_requests
 
 MANAGED_BY = inventory.MANAGED_BY
 PLACEMENT_ANNOTATION = inventory.PLACEMENT_ANNOTATION
@@ -238,87 +243,138 @@ def tree(
     all unchanged gets the files it had, and the memo then holds this pass's.
     """
     part, parts = shard
-    workloads = {w.key: w for w in spec.workloads}
-    index = RuleIndex(spec.clusters)
-    held = _Held(spec, kept, templates)
+    held = Held(spec, kept, templates)
+    seen = observations or {}
+    documents = {
+        name: status.cluster_status(seen[name], suspended=name in suspended)
+        for name in sorted(seen)
+    }
+    steps = _Steps(
+        spec, decisions, held, templates, remembered, seen, documents, filling, forecasts
+    )
+    if remembered is not None and parts == 1:
+        return remembered.warm_tree(spec, decisions, steps)
     files: dict[str, bytes] = {}
-    ordered = sorted(decisions, key=lambda d: d.key.sort_key)
-    hooked = movehooks.hook_env(spec.sync_hooks, ordered) if spec.sync_hooks else {}
+    ordered = steps.ordered
     mine = ordered[part::parts]
     for decision in mine:
-        workload = workloads[decision.key]
-        move = hooked.get(decision.key)
-        if move is not None:
-            workload = replace(workload, manifest=movehooks.with_move_env(workload.manifest, *move))
-        rules = index.by_cluster(rules_for(workload, spec.override_policies))
-        render = partial(_render_decision, spec, workload, decision, index, rules, held, templates)
-        if remembered is None or held.holds(decision):
-            files.update(render())
-        else:
-            context = spec.config.output
-            files.update(
-                remembered.decision_files(workload, decision, rules, index.key, context, render)
-            )
-    seen = observations or {}
+        files.update(steps.files(decision, steps.workload(decision)[1]))
     files.update(status.workload_files(mine, seen, locations.cities(spec.clusters)))
     if part == 0:
-        documents = {
-            name: status.cluster_status(seen[name], suspended=name in suspended)
-            for name in sorted(seen)
-        }
-        shared = _shared_files(spec, ordered, documents, filling, held, forecasts or {}, remembered)
-        files.update(shared)
-        if remembered is not None and parts == 1:
-            remembered.retain({d.key for d in ordered}, shared)
+        files.update(
+            shared.files(spec, ordered, documents, filling, held, forecasts or {}, remembered)
+        )
     return dict(sorted(files.items()))
 
 
-Kept = Callable[[str], bytes | None]
-"""The last rendered file at an output-branch path, or None (`pipeline` reads it lazily)."""
-Templates = Callable[[str, ResourceKey], Mapping[str, Any] | None]
-"""A workload's manifest at a source commit, or None (`laststate` reads it lazily)."""
+class _Steps:
+    """How this pass renders one decision, and the files shared by all (`warmtree.Renderer`)."""
 
+    def __init__(
+        self,
+        spec: Spec,
+        decisions: Sequence[Decision],
+        held: Held,
+        templates: Templates | None,
+        remembered: memo.Memo | None,
+        seen: Mapping[str, Observation],
+        documents: Mapping[str, Mapping[str, Any]],
+        filling: Collection[str],
+        forecasts: Forecasts | None,
+    ) -> None:
+        self.spec, self._decisions, self._held, self._templates = spec, decisions, held, templates
+        self._memo, self._seen, self._documents = remembered, seen, documents
+        self._filling, self._forecasts = filling, forecasts or {}
+        self._index = RuleIndex(spec.clusters)
+        self._clusters = {c.name: c for c in spec.clusters}
 
-class _Held:
-    """Which rendered paths a suspended dispatch holds back, and what they keep."""
+    @functools.cached_property
+    def ordered(self) -> list[Decision]:
+        """The decisions in key order."""
+        return sorted(self._decisions, key=lambda d: d.key.sort_key)
 
-    def __init__(self, spec: Spec, kept: Kept | None, templates: Templates | None = None) -> None:
-        self._templates = templates
-        self._placements = {
-            p.ref: p.placement
-            for p in spec.placement_policies
-            if p.placement.suspended_dispatching or p.placement.suspended_on
-        }
-        self._kept = kept
-        self._read: dict[str, bytes | None] = {}
+    @functools.cached_property
+    def _workloads(self) -> dict[ResourceKey, Workload]:
+        return {w.key: w for w in self.spec.workloads}
 
-    def holds(self, decision: Decision) -> bool:
-        """Whether a suspended dispatch may hold back changes to the decision's workload."""
-        return decision.policy is not None and decision.policy in self._placements
+    @functools.cached_property
+    def _hooked(self) -> dict[ResourceKey, tuple[str, str, ResourceKey]]:
+        spec = self.spec
+        return movehooks.hook_env(spec.sync_hooks, self.ordered) if spec.sync_hooks else {}
 
-    def suspended(self, decision: Decision, cluster: str) -> bool:
-        """Whether changes to the decision's workload are held back from `cluster`."""
-        placement = self._placements.get(decision.policy) if decision.policy else None
-        return placement is not None and placement.dispatch_suspended(cluster)
+    def workload(
+        self, decision: Decision, source: Workload | None = None
+    ) -> tuple[Workload, Workload]:
+        """The decision's workload in the spec (`source` when known), and as rendered (a
+        move hook's environment)."""
+        workload = source = source if source is not None else self._workloads[decision.key]
+        move = self._hooked.get(decision.key)
+        if move is not None:
+            workload = replace(workload, manifest=movehooks.with_move_env(workload.manifest, *move))
+        return source, workload
 
-    def gone(self, decision: Decision, cluster: str) -> bool:
-        """Whether `cluster` keeps a rollout's template in force from a source commit that is
-        gone: it keeps the file last rendered there, if any (`rolloutgone`), never the new
-        template."""
-        force = rollout.in_force(decision, cluster)
-        return (
-            force is not None
-            and self._templates is not None
-            and self._templates(force[1], decision.key) is None
+    def files(self, decision: Decision, workload: Workload) -> Mapping[str, bytes]:
+        """The decision's own files, through the memo when there is one."""
+        spec, index, held = self.spec, self._index, self._held
+        rules = index.by_cluster(rules_for(workload, spec.override_policies))
+        made = partial(
+            _render_decision, spec, workload, decision, index, rules, held, self._templates
         )
+        if self._memo is None or held.holds(decision):
+            return made()
+        output = spec.config.output
+        return self._memo.decision_files(workload, decision, rules, index.key, output, made)
 
-    def previous(self, path: str) -> bytes | None:
-        """The file last rendered at `path`, read once."""
-        if self._kept is None:
-            return None
-        if path not in self._read:
-            self._read[path] = self._kept(path)
-        return self._read[path]
+    def hooked(self) -> Collection[ResourceKey]:
+        """The workloads a sync hook adds a move's environment to this pass."""
+        return self._hooked.keys()
+
+    def listing(self, decision: Decision) -> list[tuple[str, str]]:
+        """Where the decision's manifests are on the branch."""
+        return shared.listing(decision, self._held)
+
+    def volatile(self, decision: Decision) -> bool:
+        """Whether the render reads the branch or an older source (rendered every pass)."""
+        in_progress = decision.rollout is not None and decision.rollout.in_progress
+        return in_progress or self._held.holds(decision)
+
+    def mcs(
+        self, decisions: Sequence[Decision]
+    ) -> tuple[Sequence[services.CrossCluster], dict[str, bytes]]:
+        """The Services called across clusters, and their MCS objects' files."""
+        crossing = services.cross_cluster(self.spec.workloads, decisions)
+        return crossing, shared.mcs_files(self.spec, crossing)
+
+    def argocd(self, decisions: Sequence[Decision]) -> dict[str, bytes]:
+        """The Argo CD folder's shared files."""
+        return decisionout.shared_files(decisions)
+
+    def readme(self, decisions: Sequence[Decision], crossing: Any) -> bytes:
+        """The README."""
+        return shared.readme(self.spec, decisions, crossing)
+
+    def health(self, decisions: Sequence[Decision]) -> dict[str, bytes]:
+        """`status/workloads/` of the decisions on observed clusters."""
+        if not self._seen:
+            return {}
+        return status.workload_files(decisions, self._seen, locations.cities(self.spec.clusters))
+
+    def status(self, name: str) -> tuple[Any, Callable[[Mapping[str, float] | None], Any]]:
+        """What the cluster's status file is made of but `placed`, and its document."""
+        cluster = self._clusters[name]
+        observed, filling = self._documents.get(name), name in self._filling
+        forecast = self._forecasts.get(name)
+
+        def document(placed: Mapping[str, float] | None) -> dict[str, Any]:
+            return summary.observation(
+                cluster, observed, filling=filling, placed=placed, forecast=forecast
+            )
+
+        return (cluster, observed, filling, forecast), document
+
+    def dumped(self, path: str, document: Any, *, sealed: bool = False) -> bytes:
+        """`document` as the file's bytes (the memo's when unchanged)."""
+        return memo.dumped(self._memo, path, document, sealed=sealed)
 
 
 def _render_decision(
@@ -327,7 +383,7 @@ def _render_decision(
     decision: Decision,
     index: RuleIndex,
     applicable: memo.Rules,
-    held: _Held,
+    held: Held,
     templates: Templates | None,
 ) -> dict[str, bytes]:
     document = yamlio.dump(summary.decision_document(decision)).encode()
@@ -385,98 +441,3 @@ def _rollout_base(
         rollouts.REVISION_ANNOTATION: revision,
     }
     return base
-
-
-def _shared_files(
-    spec: Spec,
-    decisions: Sequence[Decision],
-    observations: Mapping[str, Mapping[str, Any]],
-    filling: Collection[str],
-    held: _Held,
-    forecasts: Forecasts,
-    remembered: memo.Memo | None,
-) -> dict[str, bytes]:
-    per_cluster: dict[str, list[str]] = {c.name: [] for c in spec.clusters}
-    for decision in decisions:
-        listing = partial(_listing, decision, held)
-        listed = remembered.listed(decision.key, listing) if remembered else listing()
-        for name, relative in listed:
-            per_cluster[name].append(relative)
-    files: dict[str, bytes] = {}
-    crossing = services.cross_cluster(spec.workloads, decisions)
-    for path, data in _mcs_files(spec, crossing).items():
-        files[path] = data
-        mcs = _in_cluster(path)
-        per_cluster[mcs.cluster].append(mcs.relative)
-    for name, resources in per_cluster.items():
-        path = paths.kustomization_path(name)
-        files[path] = memo.dumped(remembered, path, summary.kustomization(sorted(resources)))
-    requests = placed_requests(spec, decisions)
-    for cluster in spec.clusters:
-        document = summary.observation(
-            cluster,
-            observations.get(cluster.name),
-            filling=cluster.name in filling,
-            placed=requests.get(cluster.name),
-            forecast=forecasts.get(cluster.name),
-        )
-        path = paths.cluster_status_path(cluster.name)
-        files[path] = memo.dumped(remembered, path, document, sealed=True)
-    files.update(decisionout.shared_files(decisions))
-    files[paths.README] = (
-        summary.readme(spec, decisions)
-        + services.readme_section(crossing)
-        + rolloutview.readme_section(decisions)
-        + decisionout.readme_section(spec.config.output.karmada)
-    ).encode()
-    return files
-
-
-def _listing(decision: Decision, held: _Held) -> list[tuple[str, str]]:
-    """(cluster, path in its folder) of each manifest the decision has on the branch."""
-    listed = []
-    for placed in decision.rendered():
-        path = paths.object_path(placed.cluster, decision.key)
-        kept = held.suspended(decision, placed.cluster) or held.gone(decision, placed.cluster)
-        if kept and held.previous(path) is None:
-            continue
-        listed.append((placed.cluster, _in_cluster(path).relative))
-    return listed
-
-
-def placed_requests(spec: Spec, decisions: Sequence[Decision]) -> dict[str, dict[str, float]]:
-    """Cluster → resource → the requests of dro's replicas the decisions render there (the
-    target plus retiring copies, the count that runs where an override sets it)."""
-    needs = {w.key: demand.per_replica(w) for w in spec.workloads}
-    result: dict[str, dict[str, float]] = {}
-    for decision in decisions:
-        need = needs.get(decision.key)
-        if not need:
-            continue
-        for placed in decision.rendered():
-            runs = decision.effective.get(placed.cluster, placed.replicas)
-            if not runs:
-                continue
-            into = result.setdefault(placed.cluster, {})
-            for resource, amount in need.items():
-                into[resource] = into.get(resource, 0.0) + amount * runs
-    return result
-
-
-def _in_cluster(path: str) -> paths.ClusterFile:
-    """A rendered manifest's cluster folder and its path there (what the kustomization lists)."""
-    placed = paths.cluster_file(path)
-    assert placed is not None  # `paths.object_path` made the path
-    return placed
-
-
-def _mcs_files(spec: Spec, crossing: Sequence[services.CrossCluster]) -> dict[str, bytes]:
-    """ServiceExport where a called Service runs, ServiceImport where its callers run."""
-    if not crossing:
-        return {}
-    manifests = {w.key: w.manifest for w in spec.workloads if w.key.kind == "Service"}
-    files = {}
-    for cluster, objects in services.mcs_objects(crossing, manifests).items():
-        for obj in objects:
-            files[paths.object_path(cluster, ResourceKey.of(obj))] = yamlio.dump(obj).encode()
-    return files

@@ -28,7 +28,7 @@ with the same `multicluster.x-k8s.io/decision-key` and their `decision-index`;
 
 Reasons name only the policy and the replicas, so a steady pass renders the same bytes.
 
-Called by `render`.
+Called by `render` and `render.shared`.
 """
 
 from __future__ import annotations

@@ -26,19 +26,31 @@ Shared documents (each cluster's kustomization and status file) are dumped again
 the document, as JSON, differs from the one last dumped at that path: comparing two documents
 costs a fraction of writing one.
 
-Called by `pipeline.warm` and `render`.
+A whole unsharded pass goes through `warm_tree` (`render.warmtree`): a decision that is the
+very object the last pass rendered, of the very workload object, is not looked at at all, and
+the tree is the last one patched where files changed.
+
+Called by `pipeline.warm`, `render` and `render.shared`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from reconciler import yamlio
-from reconciler.branch import paths, statefiles
-from reconciler.domain import Decision, OverridePolicy, OverrideRule, ResourceKey, Workload
+from reconciler.branch import outputtree, paths, statefiles
+from reconciler.domain import (
+    Decision,
+    OverridePolicy,
+    OverrideRule,
+    ResourceKey,
+    Spec,
+    Workload,
+)
+from reconciler.render import warmtree
 
 Rules = Mapping[str, tuple[tuple[OverridePolicy, int, OverrideRule], ...]]
 """Cluster name → the override rules, in order, that target it (`render.RuleIndex`)."""
@@ -73,6 +85,8 @@ class Memo:
         self._contents: dict[int, tuple[Rules, Mapping[str, tuple[str, ...]]]] = {}
         self._listings: dict[ResourceKey, list[tuple[str, str]]] = {}
         self._current: set[ResourceKey] = set()
+        self.assembly = warmtree.Assembly()
+        """The last whole tree and each decision's part of it (`render.warmtree`)."""
         self.hits = 0
         self.misses = 0
 
@@ -160,17 +174,19 @@ class Memo:
         self._documents[path] = (typed, data)
         return data
 
-    def retain(self, workloads: Collection[ResourceKey], files: Collection[str]) -> None:
-        """Forget the workloads and shared paths that the last pass no longer rendered, and
-        the pass's rule lists."""
+    def warm_tree(
+        self, spec: Spec, decisions: Sequence[Decision], renderer: warmtree.Renderer
+    ) -> outputtree.Tree:
+        """The whole tree of a pass, made from the last pass's where the decisions are the
+        same (`render.warmtree`); the memo then forgets the workloads that are gone."""
+        tree, gone = self.assembly.tree(spec, decisions, renderer)
+        self.hits += self.assembly.reused
         self._contents.clear()
         self._current.clear()
-        for key in [k for k in self._listings if k not in workloads]:
-            del self._listings[key]
-        for key in [k for k in self._rendered if k not in workloads]:
-            del self._rendered[key]
-        for path in [p for p in self._documents if p not in files]:
-            del self._documents[path]
+        for key in gone:
+            self._rendered.pop(key, None)
+            self._listings.pop(key, None)
+        return tree
 
 
 def dumped(memo: Memo | None, path: str, document: Any, *, sealed: bool = False) -> bytes:

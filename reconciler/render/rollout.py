@@ -23,7 +23,7 @@ runs where. Each pass `advance`s the state from the last pass's:
 
 Nothing here reads a clock or does I/O: `now` is passed in.
 
-Called by `pipeline`, `render` and `render.rolloutgone`.
+Called by `pipeline`, `render`, `render.held` and `render.rolloutgone`.
 """
 
 from __future__ import annotations
@@ -181,7 +181,8 @@ def advance(
         )
         before = previous.get(decision.key)
         status = _next(state, before.rollout if before is not None else None)
-        result.append(replace(decision, rollout=status))
+        same = status == decision.rollout  # the very decision, for a warm render's reuse
+        result.append(decision if same else replace(decision, rollout=status))
     return tuple(result)
 
 

@@ -1,7 +1,7 @@
 """Where rollouts stand, in words: for `dro explain`, the output README, `dro plan`'s later
 passes and the metrics (`render.rollout` keeps the state machine).
 
-Called by `cli.report`, `render`, `review.followups` and `service`.
+Called by `cli.report`, `render.shared`, `review.followups` and `service`.
 """
 
 from __future__ import annotations

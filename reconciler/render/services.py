@@ -15,7 +15,7 @@ Services API (KEP-1645): a `ServiceExport` in every cluster that runs a backend,
 Pure: the renderer adds `mcs_objects` to each cluster's tree; `dro explain` and the decision
 reports show `CrossCluster.clusterset_name`.
 
-Called by `render`.
+Called by `render` and `render.shared`.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Timestamps stay strings, as kubectl keeps them; YAML 1.1's `=` value type reads 
 Writing: a narrow block-style emitter for plain JSON-like data (sorted keys, no aliases),
 several times faster than PyYAML's representer, so the same value always gives the same bytes.
 
-Called by 30 modules, among them `branch.driftfiles`, `cli.plan`, `kube.sealed`,
+Called by 31 modules, among them `branch.driftfiles`, `cli.plan`, `kube.sealed`,
 `live.difference`.
 """
 
