@@ -4,7 +4,8 @@
 every pass compares its decisions with the last pass's to write the output branch's commit
 message (`commit.describe`): both read placements through this one comparison. Pure.
 
-Called by `commit.describe`, `review.plandiff`, `review.planreport` and `review.planterminal`.
+Called by `commit`, `commit.describe`, `review.plandiff`, `review.planreport` and
+`review.planterminal`.
 """
 
 from __future__ import annotations
@@ -116,22 +117,63 @@ class WorkloadChange:
 
 
 def workload_changes(
-    base: Sequence[Decision], head: Sequence[Decision], *, gone: Set[str] = frozenset()
+    base: Sequence[Decision],
+    head: Sequence[Decision],
+    *,
+    gone: Set[str] = frozenset(),
+    compared: Compared | None = None,
 ) -> tuple[WorkloadChange, ...]:
     """Every workload whose placement, retiring replicas, stateful move, schedulability or
     policy differs between the decisions `base` and `head`, in (namespace, kind, name) order;
     `gone` are the clusters whose files the head removed. `dro plan` and the output branch's
-    commit messages (`commit.describe`) both read placements through this one comparison."""
+    commit messages (`commit.describe`) both read placements through this one comparison.
+    `compared` keeps each pair of decisions' comparison for the next call (`Compared`)."""
     # a decision on both sides as one object is no change: only the others are compared
     shown, known = {id(d) for d in head}, {id(d) for d in base}
     before = {d.key: d for d in base if id(d) not in shown}
     after = {d.key: d for d in head if id(d) not in known}
+    pairs = compared.begin(gone) if compared is not None else None
     changes = []
-    for key in sorted(before.keys() | after.keys(), key=lambda k: k.sort_key):
-        change = _workload(before.get(key), after.get(key), gone)
+    for key in before.keys() | after.keys():
+        one, other = before.get(key), after.get(key)
+        if pairs is not None and one is not None and other is not None:
+            change = pairs.change(one, other, gone)
+        else:
+            change = _workload(one, other, gone)
         if change is not None:
-            changes.append(change)
-    return tuple(changes)
+            changes.append((key.sort_key, change))
+    changes.sort(key=lambda found: found[0])
+    return tuple(change for _, change in changes)
+
+
+class Compared:
+    """The comparison of each pair of decisions (base, head) that one call made, by the two
+    objects, for the next call: `dro run` compares the output branch's decisions (one object
+    per blob, `branch.readback`) with the pass's (the scheduler's own objects where a turn was
+    reused, `schedule.reuse`), so a pair seen before is the same two objects again, and its
+    comparison is taken, not made. Each call keeps only the pairs it used."""
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[int, int], tuple[Decision, Decision, WorkloadChange | None]] = {}
+        self._now: dict[tuple[int, int], tuple[Decision, Decision, WorkloadChange | None]] = {}
+        self._gone: Set[str] = frozenset()
+
+    def begin(self, gone: Set[str]) -> Compared:
+        """A comparison starts, of sides whose removed clusters are `gone` (a pair compared
+        with other removed clusters is compared again)."""
+        self._last = self._now if gone == self._gone else {}
+        self._now = {}
+        self._gone = frozenset(gone)
+        return self
+
+    def change(self, before: Decision, after: Decision, gone: Set[str]) -> WorkloadChange | None:
+        """`_workload(before, after, gone)`, from the last call when it compared these two."""
+        pair = (id(before), id(after))  # each entry holds its two objects: their ids are theirs
+        found = self._last.get(pair)
+        if found is None:
+            found = (before, after, _workload(before, after, gone))
+        self._now[pair] = found
+        return found[2]
 
 
 def _workload(

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from reconciler.branch import outputtree, paths
+from reconciler.branch import comparison, outputtree, paths
 from reconciler.domain import fence
 from reconciler.domain.credentials import Credentials
 from reconciler.errors import GitError
@@ -60,6 +60,9 @@ class Writers:
 
     def __init__(self) -> None:
         self._writers: dict[str, gitrepo.TreeWriter] = {}
+        self.compared = comparison.Compared()
+        """The commit message's comparison of each pair of decisions, kept for the next
+        pass (`branch.comparison.Compared`)."""
 
     def writer(self, url: str, state_dir: Path) -> gitrepo.TreeWriter:
         """The writer of the cache of `url`, opened on first use."""

@@ -37,10 +37,12 @@ def compose(
     state: Mapping[str, bytes],
     tree: Mapping[str, bytes],
     source: str | None,
+    compared: comparison.Compared | None = None,
 ) -> str:
     """The subject, a blank line and the body (no trailers), comparing the output branch's
-    decisions and status files (`before`, `state`) with the pass's (`after`, `tree`)."""
-    changes = comparison.workload_changes(before, after)
+    decisions and status files (`before`, `state`) with the pass's (`after`, `tree`);
+    `compared` keeps the comparisons for the next pass of the process."""
+    changes = comparison.workload_changes(before, after, compared=compared)
     first = not before
     differ = _differ(state, tree)
     levels = _changed(differ, paths.STATUS_CLUSTERS)

@@ -51,6 +51,7 @@ def committed(
             state=before.files,
             tree=tree,
             source=source.commit,
+            compared=writers.compared if writers is not None else None,
         ),
         fenced=fenced,
         writers=writers,
