@@ -15,12 +15,17 @@ def removed_clusters(spec: Spec, previous: Iterable[Decision]) -> list[str]:
     there (target or retiring), naming them: they are placed elsewhere at once, and dro can no
     longer reach the cluster to remove the old copies."""
     known = {c.name for c in spec.clusters}
+    decisions = list(previous)
+    placed = {p.cluster for d in decisions for p in d.clusters}
+    placed.update(p.cluster for d in decisions for p in d.retiring)
+    missing = placed - known
+    if not missing:
+        return []
     held: dict[str, list[str]] = {}
     stranded = [
         decision
-        for decision in previous
-        if any(p.cluster not in known for p in decision.clusters)
-        or any(p.cluster not in known for p in decision.retiring)
+        for decision in decisions
+        if any(p.cluster in missing for p in (*decision.clusters, *decision.retiring))
     ]
     for decision in sorted(stranded, key=lambda d: d.key.sort_key):
         for placed in (*decision.clusters, *decision.retiring):
