@@ -16,9 +16,9 @@ def removed_clusters(spec: Spec, previous: Iterable[Decision]) -> list[str]:
     longer reach the cluster to remove the old copies."""
     known = {c.name for c in spec.clusters}
     decisions = list(previous)
-    placed = {p.cluster for d in decisions for p in d.clusters}
-    placed.update(p.cluster for d in decisions for p in d.retiring)
-    missing = placed - known
+    names = {p.cluster for d in decisions for p in d.clusters}
+    names.update(p.cluster for d in decisions for p in d.retiring)
+    missing = names - known
     if not missing:
         return []
     held: dict[str, list[str]] = {}
