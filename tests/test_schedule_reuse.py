@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from reconciler import schedule
 from reconciler.domain import (
     Decision,
+    Observation,
     Placement,
     ReplicaScheduling,
     ResourceKey,
@@ -196,3 +197,41 @@ def test_a_pass_on_the_same_input_reuses_every_standing_turn(diagnose: bool) -> 
     assert {p.cluster: p.replicas for p in placed.decisions[0].clusters} != {
         p.cluster: p.replicas for p in previous[spec.workloads[0].key].clusters
     }
+
+
+def test_an_online_pass_on_clusters_as_they_were_reuses_its_turns() -> None:
+    """Observations made at another time but alike otherwise reuse every turn; a cluster's
+    usage observed otherwise decides every turn again."""
+    clusters = tuple(cluster(f"c{i}", region="eu", cpu=40, used=5) for i in range(3))
+    spec = Spec(
+        source=Source(files=()),
+        config=SchedulerConfig(),
+        clusters=clusters,
+        workloads=tuple(workload(i, 2, "1", 0) for i in range(4)),  # type: ignore[misc]
+        placement_policies=(policy(0, placement("DynamicWeight", 0.9, False), True),),
+    )
+
+    def seen(at: str, used: float = 5.0) -> dict[str, Observation]:
+        return {
+            c.name: Observation(
+                cluster=c.name,
+                capacity={"cpu": 40.0, "memory": 1e12, "pods": 1000.0},
+                used={"cpu": used, "memory": 1e11, "pods": 10.0},
+                observed_at=at,
+            )
+            for c in clusters
+        }
+
+    memo = reuse.Memo()
+    previous: dict[ResourceKey, Decision] = {}
+    for minute in range(4):
+        at = f"2026-01-05T08:0{minute}:00Z"
+        placed = schedule.place_and_project(
+            spec, previous, seen(at), standing_verdicts=False, memo=memo
+        )
+        previous = canonical(previous, placed.decisions)
+    assert memo.reused == len(spec.workloads)
+    schedule.place_and_project(
+        spec, previous, seen("2026-01-05T08:09:00Z", used=20.0), standing_verdicts=False, memo=memo
+    )
+    assert memo.reused == 0

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Callable, Collection, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -289,7 +289,8 @@ def _whole(
     flags: tuple[bool, bool],
 ) -> tuple[object, ...]:
     """What every workload's turn reads alike (`reuse.Memo.begin`): when any of it changes,
-    no turn of the last pass is reused."""
+    no turn of the last pass is reused. The observations count without the time they were
+    made at, which no turn reads: an online pass on clusters as they were reuses turns too."""
     return (
         spec.config,
         spec.clusters,
@@ -297,7 +298,7 @@ def _whole(
         spec.links,
         dict(spec.data_sets),
         dict(spec.sync_hooks),
-        dict(observations or {}),
+        {name: replace(seen, observed_at=None) for name, seen in (observations or {}).items()},
         tuple(fleet.resources),
         frozenset(filling),
         tuple(accesses) if any(accesses) else (),
