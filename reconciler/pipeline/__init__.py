@@ -71,6 +71,13 @@ class Planned:
     still_filling: frozenset[str] = frozenset()
     """The Filling clusters this pass moved replicas into: they stay Filling."""
 
+    def at_rest(self, published: commit.PublishResult) -> bool:
+        """Whether the pass that planned this found the fixed point that later passes may
+        stand on (`idle.fixed_point`), once its tree was `published`."""
+        return idle.fixed_point(
+            published.commit, published.on_remote, self.spec, self.decisions, self.still_filling
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PassResult:
@@ -220,16 +227,9 @@ def plan(
         on_stage(Stage.OBSERVE)
         observed = observer(spec)
     seen = observed.observations
+    turns = warm.turns if warm is not None else None
     placement = _schedule(
-        spec,
-        on_stage,
-        before,
-        diagnose,
-        now,
-        source,
-        seen,
-        standing_verdicts=False,
-        turns=warm.turns if warm is not None else None,
+        spec, on_stage, before, diagnose, now, source, seen, standing_verdicts=False, turns=turns
     )
     decisions = placement.decisions
     on_stage(Stage.RENDER)
@@ -417,13 +417,7 @@ def _one_pass(
         planned, published = surveyed_and_committed(
             settings, source, before, planned, observed, fleet.members, now, fenced, warm, on_stage
         )
-        if idle.fixed_point(
-            published.commit,
-            published.on_remote,
-            planned.spec,
-            planned.decisions,
-            planned.still_filling,
-        ):
+        if planned.at_rest(published):
             saw = fleet.seen(observed)
             warm.steady = idle.FixedPoint(inputs, planned, c.earliest, saw, before.statuses)
         if fleet.members is None or not published.on_remote:

@@ -258,13 +258,7 @@ def _leader_pass(
         if published.commit is not None:
             shard.announce(published.commit)
         steady = None
-        if idle.fixed_point(
-            published.commit,
-            published.on_remote,
-            planned.spec,
-            planned.decisions,
-            planned.still_filling,
-        ):
+        if planned.at_rest(published):
             steady = idle.Seen.of(observed, _drift(shard.drift(), members.drifted))
         applied = clusters.applied(members, planned, own, source, on_stage)
         result = PassResult(
