@@ -105,15 +105,7 @@ def apply_all(
     sources = provenance or {}
     report = ClusterSync(connection.cluster)
     try:
-        held = inventory.decode(
-            connection.get(
-                "v1",
-                "ConfigMap",
-                inventory.INVENTORY_NAME,
-                inventory.INVENTORY_NAMESPACE,
-                shared=True,
-            )
-        )
+        held = drift.inventory_of(connection)
     except ClusterError as error:
         report.reachable = False
         report.failed.append(str(error))

@@ -46,6 +46,16 @@ LIVE = "<redacted: live value>"
 RENDERED = "<redacted: rendered value>"
 
 
+def inventory_of(connection: Connection) -> dict[ObjectRef, inventory.Record]:
+    """The cluster's inventory, through the pass's shared reads: the survey and apply read
+    it alike."""
+    return inventory.decode(
+        connection.get(
+            "v1", "ConfigMap", inventory.INVENTORY_NAME, inventory.INVENTORY_NAMESPACE, shared=True
+        )
+    )
+
+
 def changes(live: Mapping[str, Any], preview: Mapping[str, Any]) -> tuple[Change, ...]:
     """Where `live` differs from `preview` (a dry run of the manifest over it), in pointer
     order, a Secret's values masked."""
@@ -129,15 +139,7 @@ def survey(
     API server gets it (a decrypted SOPS-encrypted Secret); one it cannot open is left to
     apply too."""
     sources = provenance or {}
-    inventoried = inventory.decode(
-        connection.get(
-            "v1",
-            "ConfigMap",
-            inventory.INVENTORY_NAME,
-            inventory.INVENTORY_NAMESPACE,
-            shared=True,
-        )
-    )
+    inventoried = inventory_of(connection)
     digests: dict[ObjectRef, str] = {}
     for obj in rendered:
         ref = ObjectRef.of(obj)
