@@ -77,7 +77,7 @@ class Warm:
     """Seconds between writes of the on-disk caches (`keep`): 0 writes after every pass
     that changed them, as `dro reconcile --once` needs; `dro run` writes them once a minute
     and when it stops (at 10,000 workloads they are 40 MB)."""
-    _unwritten: bool = False
+    _unwritten: set[str] = field(default_factory=set)
     _written_at: float = -math.inf
 
     def begin(self, repo: str | None) -> None:
@@ -110,8 +110,9 @@ class Warm:
         """A pass ended: the caches that changed since they were last written are written to
         the state directory, at most once every `keep_every` seconds (`flush` writes them
         whenever); in memory, each drops what the pass did not use."""
-        changed = self.parsed.changed or self.readback.changed
-        self._unwritten = self._unwritten or changed
+        for kind, cache in self._caches():
+            if cache.changed:
+                self._unwritten.add(kind)
         if time.monotonic() - self._written_at >= self.keep_every:
             self.flush()
         else:
@@ -119,13 +120,15 @@ class Warm:
             self.readback.prune()
 
     def flush(self) -> None:
-        """Write the on-disk caches now when a pass changed them since they were last
-        written: before the process ends, and from `keep`."""
-        if self._unwritten and self.state_dir is not None and self.repo is not None:
-            cachefile.write(self.state_dir, self.repo, PARSED, self.parsed.exported())
-            cachefile.write(self.state_dir, self.repo, READBACK, self.readback.exported())
-            self._written_at = time.monotonic()
-        else:
-            self.parsed.prune()
-            self.readback.prune()
-        self._unwritten = False
+        """Write each on-disk cache now when a pass changed it since it was last written:
+        before the process ends, and from `keep`."""
+        for kind, cache in self._caches():
+            if kind in self._unwritten and self.state_dir is not None and self.repo is not None:
+                cachefile.write(self.state_dir, self.repo, kind, cache.exported())
+                self._written_at = time.monotonic()
+            else:
+                cache.prune()
+        self._unwritten.clear()
+
+    def _caches(self) -> tuple[tuple[str, cachefile.Portable], ...]:
+        return ((PARSED, self.parsed), (READBACK, self.readback))
