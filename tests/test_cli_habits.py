@@ -61,6 +61,25 @@ def test_a_mistyped_command_gets_did_you_mean(capsys: pytest.CaptureFixture[str]
     assert capsys.readouterr().err.endswith("; did you mean 'schedule'?\n")
 
 
+def test_an_abbreviated_flag_is_refused_with_did_you_mean(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["reconcile", "--once", "--rep", "/nonexistent"])
+    assert exit_info.value.code == 1
+    assert capsys.readouterr().err.endswith(
+        "unrecognized arguments: --rep; did you mean '--repo'?\n"
+    )
+
+
+def test_an_unknown_flag_far_from_every_flag_gets_no_guess(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["schedule", "--bogus"])
+    assert capsys.readouterr().err.endswith("unrecognized arguments: --bogus\n")
+
+
 def test_an_unexpected_exception_is_one_line_and_the_traceback_needs_v(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

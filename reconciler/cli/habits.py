@@ -1,5 +1,7 @@
 """The habits every `dro` subcommand shares, as kubectl has them.
 
+- A flag is taken only as written, never abbreviated (`--rep` is not `--repo`), as Go's flag
+  package and so kubectl read flags; an unknown one gets "did you mean" (`Parser`).
 - Usage errors exit 1: argparse's own 2 is the code `dro plan --exit-code` reserves for
   "differences found", so a CI job would read a typo as a plan to post (`Parser.error`).
 - Global flags (`-v`, `-q`, `--log-format`) go before or after the subcommand: each subcommand
@@ -35,22 +37,46 @@ USAGE_ERROR = 1
 
 
 class Parser(argparse.ArgumentParser):
-    """An argparse parser whose usage errors exit 1 with argparse's usage line on stderr."""
+    """An argparse parser whose usage errors exit 1 with argparse's usage line on stderr,
+    and which takes no abbreviated flag."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         """Print the usage and `dro COMMAND: error: MESSAGE` to stderr, then exit 1; a
-        mistyped choice (`dro schedul`) gets kubectl's "did you mean"."""
+        mistyped choice (`dro schedul`) or flag (`--repp`) gets kubectl's "did you mean"."""
         self.print_usage(sys.stderr)
-        wrong = _INVALID_CHOICE.search(message)
-        if wrong:
-            offered = re.findall(r"'([^']*)'", wrong.group(2))
-            close = difflib.get_close_matches(wrong.group(1), offered, n=1)
-            if close:
-                message += f"; did you mean {close[0]!r}?"
+        close = _closest(message, self)
+        if close:
+            message += f"; did you mean {close!r}?"
         self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
 
 
 _INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
+_UNRECOGNIZED = re.compile(r"unrecognized arguments: (--?[^\s=]+)")
+
+
+def _closest(message: str, parser: argparse.ArgumentParser) -> str | None:
+    """What a mistyped command or the first unknown flag most likely meant: a command among
+    those offered, a flag among the parser's and its subcommands' (the top parser reports a
+    subcommand's unknown flags)."""
+    wrong = _INVALID_CHOICE.search(message)
+    if wrong:
+        offered = re.findall(r"'([^']*)'", wrong.group(2))
+        return next(iter(difflib.get_close_matches(wrong.group(1), offered, n=1)), None)
+    unknown = _UNRECOGNIZED.search(message)
+    if unknown is None:
+        return None
+    flags = set(parser._option_string_actions)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                flags.update(sub._option_string_actions)
+    names = sorted(flag[2:] for flag in flags if flag.startswith("--"))
+    close = difflib.get_close_matches(unknown.group(1).lstrip("-"), names, n=1, cutoff=0.7)
+    return f"--{close[0]}" if close else None
 
 
 def add_globals(parser: argparse.ArgumentParser, *, top: bool) -> None:
