@@ -10,10 +10,10 @@ Called by `commit`, `commit.describe`, `review.plandiff`, `review.planreport` an
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
-from reconciler.domain import Decision, Move, TriggerCode
+from reconciler.domain import Decision, Move, ResourceKey, TriggerCode
 
 NEW = "new in the head"
 """The trigger of a workload that only the head places."""
@@ -128,42 +128,59 @@ def workload_changes(
     `gone` are the clusters whose files the head removed. `dro plan` and the output branch's
     commit messages (`commit.describe`) both read placements through this one comparison.
     `compared` keeps each pair of decisions' comparison for the next call (`Compared`)."""
-    # a decision on both sides as one object is no change: only the others are compared
-    shown, known = {id(d) for d in head}, {id(d) for d in base}
-    before = {d.key: d for d in base if id(d) not in shown}
-    after = {d.key: d for d in head if id(d) not in known}
-    pairs = compared.begin(gone) if compared is not None else None
-    changes = []
-    for key in before.keys() | after.keys():
+    if compared is not None:
+        return compared.changes(base, head, gone)
+    return _sorted(_compare(_by_key(base, head), _by_key(head, base), gone, None))
+
+
+def _by_key(side: Sequence[Decision], other: Sequence[Decision]) -> dict[ResourceKey, Decision]:
+    """Key → decision of one side; a decision that is on both sides as one object is no
+    change, so it is left out."""
+    on_other = {id(d) for d in other}
+    return {d.key: d for d in side if id(d) not in on_other}
+
+
+def _compare(
+    before: Mapping[ResourceKey, Decision],
+    after: Mapping[ResourceKey, Decision],
+    gone: Set[str],
+    pairs: _Pairs | None,
+    keys: Iterable[ResourceKey] | None = None,
+) -> dict[ResourceKey, WorkloadChange]:
+    """Key → change of `keys` (default: every key of either side), through `pairs` when
+    given; a decision that is one object on both sides is no change."""
+    changes = {}
+    for key in before.keys() | after.keys() if keys is None else keys:
         one, other = before.get(key), after.get(key)
+        if one is other:
+            continue
         if pairs is not None and one is not None and other is not None:
             change = pairs.change(one, other, gone)
         else:
             change = _workload(one, other, gone)
         if change is not None:
-            changes.append((key.sort_key, change))
-    changes.sort(key=lambda found: found[0])
-    return tuple(change for _, change in changes)
+            changes[key] = change
+    return changes
 
 
-class Compared:
-    """The comparison of each pair of decisions (base, head) that one call made, by the two
-    objects, for the next call: `dro run` compares the output branch's decisions (one object
-    per blob, `branch.readback`) with the pass's (the scheduler's own objects where a turn was
-    reused, `schedule.reuse`), so a pair seen before is the same two objects again, and its
-    comparison is taken, not made. Each call keeps only the pairs it used."""
+def _sorted(changes: Mapping[ResourceKey, WorkloadChange]) -> tuple[WorkloadChange, ...]:
+    """The changes in (namespace, kind, name) order."""
+    return tuple(changes[key] for key in sorted(changes, key=lambda key: key.sort_key))
+
+
+class _Pairs:
+    """The comparison of each pair of decisions (base, head) one call made, by the two
+    objects, for the next call; each call keeps only the pairs it used."""
 
     def __init__(self) -> None:
         self._last: dict[tuple[int, int], tuple[Decision, Decision, WorkloadChange | None]] = {}
         self._now: dict[tuple[int, int], tuple[Decision, Decision, WorkloadChange | None]] = {}
-        self._gone: Set[str] = frozenset()
 
-    def begin(self, gone: Set[str]) -> Compared:
-        """A comparison starts, of sides whose removed clusters are `gone` (a pair compared
-        with other removed clusters is compared again)."""
-        self._last = self._now if gone == self._gone else {}
+    def begin(self, gone: Set[str], last_gone: Set[str] | None) -> _Pairs:
+        """A call starts: what the last one compared may be taken when the same clusters
+        were gone then."""
+        self._last = self._now if gone == last_gone else {}
         self._now = {}
-        self._gone = frozenset(gone)
         return self
 
     def change(self, before: Decision, after: Decision, gone: Set[str]) -> WorkloadChange | None:
@@ -174,6 +191,67 @@ class Compared:
             found = (before, after, _workload(before, after, gone))
         self._now[pair] = found
         return found[2]
+
+
+class Compared:
+    """`workload_changes` kept from call to call: `dro run` compares the output branch's
+    decisions (one object per blob, `branch.readback`) with the pass's (the scheduler's own
+    objects where a turn was reused, `schedule.reuse`), so from one pass to the next nearly
+    every decision on each side is the same object as before.
+
+    A call finds the decisions of each side that are not the last call's objects (identity
+    checks, no comparison of fields) and compares again only the workloads they name; every
+    other workload's change is the last call's. When the removed clusters differ, or a side
+    names a workload twice, every workload is compared, a pair of objects that the last such
+    call compared taken as it was (`_Pairs`)."""
+
+    def __init__(self) -> None:
+        self._pairs = _Pairs()
+        self._gone: frozenset[str] | None = None
+        """The removed clusters of the last call; None: the next call compares everything."""
+        self._sides: tuple[tuple[Decision, ...], tuple[Decision, ...]] = ((), ())
+        self._maps: tuple[dict[ResourceKey, Decision], dict[ResourceKey, Decision]] = ({}, {})
+        self._changes: dict[ResourceKey, WorkloadChange] = {}
+
+    def changes(
+        self, base: Sequence[Decision], head: Sequence[Decision], gone: Set[str]
+    ) -> tuple[WorkloadChange, ...]:
+        """`workload_changes(base, head, gone=gone)`, comparing only what changed since the
+        last call."""
+        sides, removed = (tuple(base), tuple(head)), frozenset(gone)
+        touched = self._touched(sides) if removed == self._gone else None
+        if touched is None:
+            pairs = self._pairs.begin(removed, self._gone)
+            before, after = _by_key(*sides), _by_key(sides[1], sides[0])
+            self._changes = _compare(before, after, removed, pairs)
+            self._maps = ({d.key: d for d in sides[0]}, {d.key: d for d in sides[1]})
+            unique = all(len(m) == len(s) for m, s in zip(self._maps, sides, strict=True))
+            self._gone = removed if unique else None
+        else:
+            for key in touched:
+                self._changes.pop(key, None)
+            self._changes.update(_compare(*self._maps, removed, None, touched))
+        self._sides = sides
+        return _sorted(self._changes)
+
+    def _touched(
+        self, sides: tuple[tuple[Decision, ...], tuple[Decision, ...]]
+    ) -> set[ResourceKey] | None:
+        """The keys whose decision on either side is not the last call's object, with each
+        side's map brought up to date; None when a side names a key twice."""
+        touched: set[ResourceKey] = set()
+        for side, last, by_key in zip(sides, self._sides, self._maps, strict=True):
+            now, before = {id(d) for d in side}, {id(d) for d in last}
+            for old in (d for d in last if id(d) not in now):
+                if by_key.get(old.key) is old:
+                    del by_key[old.key]
+                touched.add(old.key)
+            for new in (d for d in side if id(d) not in before):
+                if new.key in by_key:
+                    return None
+                by_key[new.key] = new
+                touched.add(new.key)
+        return touched
 
 
 def _workload(

@@ -257,7 +257,7 @@ def decision_from_document(document: Mapping[str, Any]) -> Decision:
             resource["kind"],
             resource.get("namespace") or "",
             resource["name"],
-        ),
+        ).shared(),  # the source's key of the same object: maps find it by identity
         api_version=resource["apiVersion"],
         policy=None
         if policy is None
