@@ -75,7 +75,7 @@ def statuses(
     """Cluster name → the `status` of its file (`status.previous_statuses`; unreadable ones
     skipped, `phases` warns about them), with a `memo` as `status_of`."""
     found: dict[str, dict[str, Any]] = {}
-    for path in sorted(files):
+    for path in _status_clusters(files):
         cluster = paths.status_cluster(path)
         if cluster is None:
             continue
@@ -84,6 +84,11 @@ def statuses(
         except (yamlio.YamlError, statefiles.StateError):
             continue
     return found
+
+
+def _status_clusters(files: Mapping[str, bytes]) -> list[str]:
+    """The paths under `status/clusters/`, sorted; the other files are not sorted."""
+    return sorted(path for path in files if path.startswith(paths.STATUS_CLUSTERS))
 
 
 def _said(error: Exception) -> str:
@@ -95,7 +100,7 @@ def phases(files: Mapping[str, bytes], memo: readback.ReadBack | None = None) ->
     it has none, or its file is not as dro wrote it). Empty when the last pass wrote no status
     (or there was no last pass)."""
     phases: dict[str, str] = {}
-    for path in sorted(files):
+    for path in _status_clusters(files):
         name = paths.status_cluster(path)
         if name is None:
             continue

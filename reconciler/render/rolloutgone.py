@@ -42,7 +42,12 @@ def anchored(
     render`, `dro plan`) nothing changes."""
     if templates is None:
         return tuple(decisions)
-    return tuple(_anchored(d, previous.get(d.key), templates, kept) for d in decisions)
+    return tuple(
+        d
+        if d.rollout is None or not d.rollout.in_progress
+        else _anchored(d, previous.get(d.key), templates, kept)
+        for d in decisions
+    )
 
 
 def _anchored(

@@ -92,8 +92,15 @@ def claimed_workloads(
             replicas_overridden=touched,
         )
         result.append(claimed if memo is None else memo.claimed(claimed))
-    result.sort(key=lambda c: (-c.priority, c.workload.key.sort_key))
-    return result
+    if memo is not None:
+        same = (tuple(c.workload.key for c in result), tuple(c.priority for c in result))
+        return memo.by_priority.sort(result, same, _by_priority)
+    return sorted(result, key=_by_priority)
+
+
+def _by_priority(claimed: facts.Claimed) -> tuple[int, tuple[str, str, str, str]]:
+    """The scheduling order: higher priority first, then (namespace, kind, name, group)."""
+    return (-claimed.priority, claimed.workload.key.sort_key)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,6 +120,8 @@ def data_access(spec: Spec, claimed: facts.Claimed) -> tuple[DataAccess, ...]:
     """What a workload reads and writes: its policy's `placement.data`, then its own
     `multicluster.io/data` annotation (which wins for a data set both name)."""
     own = spec.data_access.get(claimed.workload.key, ())
+    if not own:
+        return tuple(claimed.placement.data)
     named = {a.dataset for a in own}
     return tuple(a for a in claimed.placement.data if a.dataset not in named) + own
 
@@ -221,7 +230,7 @@ def _place(
     fleet = Fleet(
         clusters=spec.clusters,
         observations=observations or {},
-        extra_resources=sorted({r for d in demands for r in d}),
+        extra_resources=sorted(set().union(*demands)),
         now=now,
         failover_after=spec.config.rebalance.failover_after,
         unschedulable_after=spec.config.rebalance.unschedulable_after,
@@ -271,8 +280,13 @@ def _place(
     decisions = pricing.priced(
         fleet, [c.workload.key for c in order], matrix, decisions, egress=_egress(order, data)
     )
+    if kept is not None:
+        same = tuple(d.key for d in decisions)
+        in_order = tuple(kept.by_key.sort(decisions, same, lambda d: d.key.sort_key))
+    else:
+        in_order = tuple(sorted(decisions, key=lambda d: d.key.sort_key))
     return Placement(
-        decisions=tuple(sorted(decisions, key=lambda d: d.key.sort_key)),
+        decisions=in_order,
         forecasts=forecasts,
         water_levels=_levels(
             fleet, run.usage if seen is None else run.usage - seen.base + seen.now

@@ -33,9 +33,9 @@ Called by `schedule`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -45,6 +45,7 @@ from reconciler.kube import demand
 from reconciler.schedule import engine, facts, framework
 from reconciler.schedule.fleet import BoolArray, FloatArray, IntArray
 
+T = TypeVar("T")
 Charges = tuple[tuple[IntArray, IntArray], ...]
 """The ledger charges of one turn, in order: (cluster rows, replicas per row)."""
 
@@ -87,6 +88,10 @@ class Memo:
         self._claimed: dict[ResourceKey, Claim] = {}
         self.reused = 0
         """How many turns the last pass reused (for the pass's log and the tests)."""
+        self.by_priority = Sorting()
+        """The order of the claimed workloads (`schedule.claimed_workloads`)."""
+        self.by_key = Sorting()
+        """The order of the pass's decisions."""
 
     def claimed(self, made: facts.Claimed) -> facts.Claimed:
         """The workload as claimed this pass: the very `Claimed` of the last pass when it is
@@ -133,6 +138,24 @@ class Memo:
             self.vetted = {}
         self.whole = whole
         return self.turns
+
+
+class Sorting:
+    """One sort of a pass, kept for the next: when what the items are sorted by is, item for
+    item, the very same as the last pass's, they sort alike, and the last permutation is
+    taken instead of sorting again."""
+
+    def __init__(self) -> None:
+        self._same: tuple[Any, ...] | None = None
+        self._permutation: list[int] = []
+
+    def sort(self, items: Sequence[T], same: tuple[Any, ...], by: Callable[[T], Any]) -> list[T]:
+        """`items` sorted by `by` (a stable sort), where `same` holds, per item, everything
+        `by` reads of it."""
+        if same != self._same:
+            self._permutation = sorted(range(len(items)), key=lambda i: by(items[i]))
+            self._same = same
+        return [items[i] for i in self._permutation]
 
 
 class Recording(engine.Pass):
