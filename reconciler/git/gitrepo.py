@@ -6,7 +6,7 @@ from trees and trees are written from memory by a `TreeWriter` (`git.trees`), wh
 the tree it holds (the one it wrote last, or the parent commit's), so a commit that changes one
 file hashes only that file and rebuilds only the folders above it.
 
-Called by 12 modules, among them `audit`, `commit`, `git.policyrepo`, `load`.
+Called by 13 modules, among them `audit`, `commit`, `git.blobids`, `load`.
 """
 
 from __future__ import annotations
@@ -180,7 +180,7 @@ def _files(
     repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, wanted: tuple[str, ...]
 ) -> Iterator[tuple[str, pygit2.Oid | str]]:
     """`walk`, with each blob's id in place of the blob."""
-    for entry in _entries(repo, tree, prefix, wanted):
+    for entry in entries_under(repo, tree, prefix, wanted):
         path = f"{prefix}{entry.name}"
         if entry.type_str == "tree":
             subtree = repo[entry.id]
@@ -223,7 +223,7 @@ class BlobCache:
         return found
 
 
-def _entries(
+def entries_under(
     repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, wanted: tuple[str, ...]
 ) -> Iterator[pygit2.Object]:
     """The entries of `tree` (at `prefix`) that may hold a wanted path: all without `wanted`."""
@@ -267,30 +267,6 @@ def read_files(
 ) -> dict[str, bytes]:
     """Files of a commit whose path starts with one of `wanted` (all files when empty)."""
     return read_tree(repo, commit, wanted)[0]
-
-
-def blob_ids(
-    repo: pygit2.Repository, commit: pygit2.Commit, wanted: tuple[str, ...]
-) -> dict[str, str]:
-    """Path → blob id (hex) of the files of a commit under `wanted`, without reading a blob:
-    a reader that cached what each id parses to reads only the blobs it has not seen."""
-    found: dict[str, str] = {}
-    for path, entry in _ids(repo, commit.tree, "", wanted):
-        found[path] = entry
-    return found
-
-
-def _ids(
-    repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, wanted: tuple[str, ...]
-) -> Iterator[tuple[str, str]]:
-    for entry in _entries(repo, tree, prefix, wanted):
-        path = f"{prefix}{entry.name}"
-        if entry.type_str == "tree":
-            subtree = repo[entry.id]
-            assert isinstance(subtree, pygit2.Tree)
-            yield from _ids(repo, subtree, f"{path}/", wanted)
-        elif entry.type_str == "blob" and entry.filemode != pygit2.enums.FileMode.LINK:
-            yield path, str(entry.id)
 
 
 def commit(

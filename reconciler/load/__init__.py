@@ -26,7 +26,7 @@ from reconciler.domain import Source, SourceFile
 from reconciler.domain.credentials import Credentials
 from reconciler.domain.forecast import History
 from reconciler.errors import GitError, UsageError
-from reconciler.git import gitrepo
+from reconciler.git import blobids, gitrepo
 from reconciler.load import buildargs, builds, sourcecheck
 from reconciler.load import history as history
 
@@ -268,7 +268,7 @@ def previous_blobs(url: str, branch: str, state_dir: Path) -> Mapping[str, bytes
     if tip is None:
         return {}
     try:
-        ids = gitrepo.blob_ids(repo, tip, paths.STATE_FOLDERS)
+        ids = blobids.blob_ids(repo, tip, paths.STATE_FOLDERS)
     except KeyError as error:
         raise GitError(f"output branch {branch} is unreadable: {error}") from error
     files = readback.Blobs(ids, lambda blob: gitrepo.blob_data(repo, blob))

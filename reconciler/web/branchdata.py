@@ -31,7 +31,7 @@ import structlog
 from reconciler.branch import lastpass, paths, readback, status
 from reconciler.domain import Decision, ResourceKey
 from reconciler.errors import GitError
-from reconciler.git import gitrepo
+from reconciler.git import blobids, gitrepo
 from reconciler.web import branchfiles
 
 log = structlog.get_logger("dro")
@@ -279,7 +279,7 @@ class Reader:
             return dict(kept)
 
     def _read(self, repo: gitrepo.Repository, tip: gitrepo.Commit) -> Snapshot:
-        ids = gitrepo.blob_ids(repo, tip, paths.STATE_FOLDERS)
+        ids = blobids.blob_ids(repo, tip, paths.STATE_FOLDERS)
         files = readback.Blobs(ids, lambda blob: gitrepo.blob_data(repo, blob))
         self._memo.begin()
         decisions = lastpass.decisions(files, self._memo)
