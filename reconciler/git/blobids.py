@@ -69,13 +69,14 @@ def _patched_ids(
     found = dict(last[1])
     added = False
     for delta in old.diff_to_tree(tree).deltas:
-        for side in (delta.old_file, delta.new_file):
-            if not wanted or side.path.startswith(wanted):
-                found.pop(side.path, None)
-        new = delta.new_file  # a deleted file's mode is 0: it is not added back
+        old_path, new = delta.old_file.path, delta.new_file
+        if old_path != new.path:
+            found.pop(old_path, None)
         if (not wanted or new.path.startswith(wanted)) and new.mode in _FILE_MODES:
-            found[new.path] = str(new.id)
-            added = added or new.path not in last[1]
+            added = added or new.path not in found
+            found[new.path] = str(new.id)  # a file changed in place keeps its place
+        else:  # deleted (its mode is 0), or now a link or a gitlink
+            found.pop(new.path, None)
     # a walk gives the paths in git's order, which is the order of the paths' bytes
     return {path: found[path] for path in sorted(found)} if added else found
 
