@@ -12,8 +12,9 @@ one object per blob in `dro run`.
 from __future__ import annotations
 
 from dataclasses import replace
-from types import MappingProxyType
+from types import MappingProxyType, SimpleNamespace
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -30,7 +31,7 @@ from reconciler.domain import (
     Spec,
     SpreadConstraint,
 )
-from reconciler.schedule import reuse
+from reconciler.schedule import engine, reuse
 from tests.builders.schedule import cluster, deployment, labelled, policy
 
 DIVISIONS = ("Duplicated", "StaticWeight", "DynamicWeight", "Aggregated")
@@ -235,3 +236,44 @@ def test_an_online_pass_on_clusters_as_they_were_reuses_its_turns() -> None:
         spec, previous, seen("2026-01-05T08:09:00Z", used=20.0), standing_verdicts=False, memo=memo
     )
     assert memo.reused == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    charges=st.lists(
+        st.tuples(
+            st.integers(0, 3),
+            st.lists(st.integers(0, 5), min_size=1, max_size=4, unique=True),
+            st.integers(-3, 5),
+        ),
+        max_size=12,
+    ),
+    demands=st.lists(
+        st.lists(st.floats(0.001, 64.0, allow_nan=False), min_size=2, max_size=2),
+        min_size=4,
+        max_size=4,
+    ),
+)
+def test_replayed_charges_leave_the_ledger_as_one_by_one_charges(
+    charges: list[tuple[int, list[int], int]], demands: list[list[float]]
+) -> None:
+    """`reuse._replay` makes, in one step, what `engine.Pass.add` makes charge by charge:
+    the same usage bit for bit (additions in the same order), the clock, and each cluster's
+    clock of its last change."""
+    matrix = np.array(demands)
+    base = np.linspace(0.1, 3.3, 12).reshape(2, 6)
+
+    def ledger() -> SimpleNamespace:
+        return SimpleNamespace(usage=base.copy(), changed=np.zeros(6, dtype=np.int64), clock=7)
+
+    one_by_one, at_once = ledger(), ledger()
+    made = [
+        (turn, np.array(rows, dtype=np.int64), np.full(len(rows), n, dtype=np.int64))
+        for turn, rows, n in charges
+    ]
+    for turn, rows, replicas in made:
+        engine.Pass.add(one_by_one, rows, matrix[turn], replicas)  # type: ignore[arg-type]
+    reuse._replay(at_once, matrix, made)  # type: ignore[arg-type]
+    assert one_by_one.usage.tobytes() == at_once.usage.tobytes()
+    assert one_by_one.clock == at_once.clock
+    assert one_by_one.changed.tolist() == at_once.changed.tolist()

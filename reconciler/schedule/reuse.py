@@ -169,6 +169,8 @@ class Recording(engine.Pass):
         self.stood = False
         self.subject: framework.Subject | None = None
         self.express = False
+        self.twice = False
+        """Whether a charge of the turn named a cluster twice (`_replay` adds each once)."""
 
     def begin_turn(self) -> None:
         """Forget what the last turn recorded."""
@@ -176,9 +178,12 @@ class Recording(engine.Pass):
         self.stood = False
         self.subject = None
         self.express = False
+        self.twice = False
 
     def add(self, rows: IntArray, demand: FloatArray, replicas: IntArray) -> None:
         """`engine.Pass.add`, recorded."""
+        if len(np.unique(rows)) != len(rows):
+            self.twice = True
         self.charges.append((rows.copy(), np.asarray(replicas).copy()))
         super().add(rows, demand, replicas)
 
@@ -216,18 +221,21 @@ def decide_all(
     kept: dict[ResourceKey, Turn] = {}
     decisions: list[Decision] = []
     now = run.now
+    replayed: list[tuple[int, IntArray, IntArray]] = []
+    earliest = np.inf
     for i, claimed in enumerate(order):
         key = claimed.workload.key
         last = turns.get(key)
         before = run.previous.get(key)
         if last is not None and _holds(last, claimed, before, accesses[i], now, dirty):
             assert last.decision is not None
-            for rows, replicas in last.charges:
-                engine.Pass.add(run, rows, matrix[i], replicas)
-            clock.carry(last.until)
+            replayed.extend((i, rows, replicas) for rows, replicas in last.charges)
+            earliest = min(earliest, last.until)
             decisions.append(last.decision)
             kept[key] = last
             continue
+        _replay(run, matrix, replayed)
+        replayed = []
         run.begin_turn()
         with clock.recording() as deadlines:
             decision = run.decide(claimed, matrix[i], scales[i], fits[i])
@@ -247,9 +255,34 @@ def decide_all(
             _reads(run, claimed) if reusable else None,
             deadlines.earliest,
         )
+    _replay(run, matrix, replayed)
+    if earliest < np.inf:
+        clock.carry(float(earliest))
     memo.reused = sum(1 for key, turn in kept.items() if turns.get(key) is turn)
     memo.turns = kept
     return decisions
+
+
+def _replay(
+    run: engine.Pass, matrix: FloatArray, charges: list[tuple[int, IntArray, IntArray]]
+) -> None:
+    """Make again, in one step, the charges of reused turns (turn row, cluster rows,
+    replicas), in order: what `engine.Pass.add` makes of them one by one. Each cell of the
+    usage takes its additions in the same order (`np.add.at` adds index by index), and each
+    cluster's `changed` the clock of its last charge. A turn's rows are distinct (`Recording`
+    reuses no turn that charged a cluster twice at once)."""
+    if len(charges) <= 1:
+        for turn, rows, replicas in charges:
+            engine.Pass.add(run, rows, matrix[turn], replicas)
+        return
+    lengths = [len(rows) for _, rows, _ in charges]
+    rows = np.concatenate([rows for _, rows, _ in charges])
+    replicas = np.concatenate([replicas for _, _, replicas in charges])
+    turns = np.repeat(np.array([turn for turn, _, _ in charges], dtype=np.int64), lengths)
+    np.add.at(run.usage.T, rows, matrix[turns] * replicas[:, np.newaxis])
+    clocks = run.clock + np.repeat(np.arange(1, len(charges) + 1, dtype=np.int64), lengths)
+    np.maximum.at(run.changed, rows, clocks)
+    run.clock += len(charges)
 
 
 def _holds(
@@ -275,7 +308,7 @@ def _keepable(run: Recording, decision: Decision, before: Decision | None) -> bo
     """Whether a turn wrote only its decision and its charges, and its decision does not
     wait by its nature."""
     key = decision.key
-    if run.express or key in run.steps or key in run.fresh_targets:
+    if run.express or run.twice or key in run.steps or key in run.fresh_targets:
         return False
     if decision.unschedulable is not None or decision.waits:
         return False
