@@ -28,8 +28,9 @@ def blob_ids(
 
     The last answer for each repository and `wanted` is kept with its root tree's id: the
     next commit's answer is that one with the differences between the two trees applied
-    (`_patched_ids`: libgit2 compares the trees, skipping every subtree whose id is the
-    same), so a branch that changed a few files is not walked whole. A tree's id names its
+    (`_patched_ids`: libgit2 compares each wanted folder's two trees, entry by entry in C,
+    and a folder whose tree id is the same is skipped), so a branch that changed a few files
+    is not walked whole. A tree's id names its
     content, so the kept answer is right for that tree whatever happened in between."""
     slot = (repo.path, wanted)
     last = _LAST_IDS.get(slot)
@@ -58,27 +59,48 @@ def _patched_ids(
     tree: pygit2.Tree,
     wanted: tuple[str, ...],
 ) -> dict[str, str] | None:
-    """`last`'s ids brought to `tree` through the differences between the two trees; None
-    when the last tree is no longer in the repository."""
+    """`last`'s ids brought to `tree` through the differences between the two trees' wanted
+    folders; None (walk instead) when the last tree is no longer in the repository, a
+    wanted prefix is not a folder, or a wanted folder is in only one of the trees."""
     try:
         old = repo[last[0]]
     except KeyError:
         return None
     if not isinstance(old, pygit2.Tree):
         return None
+    if not wanted or not all(prefix.endswith("/") for prefix in wanted):
+        return None
     found = dict(last[1])
     added = False
-    for delta in old.diff_to_tree(tree).deltas:
-        old_path, new = delta.old_file.path, delta.new_file
-        if old_path != new.path:
-            found.pop(old_path, None)
-        if (not wanted or new.path.startswith(wanted)) and new.mode in _FILE_MODES:
-            added = added or new.path not in found
-            found[new.path] = str(new.id)  # a file changed in place keeps its place
-        else:  # deleted (its mode is 0), or now a link or a gitlink
-            found.pop(new.path, None)
+    for folder in wanted:
+        sides = (_subtree(old, folder), _subtree(tree, folder))
+        if sides[0] is None or sides[1] is None:
+            if sides[0] is sides[1]:  # in neither tree
+                continue
+            return None
+        if sides[0].id == sides[1].id:
+            continue
+        for delta in sides[0].diff_to_tree(sides[1]).deltas:
+            old_path, new = folder + delta.old_file.path, delta.new_file
+            new_path = folder + new.path
+            if old_path != new_path:
+                found.pop(old_path, None)
+            if new.mode in _FILE_MODES:
+                added = added or new_path not in found
+                found[new_path] = str(new.id)  # a file changed in place keeps its place
+            else:  # deleted (its mode is 0), or now a link or a gitlink
+                found.pop(new_path, None)
     # a walk gives the paths in git's order, which is the order of the paths' bytes
     return {path: found[path] for path in sorted(found)} if added else found
+
+
+def _subtree(tree: pygit2.Tree, folder: str) -> pygit2.Tree | None:
+    """The tree at `folder` (`a/b/`) in `tree`; None when there is none there."""
+    try:
+        found = tree[folder.rstrip("/")]
+    except KeyError:
+        return None
+    return found if isinstance(found, pygit2.Tree) else None
 
 
 def _ids(
