@@ -223,6 +223,7 @@ def decide_all(
     now = run.now
     replayed: list[tuple[int, IntArray, IntArray]] = []
     earliest = np.inf
+    reused = 0
     for i, claimed in enumerate(order):
         key = claimed.workload.key
         last = turns.get(key)
@@ -231,6 +232,7 @@ def decide_all(
             assert last.decision is not None
             replayed.extend((i, rows, replicas) for rows, replicas in last.charges)
             earliest = min(earliest, last.until)
+            reused += 1
             decisions.append(last.decision)
             kept[key] = last
             continue
@@ -258,7 +260,7 @@ def decide_all(
     _replay(run, matrix, replayed)
     if earliest < np.inf:
         clock.carry(float(earliest))
-    memo.reused = sum(1 for key, turn in kept.items() if turns.get(key) is turn)
+    memo.reused = reused
     memo.turns = kept
     return decisions
 
