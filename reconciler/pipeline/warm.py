@@ -107,17 +107,24 @@ class Warm:
         self.connections.close()
 
     def keep(self) -> None:
-        """A pass ended: the caches that changed since they were last written are written to
-        the state directory, at most once every `keep_every` seconds (`flush` writes them
-        whenever); in memory, each drops what the pass did not use."""
+        """A pass ended: the caches that changed are marked to be written, and in memory each
+        drops what the pass did not use. With `keep_every` 0 they are written now; `dro run`
+        writes them after the pass has ended and been reported (`flush_due`), so that 40 MB
+        of JSON is never part of a pass's time to its commit."""
         for kind, cache in self._caches():
             if cache.changed:
                 self._unwritten.add(kind)
-        if time.monotonic() - self._written_at >= self.keep_every:
+        if self.keep_every <= 0:
             self.flush()
         else:
             self.parsed.prune()
             self.readback.prune()
+
+    def flush_due(self) -> None:
+        """Between two passes of `dro run`: write the caches a pass changed when the last
+        write is `keep_every` seconds old."""
+        if self._unwritten and time.monotonic() - self._written_at >= self.keep_every:
+            self.flush()
 
     def flush(self) -> None:
         """Write each on-disk cache now when a pass changed it since it was last written:

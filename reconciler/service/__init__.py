@@ -308,6 +308,7 @@ class Runner:
             self.metrics.record_pass(result, stages)
             log.info("pass_ended", result=result, seconds=round(stages["total"], 3))
             structlog.contextvars.unbind_contextvars("pass")
+            self.warm.flush_due()
             heap.between_passes(self.passes)
         return result
 
