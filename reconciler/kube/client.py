@@ -91,7 +91,13 @@ def connect(
         if kubeconfig is None:
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         else:
-            _kubeconfig(kubeconfig, context).load_and_set(configuration)
+            loader = _kubeconfig(kubeconfig, context)
+            loader.load_and_set(configuration)
+            if "expiry" not in vars(loader):
+                # the client's hook renews a token that expires; one without an expiry it
+                # only sets again, as it is, with the host, whose setter reads the whole
+                # environment for proxies: a third of a read's own time
+                configuration.refresh_api_key_hook = None
     except (config.ConfigException, OSError, TypeError, ValueError) as error:
         # the client's messages name fields and files; a URL in them loses its user part
         reason = redact.urls(str(error))
