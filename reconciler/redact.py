@@ -8,7 +8,7 @@ error is described without quoting its line by `yamlio.plain`.)
 rendered, so no event, and no traceback in one, carries a URL's credentials. Tracebacks in
 events carry no frame locals either (`report.configure_logging`). This module is pure.
 
-Called by 9 modules, among them `cli`, `domain.credentials`, `git.gitrepo`, `kube.client`.
+Called by 10 modules, among them `cli`, `domain.credentials`, `git.gitrepo`, `kube.client`.
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ Called by 14 modules, among them `cli.run`, `live`, `service.leader`.
 from __future__ import annotations
 
 import json
-import re
 import tempfile
 from collections.abc import Mapping
 from functools import cache
@@ -22,6 +21,8 @@ from urllib.parse import urlsplit
 from reconciler import redact
 from reconciler.domain import fence as fencing
 from reconciler.errors import ClusterError, UsageError
+from reconciler.kube import messages
+from reconciler.kube.body import Body
 from reconciler.yamlio import plain
 
 # --- cluster access -------------------------------------------------------------------------
@@ -90,7 +91,13 @@ def connect(
         if kubeconfig is None:
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         else:
-            _kubeconfig(kubeconfig, context).load_and_set(configuration)
+            loader = _kubeconfig(kubeconfig, context)
+            loader.load_and_set(configuration)
+            if "expiry" not in vars(loader):
+                # the client's hook renews a token that expires; one without an expiry it
+                # only sets again, as it is, with the host, whose setter reads the whole
+                # environment for proxies: a third of a read's own time
+                configuration.refresh_api_key_hook = None
     except (config.ConfigException, OSError, TypeError, ValueError) as error:
         # the client's messages name fields and files; a URL in them loses its user part
         reason = redact.urls(str(error))
@@ -257,25 +264,33 @@ class Connection:
     ) -> dict[str, Any] | None:
         """The live object, or None when it does not exist; `shared`: read once in the pass
         (`share_reads`), each caller getting its own copy of the top level."""
+        found = self.read(api_version, kind, name, namespace, shared=shared)
+        return None if found is None else dict(found.document)
+
+    def read(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
+        *,
+        shared: bool = False,
+    ) -> Body | None:
+        """The live object as the server sent it (`Body`: its digest, parsed when asked),
+        or None when it does not exist; `shared` as for `get`."""
         key = ("get", kind, api_version, name, namespace)
         reads = self._shared if shared else None
         if reads is not None and key in reads:
-            found = reads[key]
-            return None if found is None else dict(found)
-        read = self._get(api_version, kind, name, namespace)
-        if reads is not None:
-            reads[key] = read
-            return None if read is None else dict(read)
-        return read
-
-    def _get(
-        self, api_version: str, kind: str, name: str, namespace: str | None
-    ) -> dict[str, Any] | None:
+            found: Body | None = reads[key]
+            return found
         resource = self._resource(api_version, kind)
         where = _where(kind, name, namespace)
+        found = None
         with _Translated(self.cluster, "get", where, missing_ok=True, connection=self):
-            return _json(resource.get(name=name, namespace=namespace, serialize=False))
-        return None
+            found = Body(resource.get(name=name, namespace=namespace, serialize=False).data)
+        if reads is not None:
+            reads[key] = found
+        return found
 
     def list(
         self,
@@ -290,25 +305,46 @@ class Connection:
         """Every object of a kind (in one namespace, or in all), optionally selected;
         `shared`: listed once in the pass (`share_reads`), each caller getting its own copy
         of each item's top level."""
+        found = self.listing(
+            api_version,
+            kind,
+            namespace=namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            shared=shared,
+        )
+        return [dict(item) for item in found.items]
+
+    def listing(
+        self,
+        api_version: str,
+        kind: str,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        shared: bool = False,
+    ) -> Body:
+        """The LIST of `list` as the server sent it (`Body`: the digest of its items, which
+        are parsed only when asked for), for a caller that may find it has seen those items
+        already (`observe.live`, `live.steady`)."""
         key = ("list", kind, api_version, namespace, label_selector, field_selector)
         reads = self._shared if shared else None
-        items = reads.get(key) if reads is not None else None
-        if items is None:
+        found: Body | None = reads.get(key) if reads is not None else None
+        if found is None:
             resource = self._resource(api_version, kind)
             where = _where(kind, None, namespace)
             with _Translated(self.cluster, "list", where, connection=self):
-                found = _json(
-                    resource.get(
-                        namespace=namespace,
-                        label_selector=label_selector,
-                        field_selector=field_selector,
-                        serialize=False,
-                    )
+                response = resource.get(
+                    namespace=namespace,
+                    label_selector=label_selector,
+                    field_selector=field_selector,
+                    serialize=False,
                 )
-            items = found.get("items") or []
+            found = Body(response.data, listed=True)
             if reads is not None:
-                reads[key] = items
-        return [dict(item) for item in items]
+                reads[key] = found
+        return found
 
     def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         """Create `obj` (a POST with the field manager `dro`) and return it as stored. Raises
@@ -416,20 +452,20 @@ class _Translated:
             return True
         if self.connection is not None and not (self.conflicts and status == 409):
             self.connection.sound = False  # discovery may be stale, or the cluster in trouble
-        what = _describe(self.obj)
+        what = messages.describe(self.obj)
         if isinstance(error, ResourceNotFoundError):
             raise UnservedKind(
                 self.cluster, f"{self.verb} {what}: the API serves no such kind"
             ) from error
         if isinstance(error, ApiException):
             message = f"{self.verb} {what}: HTTP {status} {getattr(error, 'reason', '')}".strip()
-            said = _server_message(error, self.obj)
+            said = messages.server_message(error, self.obj)
             if said:
                 message = f"{message}: {said}"
             if _about_the_object(status) and not (self.conflicts and status == 409):
                 raise Rejected(self.cluster, message) from error
         elif isinstance(error, HTTPError | OSError):
-            message = f"{self.verb} {what}: cannot reach the API: {_network_reason(error)}"
+            message = f"{self.verb} {what}: cannot reach the API: {messages.network_reason(error)}"
         else:
             return False
         if self.conflicts and status == 409 and isinstance(error, ApiException):
@@ -437,50 +473,6 @@ class _Translated:
         raise ClusterError(self.cluster, message) from error
 
 
-_ERRNO = re.compile(r"\[Errno -?[0-9]+\] ([^\"')(]+)")
-
-
-def _network_reason(error: BaseException) -> str:
-    """urllib3's retry error in a few words: `127.0.0.1:6443: Connection refused`, not the
-    three nested reprs its own message holds."""
-    reason = getattr(error, "reason", None)
-    cause = reason if isinstance(reason, BaseException) else error
-    pool: Any = getattr(error, "pool", None) or getattr(cause, "pool", None)
-    host, port = getattr(pool, "host", None), getattr(pool, "port", None)
-    where = f"{host}:{port}: " if host else ""
-    found = _ERRNO.search(str(cause))
-    if found:
-        return where + found.group(1).strip()
-    if isinstance(cause, OSError) and cause.strerror:
-        return where + cause.strerror
-    return redact.urls(str(cause))
-
-
 def _about_the_object(status: Any) -> bool:
     """A 4xx that says the object is wrong, not that the client or the cluster is."""
     return isinstance(status, int) and 400 <= status < 500 and status not in _NOT_ABOUT_THE_OBJECT
-
-
-def _server_message(error: Any, obj: Mapping[str, Any]) -> str:
-    """The `message` of the API's Status body, one line, without any value of a Secret."""
-    try:
-        body = json.loads(getattr(error, "body", None) or "{}")
-    except (TypeError, ValueError):
-        return ""
-    message = body.get("message") if isinstance(body, dict) else None
-    if not isinstance(message, str):
-        return ""
-    message = " ".join(message.split())[:500]
-    if obj.get("kind") == "Secret":
-        for field in ("data", "stringData"):
-            for value in (obj.get(field) or {}).values():
-                if isinstance(value, str) and value:
-                    message = message.replace(value, "(hidden)")
-    return message
-
-
-def _describe(obj: Mapping[str, Any]) -> str:
-    metadata = obj.get("metadata") or {}
-    namespace, name = metadata.get("namespace"), metadata.get("name")
-    where = f"{namespace}/{name}" if namespace and name else (name or namespace or "")
-    return f"{obj.get('kind', '')} {where}".strip()

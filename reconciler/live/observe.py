@@ -85,19 +85,53 @@ def measure(
 def live(connection: Connection, *, observed_at: str) -> Observation:
     """Observe one reachable cluster: list its Nodes and its unfinished Pods, and measure.
     Raises `ClusterError` when it cannot be listed: the caller then keeps the cluster's last
-    observation, marked stale, and counts it unreachable."""
-    nodes = connection.list("v1", "Node")
-    pods = connection.list(
+    observation, marked stale, and counts it unreachable.
+
+    The observation is a function of the listed items alone (and of `observed_at`, set
+    last): a kept connection (`live.pool`) remembers the last one under the digests of the
+    lists it came from (`Body.digest`), and the same lists give it again without parsing
+    them (`OBSERVED`)."""
+    nodes = connection.listing("v1", "Node")
+    pods = connection.listing(
         "v1", "Pod", field_selector="status.phase!=Succeeded,status.phase!=Failed"
     )
-    observed = measure(connection.cluster, nodes, pods, observed_at=observed_at)
     rolled = [
-        {"apiVersion": api_version, "kind": kind, **item}
-        for api_version, kind in health.ROLLOUT_KINDS
-        for item in connection.list(
-            api_version, kind, label_selector=inventory.MANAGED_BY_SELECTOR, shared=True
+        (
+            api_version,
+            kind,
+            connection.listing(
+                api_version, kind, label_selector=inventory.MANAGED_BY_SELECTOR, shared=True
+            ),
         )
+        for api_version, kind in health.ROLLOUT_KINDS
     ]
+    digests = (nodes.digest, pods.digest, *(body.digest for _, _, body in rolled))
+    kept = connection.steady.get(OBSERVED)
+    if isinstance(kept, tuple) and kept[0] == digests and isinstance(kept[1], Observation):
+        return replace(kept[1], observed_at=observed_at)
+    observed = measured(
+        connection.cluster,
+        nodes.items,
+        pods.items,
+        [{"apiVersion": v, "kind": k, **item} for v, k, body in rolled for item in body.items],
+    )
+    connection.steady[OBSERVED] = (digests, observed)
+    return replace(observed, observed_at=observed_at)
+
+
+OBSERVED = "observe"
+"""Where a kept connection remembers its last observation (`Connection.steady`)."""
+
+
+def measured(
+    cluster: str,
+    nodes: Sequence[Mapping[str, Any]],
+    pods: Sequence[Mapping[str, Any]],
+    rolled: Sequence[Mapping[str, Any]],
+) -> Observation:
+    """The observation of `cluster` from its listed Nodes, Pods and the workloads dro
+    applied (`rolled`, each with its apiVersion and kind), not yet timed."""
+    observed = measure(cluster, nodes, pods, observed_at="")
     return replace(
         observed,
         health=workload_health(rolled),

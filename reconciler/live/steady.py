@@ -6,11 +6,11 @@ What `drift.survey` and `apply.apply_all` find on a cluster is a function of the
 objects, their rules (`takeover.provenance`), the cluster's inventory and its live objects,
 and the answers of any request they make. When a call made no request of its own (every
 read it needed came from the pass's shared reads: `Connection.share_reads`), its result
-depended on the inventory and the listed objects alone; the server gives an object a new
-resourceVersion on every change and a new uid when it is made again, so the same uids and
-resourceVersions of the inventory and of every listed object of the rendered kinds mean the
-same result. A kept connection (`live.pool`) remembers, per purpose, the last such result
-with the tree (its `Folders`, by identity), the rules (by identity) and that fingerprint.
+depended on the inventory and the listed objects alone: the same bytes of the inventory and
+of the LIST of each rendered kind (their digests, `kube.client.Body`) mean the same result,
+and they are compared without being parsed. A kept connection (`live.pool`) remembers, per
+purpose, the last such result with the tree (its `Folders`, by identity), the rules (by
+identity) and that fingerprint.
 A rendered object without dro's label is read on its own, and an encrypted Secret's outcome
 depends on the sops key and binary, so a cluster with either is never remembered; an apply
 that wrote or refused an object, or a survey that ran a dry run, is not either.
@@ -20,7 +20,7 @@ Called by `live`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -77,28 +77,23 @@ def remembered(
 
 
 def fingerprint(connection: Connection, kinds: Kinds) -> tuple[Any, ...] | None:
-    """The uid and resourceVersion of the inventory and of every object dro labelled of
-    `kinds`, from the pass's shared reads (made now when not yet); None when one cannot
-    be read."""
+    """The digests (`Body.digest`) of the inventory and of the LIST of every object dro
+    labelled of `kinds`, from the pass's shared reads (made now when not yet); None when one
+    cannot be read. Equal digests mean the same objects at the same resourceVersions."""
     try:
-        found = connection.get(
+        found = connection.read(
             "v1",
             "ConfigMap",
             inventory.INVENTORY_NAME,
             inventory.INVENTORY_NAMESPACE,
             shared=True,
         )
-        parts: list[Any] = [_version(found) if found is not None else None]
+        parts: list[Any] = [found.digest if found is not None else None]
         for api_version, kind in kinds:
-            items = connection.list(
+            listed = connection.listing(
                 api_version, kind, label_selector=inventory.MANAGED_BY_SELECTOR, shared=True
             )
-            parts.append((api_version, kind, tuple(sorted(_version(item) for item in items))))
+            parts.append((api_version, kind, listed.digest))
     except ClusterError:
         return None
     return tuple(parts)
-
-
-def _version(obj: Mapping[str, Any]) -> tuple[str, str]:
-    metadata = obj.get("metadata") or {}
-    return (str(metadata.get("uid") or ""), str(metadata.get("resourceVersion") or ""))

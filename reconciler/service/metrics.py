@@ -32,6 +32,8 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        self._levels: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] | None = None
+        """The water levels the gauge was last set to, in order (`record_plan`)."""
         registry = self.registry
         self.reconcile_total = Counter(
             "dro_reconcile", "Passes by result.", ["result"], registry=registry
@@ -132,10 +134,13 @@ class Metrics:
         (`render.rollout.counts`) a finished pass left."""
         for phase, count in (rollouts or {}).items():
             self.rollouts.labels(phase=phase).set(count)
-        self.water_level.clear()
-        for cluster, levels in water_levels.items():
-            for resource, level in levels.items():
-                self.water_level.labels(cluster=cluster, resource=resource).set(level)
+        levels = tuple((cluster, tuple(found.items())) for cluster, found in water_levels.items())
+        if levels != self._levels:  # an idle pass leaves them as they were: not set again
+            self.water_level.clear()
+            for cluster, found in levels:
+                for resource, level in found:
+                    self.water_level.labels(cluster=cluster, resource=resource).set(level)
+            self._levels = levels
         self.unschedulable.set(unschedulable)
 
     def record_apply(self, clusters: Sequence[ClusterSync]) -> None:
