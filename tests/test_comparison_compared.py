@@ -37,9 +37,7 @@ SIDES = st.dictionaries(
     )
 )
 def test_kept_comparisons_equal_fresh_ones(
-    steps: list[
-        tuple[dict[str, dict[str, int]], dict[str, dict[str, int]], frozenset[str], bool]
-    ],
+    steps: list[tuple[dict[str, dict[str, int]], dict[str, dict[str, int]], frozenset[str], bool]],
 ) -> None:
     compared = comparison.Compared()
     objects: dict[tuple[str, str], Decision] = {}
