@@ -92,10 +92,8 @@ def claimed_workloads(
             replicas_overridden=touched,
         )
         result.append(claimed if memo is None else memo.claimed(claimed))
-    if memo is not None:
-        same = (tuple(c.workload.key for c in result), tuple(c.priority for c in result))
-        return memo.by_priority.sort(result, same, _by_priority)
-    return sorted(result, key=_by_priority)
+    same = (tuple(c.workload.key for c in result), tuple(c.priority for c in result))
+    return (reuse.Sorting() if memo is None else memo.by_priority).sort(result, same, _by_priority)
 
 
 def _by_priority(claimed: facts.Claimed) -> tuple[int, tuple[str, str, str, str]]:
@@ -280,13 +278,10 @@ def _place(
     decisions = pricing.priced(
         fleet, [c.workload.key for c in order], matrix, decisions, egress=_egress(order, data)
     )
-    if kept is not None:
-        same = tuple(d.key for d in decisions)
-        in_order = tuple(kept.by_key.sort(decisions, same, lambda d: d.key.sort_key))
-    else:
-        in_order = tuple(sorted(decisions, key=lambda d: d.key.sort_key))
+    by_key = reuse.Sorting() if kept is None else kept.by_key
+    in_order = by_key.sort(decisions, tuple(d.key for d in decisions), lambda d: d.key.sort_key)
     return Placement(
-        decisions=in_order,
+        decisions=tuple(in_order),
         forecasts=forecasts,
         water_levels=_levels(
             fleet, run.usage if seen is None else run.usage - seen.base + seen.now

@@ -141,9 +141,9 @@ class Memo:
 
 
 class Sorting:
-    """One sort of a pass, kept for the next: when what the items are sorted by is, item for
-    item, the very same as the last pass's, they sort alike, and the last permutation is
-    taken instead of sorting again."""
+    """One sort of a pass, kept for the next (a fresh one just sorts): when what the items
+    are sorted by is, item for item, the very same as the last pass's, they sort alike, and
+    the last permutation is taken instead of sorting again."""
 
     def __init__(self) -> None:
         self._same: tuple[Any, ...] | None = None
