@@ -42,16 +42,14 @@ def anchored(
     render`, `dro plan`) nothing changes."""
     if templates is None:
         return tuple(decisions)
-    return tuple(
-        d
-        if d.rollout is None or not d.rollout.in_progress
-        else _anchored(d, previous.get(d.key), templates, kept)
-        for d in decisions
-    )
+    return tuple(_anchored(d, previous, templates, kept) for d in decisions)
 
 
 def _anchored(
-    decision: Decision, before: Decision | None, templates: Templates, kept: Kept | None
+    decision: Decision,
+    previous: Mapping[ResourceKey, Decision],
+    templates: Templates,
+    kept: Kept | None,
 ) -> Decision:
     status = decision.rollout
     if status is None or not status.in_progress:
@@ -79,6 +77,7 @@ def _anchored(
                     "the commit back, or remove the rollout setting to render the new "
                     "template everywhere)",
                 )
+                before = previous.get(decision.key)
                 return before if before is not None else decision
     said = "; ".join(
         f"the template of commit {commit[:12]} is gone: {', '.join(sorted(clusters))} keep "
