@@ -130,7 +130,7 @@ def workload_changes(
     `compared` keeps each pair of decisions' comparison for the next call (`Compared`)."""
     if compared is not None:
         return compared.changes(base, head, gone)
-    return _sorted(_compare(_by_key(base, head), _by_key(head, base), gone, None))
+    return _sorted(_compare(_by_key(base, head), _by_key(head, base), gone))
 
 
 def _by_key(side: Sequence[Decision], other: Sequence[Decision]) -> dict[ResourceKey, Decision]:
@@ -144,20 +144,16 @@ def _compare(
     before: Mapping[ResourceKey, Decision],
     after: Mapping[ResourceKey, Decision],
     gone: Set[str],
-    pairs: _Pairs | None,
     keys: Iterable[ResourceKey] | None = None,
 ) -> dict[ResourceKey, WorkloadChange]:
-    """Key → change of `keys` (default: every key of either side), through `pairs` when
-    given; a decision that is one object on both sides is no change."""
+    """Key → change of `keys` (default: every key of either side); a decision that is one
+    object on both sides is no change."""
     changes = {}
     for key in before.keys() | after.keys() if keys is None else keys:
         one, other = before.get(key), after.get(key)
         if one is other:
             continue
-        if pairs is not None and one is not None and other is not None:
-            change = pairs.change(one, other, gone)
-        else:
-            change = _workload(one, other, gone)
+        change = _workload(one, other, gone)
         if change is not None:
             changes[key] = change
     return changes
@@ -166,31 +162,6 @@ def _compare(
 def _sorted(changes: Mapping[ResourceKey, WorkloadChange]) -> tuple[WorkloadChange, ...]:
     """The changes in (namespace, kind, name) order."""
     return tuple(changes[key] for key in sorted(changes, key=lambda key: key.sort_key))
-
-
-class _Pairs:
-    """The comparison of each pair of decisions (base, head) one call made, by the two
-    objects, for the next call; each call keeps only the pairs it used."""
-
-    def __init__(self) -> None:
-        self._last: dict[tuple[int, int], tuple[Decision, Decision, WorkloadChange | None]] = {}
-        self._now: dict[tuple[int, int], tuple[Decision, Decision, WorkloadChange | None]] = {}
-
-    def begin(self, gone: Set[str], last_gone: Set[str] | None) -> _Pairs:
-        """A call starts: what the last one compared may be taken when the same clusters
-        were gone then."""
-        self._last = self._now if gone == last_gone else {}
-        self._now = {}
-        return self
-
-    def change(self, before: Decision, after: Decision, gone: Set[str]) -> WorkloadChange | None:
-        """`_workload(before, after, gone)`, from the last call when it compared these two."""
-        pair = (id(before), id(after))  # each entry holds its two objects: their ids are theirs
-        found = self._last.get(pair)
-        if found is None:
-            found = (before, after, _workload(before, after, gone))
-        self._now[pair] = found
-        return found[2]
 
 
 class Compared:
@@ -202,11 +173,9 @@ class Compared:
     A call finds the decisions of each side that are not the last call's objects (identity
     checks, no comparison of fields) and compares again only the workloads they name; every
     other workload's change is the last call's. When the removed clusters differ, or a side
-    names a workload twice, every workload is compared, a pair of objects that the last such
-    call compared taken as it was (`_Pairs`)."""
+    names a workload twice (or on the first call), every workload is compared."""
 
     def __init__(self) -> None:
-        self._pairs = _Pairs()
         self._gone: frozenset[str] | None = None
         """The removed clusters of the last call; None: the next call compares everything."""
         self._sides: tuple[tuple[Decision, ...], tuple[Decision, ...]] = ((), ())
@@ -221,16 +190,15 @@ class Compared:
         sides, removed = (tuple(base), tuple(head)), frozenset(gone)
         touched = self._touched(sides) if removed == self._gone else None
         if touched is None:
-            pairs = self._pairs.begin(removed, self._gone)
             before, after = _by_key(*sides), _by_key(sides[1], sides[0])
-            self._changes = _compare(before, after, removed, pairs)
+            self._changes = _compare(before, after, removed)
             self._maps = ({d.key: d for d in sides[0]}, {d.key: d for d in sides[1]})
             unique = all(len(m) == len(s) for m, s in zip(self._maps, sides, strict=True))
             self._gone = removed if unique else None
         else:
             for key in touched:
                 self._changes.pop(key, None)
-            self._changes.update(_compare(*self._maps, removed, None, touched))
+            self._changes.update(_compare(*self._maps, removed, touched))
         self._sides = sides
         return _sorted(self._changes)
 
