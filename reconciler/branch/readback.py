@@ -23,7 +23,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Set
+from dataclasses import dataclass
 from typing import Any
 
 from reconciler import yamlio
@@ -96,9 +97,8 @@ class ReadBack:
         """What each entry is as JSON (`exported`), and what a file cache seeded."""
         self._used: set[Key] = set()
         self._changed = False
-        self._listed: dict[str, tuple[str, Decision | None]] = {}
-        """Each decision file's path → (its blob id, its decision when this cache holds it
-        as dro wrote it) when the last `decisions` call read it (`lastpass.decisions`)."""
+        self._listing: _Listing | None = None
+        """The decision files the last `decisions` call read (`_Listing`)."""
 
     def begin(self) -> None:
         """A new pass: what it does not ask for is dropped when the cache is written."""
@@ -132,28 +132,20 @@ class ReadBack:
     ) -> list[Decision | None]:
         """`read(path)` of every decision file of `files`, in path order, where each file
         whose path and blob id the last call read, as dro wrote it, gives that decision
-        without being looked up one by one (a pass reads 10,000 of them)."""
-        ids = {p: b for p, b in files.ids().items() if paths.is_decision(p)}
-        listed = self._listed
-        same = len(ids) == len(listed) and ids.keys() == listed.keys()
-        order = listed.keys() if same else sorted(ids)
-        found: list[Decision | None] = []
-        known: dict[str, tuple[str, Decision | None]] = {}
-        used, held = self._used, self._decisions
-        for path in order:
-            blob = ids[path]
-            last = listed.get(path)
-            key = (path, blob)
-            if last is not None and last[0] == blob and last[1] is not None and key in held:
-                decision: Decision | None = last[1]
-                used.add(key)
-            else:
-                decision = read(path)
-            trusted = decision is not None and decision.distrusted is None and key in held
-            known[path] = (blob, decision if trusted else None)
-            found.append(decision)
-        self._listed = known
-        return found
+        without being looked up one by one (a pass reads 10,000 of them). When the files'
+        paths are those of the last call, only the files whose blob changed, and those that
+        were not as dro wrote them (read, and warned about, on every pass), are visited."""
+        ids = files.ids()
+        last = self._listing
+        if last is not None and ids.keys() == last.ids.keys() and last.trusted <= self._held():
+            self._listing = last.patched(ids, read, self._used, self._decisions)
+        else:
+            self._listing = _Listing.walked(ids, last, read, self._used, self._decisions)
+        return self._listing.found
+
+    def _held(self) -> Set[Key]:
+        """The keys whose decisions this cache holds."""
+        return self._decisions.keys()
 
     def _kept_decision(self, key: Key) -> Decision | None:
         """The decision a file cache entry holds, its fields checked again; None when there
@@ -217,6 +209,87 @@ class ReadBack:
             blob, _, path = name.partition("/")
             if path and isinstance(entry, dict):
                 self._kept.setdefault((path, blob), entry)
+
+
+@dataclass(frozen=True, slots=True)
+class _Listing:
+    """One `ReadBack.decisions` call's answer, and what the next call starts from."""
+
+    ids: Mapping[str, str]
+    """Path → blob id of every file the call was given (decision files and others)."""
+    position: Mapping[str, int]
+    """Each decision file's path → its place in `found` (path order)."""
+    found: list[Decision | None]
+    trusted: frozenset[Key]
+    """The files that gave a decision as dro wrote it, which this cache holds."""
+    untrusted: tuple[str, ...]
+    """The decision files that did not: read again on every call."""
+
+    @classmethod
+    def walked(
+        cls,
+        ids: Mapping[str, str],
+        last: _Listing | None,
+        read: Callable[[str], Decision | None],
+        used: set[Key],
+        held: Mapping[Key, Decision],
+    ) -> _Listing:
+        """Every decision file of `ids` visited: one whose path and blob `last` trusted
+        gives its decision again, any other is `read`."""
+        order = sorted(p for p in ids if paths.is_decision(p))
+        before = last.found if last is not None else []
+        known = last.position if last is not None else {}
+        found: list[Decision | None] = []
+        trusted: set[Key] = set()
+        untrusted: list[str] = []
+        for path in order:
+            key = (path, ids[path])
+            at = known.get(path)
+            if last is not None and at is not None and key in last.trusted and key in held:
+                decision: Decision | None = before[at]
+                used.add(key)
+            else:
+                decision = read(path)
+            _sort(decision, key, held, trusted, untrusted)
+            found.append(decision)
+        position = {path: i for i, path in enumerate(order)}
+        return cls(ids, position, found, frozenset(trusted), tuple(untrusted))
+
+    def patched(
+        self,
+        ids: Mapping[str, str],
+        read: Callable[[str], Decision | None],
+        used: set[Key],
+        held: Mapping[Key, Decision],
+    ) -> _Listing:
+        """This listing brought to `ids`, which name the same paths: only the decision
+        files whose blob changed, and the untrusted ones, are `read`."""
+        changed = {path for path, _ in ids.items() - self.ids.items() if path in self.position}
+        found = list(self.found)
+        trusted = set(self.trusted)
+        untrusted: list[str] = []
+        used |= trusted
+        for path in sorted(changed.union(self.untrusted)):
+            old = (path, self.ids[path])
+            trusted.discard(old)
+            used.discard(old)
+            decision = found[self.position[path]] = read(path)
+            _sort(decision, (path, ids[path]), held, trusted, untrusted)
+        return _Listing(ids, self.position, found, frozenset(trusted), tuple(untrusted))
+
+
+def _sort(
+    decision: Decision | None,
+    key: Key,
+    held: Mapping[Key, Decision],
+    trusted: set[Key],
+    untrusted: list[str],
+) -> None:
+    """File the decision read at `key`: trusted when it is as dro wrote it and held."""
+    if decision is not None and decision.distrusted is None and key in held:
+        trusted.add(key)
+    else:
+        untrusted.append(key[0])
 
 
 def _packed(recorded: object) -> str | None:

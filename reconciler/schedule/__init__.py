@@ -233,8 +233,9 @@ def _place(
         failover_after=spec.config.rebalance.failover_after,
         unschedulable_after=spec.config.rebalance.unschedulable_after,
     )
-    matrix = batch.demand_matrix(fleet, demands)
-    fits = batch.node_fit(fleet, matrix)
+    last = None if kept is None else kept.rows
+    matrix = batch.demand_matrix(fleet, demands, last)
+    fits = batch.node_fit(fleet, matrix, last)
     scales = batch.inverse(matrix)
     accesses = [data_access(spec, c) for c in order]
     data = stci.data_costs(fleet, spec.links, spec.data_sets, accesses) if any(accesses) else None

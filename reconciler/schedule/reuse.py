@@ -42,7 +42,7 @@ import numpy as np
 from reconciler.domain import Decision, Placement, ResourceKey, Workload, clock
 from reconciler.domain.data import DataAccess
 from reconciler.kube import demand
-from reconciler.schedule import engine, facts, framework
+from reconciler.schedule import batch, engine, facts, framework
 from reconciler.schedule.fleet import BoolArray, FloatArray, IntArray
 
 T = TypeVar("T")
@@ -92,6 +92,8 @@ class Memo:
         """The order of the claimed workloads (`schedule.claimed_workloads`)."""
         self.by_key = Sorting()
         """The order of the pass's decisions."""
+        self.rows = batch.Rows()
+        """The last pass's demand matrix and node fit (`batch.demand_matrix`, `node_fit`)."""
 
     def claimed(self, made: facts.Claimed) -> facts.Claimed:
         """The workload as claimed this pass: the very `Claimed` of the last pass when it is

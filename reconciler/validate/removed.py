@@ -5,9 +5,43 @@ Called by `validate`.
 
 from __future__ import annotations
 
+import threading
+from collections import Counter
 from collections.abc import Iterable
 
 from reconciler.domain import Decision, Spec
+
+
+class Holders:
+    """The clusters that a list of decisions places or retires replicas on, kept from one call
+    to the next by the decisions' identity: a pass of `dro run` reads back mostly the very
+    decision objects of the pass before (`branch.readback`), so only the new ones are walked."""
+
+    def __init__(self) -> None:
+        self._decisions: dict[int, Decision] = {}
+        self._count: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def names(self, decisions: Iterable[Decision]) -> set[str]:
+        """Every cluster a decision in `decisions` places or retires replicas on."""
+        now = {id(d): d for d in decisions}
+        with self._lock:
+            last = self._decisions
+            for gone in last.keys() - now.keys():
+                self._count.subtract(_clusters(last[gone]))
+            for new in now.keys() - last.keys():
+                self._count.update(_clusters(now[new]))
+            self._decisions = now
+            return {name for name, count in self._count.items() if count > 0}
+
+
+def _clusters(decision: Decision) -> list[str]:
+    """The clusters `decision` places or retires replicas on, once per entry."""
+    return [p.cluster for p in (*decision.clusters, *decision.retiring)]
+
+
+HOLDERS = Holders()
+"""The process's `Holders` for the passes of `dro run` and each command's one call."""
 
 
 def removed_clusters(spec: Spec, previous: Iterable[Decision]) -> list[str]:
@@ -16,9 +50,7 @@ def removed_clusters(spec: Spec, previous: Iterable[Decision]) -> list[str]:
     longer reach the cluster to remove the old copies."""
     known = {c.name for c in spec.clusters}
     decisions = list(previous)
-    names = {p.cluster for d in decisions for p in d.clusters}
-    names.update(p.cluster for d in decisions for p in d.retiring)
-    missing = names - known
+    missing = HOLDERS.names(decisions) - known
     if not missing:
         return []
     held: dict[str, list[str]] = {}
