@@ -17,7 +17,8 @@ from tests.soak_parts import INVENTORY_NAME, INVENTORY_NAMESPACE, Event, when
 @dataclass
 class SubPass:
     """One `_one_pass` of a pass (a pass is two when it retires moved replicas): its events
-    from `source_loaded` to the next `source_loaded` or the end of the pass."""
+    from `source_loaded` (or `pass_idle`: an idle pass still applies and prunes) to the next
+    one or the end of the pass."""
 
     instance: int
     number: int
@@ -25,6 +26,8 @@ class SubPass:
     end: float | None
     source: str
     follow_up: bool
+    idle: bool = False
+    """Begun by `pass_idle`: nothing changed, the last plan stands and is applied again."""
     planned: Event | None = None
     committed: Event | None = None
     applied: list[Event] = field(default_factory=list)
@@ -42,7 +45,7 @@ def sub_passes(index: int, events: list[Event], ended: float | None) -> list[Sub
     found: list[SubPass] = []
     for event in events:
         name = event.get("event")
-        if name == "source_loaded":
+        if name in ("source_loaded", "pass_idle"):
             if found and found[-1].end is None:
                 found[-1].end = when(event)
             found.append(
@@ -53,12 +56,20 @@ def sub_passes(index: int, events: list[Event], ended: float | None) -> list[Sub
                     end=None,
                     source=event["source"],
                     follow_up=bool(event.get("follow_up")),
+                    idle=name == "pass_idle",
                 )
             )
+            if name == "pass_idle":
+                # it stands on the last plan, committed as the output branch's tip; what it
+                # could not reach it says when it finishes
+                found[-1].planned = {"unreachable": []}
+                found[-1].committed = {**event, "commit": event.get("output")}
             continue
         current = found[-1] if found and found[-1].number == event.get("pass") else None
         if name == "pass_ended" and current is not None:
             current.end = when(event)
+        if name == "pass_finished" and current is not None and current.idle:
+            current.planned = {**current.planned, "unreachable": event.get("unreachable", [])}
         if current is None:
             continue
         if name == "planned":

@@ -88,6 +88,8 @@ def statuses(
 
 def _status_clusters(files: Mapping[str, bytes]) -> list[str]:
     """The paths under `status/clusters/`, sorted; the other files are not sorted."""
+    if isinstance(files, readback.Blobs):
+        return files.under(paths.STATUS_CLUSTERS)
     return sorted(path for path in files if path.startswith(paths.STATUS_CLUSTERS))
 
 

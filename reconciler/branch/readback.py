@@ -43,6 +43,7 @@ class Blobs(Mapping[str, bytes]):
         self._ids = dict(ids)
         self._read = read
         self._data: dict[str, bytes] = {}
+        self._under: dict[str, list[str]] = {}
 
     def __getitem__(self, path: str) -> bytes:
         data = self._data.get(path)
@@ -66,6 +67,13 @@ class Blobs(Mapping[str, bytes]):
     def ids(self) -> Mapping[str, str]:
         """Path → blob id of every file."""
         return self._ids
+
+    def under(self, prefix: str) -> list[str]:
+        """The paths that start with `prefix`, sorted; found once per prefix."""
+        found = self._under.get(prefix)
+        if found is None:
+            found = self._under[prefix] = sorted(p for p in self._ids if p.startswith(prefix))
+        return found
 
 
 def holds(files: Mapping[str, bytes], path: str, data: bytes) -> bool:

@@ -72,8 +72,10 @@ def adopt_unsealed(files: Mapping[str, bytes]) -> Mapping[str, bytes]:
     branch predates them, and upgrading dro must not divide every workload again (nor forget
     an unreachable cluster's last observation). Their fields are still checked when read.
     Once any state file carries a seal, an unsealed one is an edit made outside dro."""
-    state = [path for path in files if paths.is_state(path)]
-    if not state or any(files[path].startswith(SEAL_PREFIX) for path in state):
+    if any(files[path].startswith(SEAL_PREFIX) for path in files if paths.is_state(path)):
+        return files  # found at the first state file of any branch dro wrote since
+    state = {path for path in files if paths.is_state(path)}
+    if not state:
         return files
     return {path: seal(data) if path in state else data for path, data in files.items()}
 

@@ -78,11 +78,11 @@ def claimed_workloads(
         priority = policy.priority if policy else 0
         extensions = policy.dro_extensions if policy else True
         touched = replicas.touched(workload.key)
-        if memo is not None and memo.unchanged(
-            workload, placement, ref, priority, extensions, touched
-        ):
-            result.append(memo.kept(workload.key))
-            continue
+        if memo is not None:
+            last = memo.unchanged(workload, placement, ref, priority, extensions, touched)
+            if last is not None:
+                result.append(last)
+                continue
         claimed = facts.Claimed(
             workload=workload,
             placement=placement,

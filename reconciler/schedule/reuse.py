@@ -105,27 +105,28 @@ class Memo:
         self._claimed[key] = last
         return last.claimed
 
-    def unchanged(self, workload: Workload, placement: Placement, *fields: object) -> bool:
-        """Whether the last pass claimed this very workload with this very placement and
-        these `fields` (its policy's ref, priority and extensions, and whether an override
-        sets its replicas): then `kept` gives its `Claimed` without making one."""
-        last = self.claims.get(workload.key)
+    def unchanged(
+        self, workload: Workload, placement: Placement, *fields: object
+    ) -> facts.Claimed | None:
+        """The last pass's `Claimed` of this very workload, kept for this pass, when the last
+        pass claimed it with this very placement and these `fields` (its policy's ref,
+        priority and extensions, and whether an override sets its replicas); else None."""
+        key = workload.key
+        last = self.claims.get(key)
         if last is None:
-            return False
+            return None
         claimed = last.claimed
         if claimed.workload is not workload or claimed.placement is not placement:
-            return False
-        return fields == (
+            return None
+        if fields != (
             claimed.ref,
             claimed.priority,
             claimed.extensions,
             claimed.replicas_overridden,
-        )
-
-    def kept(self, key: ResourceKey) -> facts.Claimed:
-        """The last pass's `Claimed` of `key`, kept for this one (after `unchanged`)."""
-        last = self._claimed[key] = self.claims[key]
-        return last.claimed
+        ):
+            return None
+        self._claimed[key] = last
+        return claimed
 
     def demand(self, claimed: facts.Claimed) -> Mapping[str, float]:
         """The workload's demand per replica (`kube.demand.per_replica`)."""
@@ -226,13 +227,15 @@ def decide_all(
     replayed: list[tuple[int, IntArray, IntArray]] = []
     earliest = np.inf
     reused = 0
+    previous = run.previous
     for i, claimed in enumerate(order):
         key = claimed.workload.key
         last = turns.get(key)
-        before = run.previous.get(key)
+        before = previous.get(key)
         if last is not None and _holds(last, claimed, before, accesses[i], now, dirty):
             assert last.decision is not None
-            replayed.extend((i, rows, replicas) for rows, replicas in last.charges)
+            for rows, replicas in last.charges:
+                replayed.append((i, rows, replicas))
             earliest = min(earliest, last.until)
             reused += 1
             decisions.append(last.decision)

@@ -45,18 +45,18 @@ def vet(
     reasons: dict[ResourceKey, str] = {}
     vetted: dict[ResourceKey, tuple[facts.Claimed, Decision, str | None]] = {}
     for claimed in order:
-        before = previous.get(claimed.workload.key)
+        key = claimed.workload.key
+        before = previous.get(key)
         if before is None:
             continue
-        last = known.get(claimed.workload.key) if known is not None else None
-        if last is not None and last[0] is claimed and last[1] is before:
-            why = last[2]
-        else:
-            why = before.distrusted or contradiction(claimed, before, by_name)
-        vetted[claimed.workload.key] = (claimed, before, why)
+        last = known.get(key) if known is not None else None
+        if last is None or last[0] is not claimed or last[1] is not before:
+            last = (claimed, before, before.distrusted or contradiction(claimed, before, by_name))
+        vetted[key] = last
+        why = last[2]
         if why is not None:
-            del kept[claimed.workload.key]
-            reasons[claimed.workload.key] = why
+            del kept[key]
+            reasons[key] = why
     for key, before in previous.items():  # a workload no longer in the source: nothing to vet
         if key not in reasons and before.distrusted is not None:
             del kept[key]

@@ -74,9 +74,7 @@ def _meant(
         for namespace in _namespaces(policy):
             if namespace == workload.key.namespace:
                 continue
-            moved = dataclasses.replace(
-                workload, key=dataclasses.replace(workload.key, namespace=namespace)
-            )
+            moved = dataclasses.replace(workload, key=workload.key._replace(namespace=namespace))
             if not claims.policy_selects(policy, moved):
                 continue
             ratio = difflib.SequenceMatcher(None, workload.key.namespace, namespace).ratio()

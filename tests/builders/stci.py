@@ -28,7 +28,7 @@ def cluster(name: str, provider: str, region: str, zone: str) -> Cluster:
 def statefulset(name: str, replicas: int) -> Any:
     made = deployment(name, replicas)
     manifest = {**made.manifest, "apiVersion": "apps/v1", "kind": "StatefulSet"}
-    key = dataclasses.replace(made.key, kind="StatefulSet")
+    key = made.key._replace(kind="StatefulSet")
     return dataclasses.replace(made, key=key, manifest=manifest)
 
 
