@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -114,13 +116,32 @@ def open_local(path: Path) -> pygit2.Repository:
         raise GitError(f"cannot open the git repository at {path}: {redact(str(error))}") from error
 
 
+def proxy_for(url: str) -> str | None:
+    """The proxy that a fetch or push of `url` goes through, chosen from the environment as
+    git and curl choose it: `https_proxy` for an https remote (either case), none for a host
+    that `no_proxy` names, nor for git://, ssh or local remotes. libgit2 left to itself uses
+    no proxy at all. (libgit2 tunnels https through a proxy with CONNECT; it connects to an
+    http remote directly whatever it is told, so `http_proxy` is passed but has no effect.)"""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    found = urllib.request.getproxies_environment().get(parts.scheme)
+    host = parts.hostname if parts.port is None else f"{parts.hostname}:{parts.port}"
+    if not found or urllib.request.proxy_bypass(host):
+        return None
+    return found
+
+
 def fetch(repo: pygit2.Repository, credentials: Credentials | None = None) -> None:
     """Fetch every branch and tag of `origin` into the cache, pruning the ones the remote no
     longer has (`git fetch --prune`): a deleted branch must not live on in the cache."""
     remote = repo.remotes["origin"]
     try:
         remote.fetch(
-            FETCH_REFSPECS, callbacks=_callbacks(credentials), prune=pygit2.enums.FetchPrune.PRUNE
+            FETCH_REFSPECS,
+            callbacks=_callbacks(credentials),
+            prune=pygit2.enums.FetchPrune.PRUNE,
+            proxy=proxy_for(remote.url or ""),
         )
     except (pygit2.GitError, OSError) as error:
         raise GitError(
@@ -325,7 +346,9 @@ def push(repo: pygit2.Repository, branch: str, credentials: Credentials | None =
     callbacks = _callbacks(credentials)
     where = redact(remote.url or "")
     try:
-        remote.push([spec], callbacks=callbacks, threads=PUSH_THREADS)
+        remote.push(
+            [spec], callbacks=callbacks, threads=PUSH_THREADS, proxy=proxy_for(remote.url or "")
+        )
     except pygit2.GitError as error:
         text = redact(str(error))
         if any(
