@@ -94,6 +94,11 @@ class Replicas:
             found += ops
         return tuple(found)
 
+    @property
+    def reaching(self) -> bool:
+        """Whether any override policy has a rule that can reach `spec.replicas`."""
+        return bool(self._reaching)
+
     def touched(self, key: ResourceKey) -> bool:
         """Whether an override can set this workload's `spec.replicas` on some cluster."""
         return bool(self._reaching) and bool(self._by_cluster(key))
@@ -156,6 +161,8 @@ def _reaches(rule: OverrideRule) -> bool:
 def annotate(replicas: Replicas, decisions: Sequence[Decision]) -> list[Decision]:
     """The decisions with `effective` set from the spec's overrides (and cleared where none
     applies any more)."""
+    if not replicas.reaching:  # no override sets replicas: only old counts to clear
+        return [replace(d, effective={}) if d.effective else d for d in decisions]
     result = []
     for decision in decisions:
         found = replicas.of(decision)

@@ -42,7 +42,9 @@ def anchored(
     render`, `dro plan`) nothing changes."""
     if templates is None:
         return tuple(decisions)
-    return tuple(_anchored(d, previous, templates, kept) for d in decisions)
+    return tuple(
+        d if d.rollout is None else _anchored(d, previous, templates, kept) for d in decisions
+    )
 
 
 def _anchored(

@@ -67,6 +67,7 @@ def claimed_workloads(
     """Every workload with the placement that applies to it, in scheduling order; with a
     `memo`, an unchanged one is the very object of the last pass (`reuse.Memo.claimed`)."""
     replicas = replicas or overridden.Replicas(spec)
+    reaching = replicas.reaching
     result = []
     for workload in spec.workloads:
         if spec.claims is not None and workload.key in spec.claims:
@@ -77,7 +78,7 @@ def claimed_workloads(
         ref = policy.ref if policy else None
         priority = policy.priority if policy else 0
         extensions = policy.dro_extensions if policy else True
-        touched = replicas.touched(workload.key)
+        touched = reaching and replicas.touched(workload.key)
         if memo is not None:
             last = memo.unchanged(workload, placement, ref, priority, extensions, touched)
             if last is not None:
