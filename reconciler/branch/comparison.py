@@ -178,7 +178,8 @@ class Compared:
     def __init__(self) -> None:
         self._gone: frozenset[str] | None = None
         """The removed clusters of the last call; None: the next call compares everything."""
-        self._sides: tuple[tuple[Decision, ...], tuple[Decision, ...]] = ((), ())
+        self._ids: tuple[dict[int, Decision], dict[int, Decision]] = ({}, {})
+        """Each side's decisions of the last call by identity (kept, so ids are not reused)."""
         self._maps: tuple[dict[ResourceKey, Decision], dict[ResourceKey, Decision]] = ({}, {})
         self._changes: dict[ResourceKey, WorkloadChange] = {}
 
@@ -195,11 +196,11 @@ class Compared:
             self._maps = ({d.key: d for d in sides[0]}, {d.key: d for d in sides[1]})
             unique = all(len(m) == len(s) for m, s in zip(self._maps, sides, strict=True))
             self._gone = removed if unique else None
+            self._ids = ({id(d): d for d in sides[0]}, {id(d): d for d in sides[1]})
         else:
             for key in touched:
                 self._changes.pop(key, None)
             self._changes.update(_compare(*self._maps, removed, touched))
-        self._sides = sides
         return _sorted(self._changes)
 
     def _touched(
@@ -208,17 +209,20 @@ class Compared:
         """The keys whose decision on either side is not the last call's object, with each
         side's map brought up to date; None when a side names a key twice."""
         touched: set[ResourceKey] = set()
-        for side, last, by_key in zip(sides, self._sides, self._maps, strict=True):
-            now, before = {id(d) for d in side}, {id(d) for d in last}
-            for old in (d for d in last if id(d) not in now):
+        objects = ({id(d): d for d in sides[0]}, {id(d): d for d in sides[1]})
+        for now, before, by_key in zip(objects, self._ids, self._maps, strict=True):
+            for gone in before.keys() - now.keys():
+                old = before[gone]
                 if by_key.get(old.key) is old:
                     del by_key[old.key]
                 touched.add(old.key)
-            for new in (d for d in side if id(d) not in before):
+            for added in now.keys() - before.keys():
+                new = now[added]
                 if new.key in by_key:
                     return None
                 by_key[new.key] = new
                 touched.add(new.key)
+        self._ids = objects
         return touched
 
 
