@@ -115,7 +115,8 @@ class Memo:
         self.dependencies = dependencies.Known()
         """`dependencies.bundled`'s per-workload results."""
         self._config: tuple[Document | None, SchedulerConfig, list[Problem]] | None = None
-        self._ordered: tuple[list[Workload], tuple[Workload, ...]] = ([], ())
+        self._ordered: tuple[list[Workload], tuple[Workload, ...], dict[int, int]] = ([], (), {})
+        """The last `ordered` call's workloads, its answer, and where each object sits in it."""
 
     def config(
         self, into: files.Part, make: Callable[[files.Part], SchedulerConfig]
@@ -258,7 +259,7 @@ class Memo:
         """The workloads sorted by `ResourceKey.sort_key`: while their keys are the last
         call's, one for one, its order with each changed workload in its place (the very
         tuple when none changed)."""
-        before, order = self._ordered
+        before, order, position = self._ordered
         result: tuple[Workload, ...] | None = None
         if len(before) == len(objects):
             changed = {}
@@ -268,10 +269,18 @@ class Memo:
                         break
                     changed[id(old)] = new
             else:
-                result = tuple(changed.get(id(w), w) for w in order) if changed else order
+                result = order
+                if changed:
+                    placed = list(order)
+                    for old_id, new in changed.items():
+                        at = position.pop(old_id)
+                        placed[at] = new
+                        position[id(new)] = at
+                    result = tuple(placed)
         if result is None:
             result = tuple(sorted(objects, key=lambda w: w.key.sort_key))
-        self._ordered = (objects, result)
+            position = {id(w): i for i, w in enumerate(result)}
+        self._ordered = (objects, result, position)
         return result
 
     def _in_runs(
