@@ -149,7 +149,7 @@ class ReadBack:
             self._listing = last.patched(ids, read, self._used, self._decisions)
         else:
             self._listing = _Listing.walked(ids, last, read, self._used, self._decisions)
-        return self._listing.found
+        return list(self._listing.found)  # the listing's own list stays as it was read
 
     def _held(self) -> Set[Key]:
         """The keys whose decisions this cache holds."""
