@@ -9,13 +9,13 @@ Called by `laststate` and `web.branchdata`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import structlog
 
 from reconciler import yamlio
-from reconciler.branch import paths, readback, statefiles
+from reconciler.branch import outputtree, paths, readback, statefiles
 from reconciler.domain import Decision, ResourceKey
 
 log = structlog.get_logger("dro")
@@ -86,11 +86,9 @@ def statuses(
     return found
 
 
-def _status_clusters(files: Mapping[str, bytes]) -> list[str]:
+def _status_clusters(files: Mapping[str, bytes]) -> Sequence[str]:
     """The paths under `status/clusters/`, sorted; the other files are not sorted."""
-    if isinstance(files, readback.Blobs):
-        return files.under(paths.STATUS_CLUSTERS)
-    return sorted(path for path in files if path.startswith(paths.STATUS_CLUSTERS))
+    return outputtree.under(files, paths.STATUS_CLUSTERS)
 
 
 def _said(error: Exception) -> str:

@@ -12,13 +12,13 @@ change: the paths a later tree names as changed are only right if the earlier on
 it was made. Its iteration order is not significant: a tree made whole is in path order, a
 patched one adds its new paths last (git, `dro render` and apply sort the paths they write).
 
-Called by 7 modules, among them `branch.driftfiles`, `commit`, `laststate`, `render.memo`.
+Called by 8 modules, among them `branch.driftfiles`, `commit`, `laststate`, `render.memo`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
-from typing import Any, NoReturn
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any, NoReturn, Protocol, runtime_checkable
 
 
 class Tree(dict[str, bytes]):
@@ -98,8 +98,18 @@ def difference(new: Mapping[str, bytes], old: Mapping[str, bytes]) -> frozenset[
     return None
 
 
-def under(tree: Mapping[str, bytes], prefix: str) -> list[str] | tuple[str, ...]:
-    """The paths of `tree` that start with `prefix`, in order: a `Tree`'s index, or a walk."""
-    if isinstance(tree, Tree):
+@runtime_checkable
+class Listed(Protocol):
+    """A mapping of paths that keeps its own listing per prefix (`Tree`, `readback.Blobs`)."""
+
+    def under(self, prefix: str) -> Sequence[str]:
+        """The paths that start with `prefix`, in order."""
+        ...
+
+
+def under(tree: Mapping[str, bytes], prefix: str) -> Sequence[str]:
+    """The paths of `tree` that start with `prefix`, in order: the listing a `Listed` keeps,
+    or a walk."""
+    if isinstance(tree, Listed):
         return tree.under(prefix)
     return sorted(p for p in tree if p.startswith(prefix))

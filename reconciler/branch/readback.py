@@ -43,7 +43,7 @@ class Blobs(Mapping[str, bytes]):
         self._ids = dict(ids)
         self._read = read
         self._data: dict[str, bytes] = {}
-        self._under: dict[str, list[str]] = {}
+        self._under: dict[str, tuple[str, ...]] = {}
 
     def __getitem__(self, path: str) -> bytes:
         data = self._data.get(path)
@@ -68,11 +68,14 @@ class Blobs(Mapping[str, bytes]):
         """Path → blob id of every file."""
         return self._ids
 
-    def under(self, prefix: str) -> list[str]:
-        """The paths that start with `prefix`, sorted; found once per prefix."""
+    def under(self, prefix: str) -> tuple[str, ...]:
+        """The paths that start with `prefix`, sorted; found once per prefix
+        (`outputtree.under`)."""
         found = self._under.get(prefix)
         if found is None:
-            found = self._under[prefix] = sorted(p for p in self._ids if p.startswith(prefix))
+            found = self._under[prefix] = tuple(
+                sorted(p for p in self._ids if p.startswith(prefix))
+            )
         return found
 
 

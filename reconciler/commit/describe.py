@@ -265,7 +265,7 @@ def _clusters(placed: Mapping[str, int | None], compact: bool) -> str:
 def _differ(state: Mapping[str, bytes], tree: Mapping[str, bytes]) -> list[str]:
     """The `status/` files added, changed or removed, in path order; an unchanged file is
     told by its blob id, without reading it back (`readback.holds`)."""
-    found = {p for p in state if p.startswith(paths.STATUS)}
+    found = set(outputtree.under(state, paths.STATUS))
     found.update(outputtree.under(tree, paths.STATUS))
     return sorted(p for p in found if p not in tree or not readback.holds(state, p, tree[p]))
 
