@@ -29,6 +29,7 @@ from reconciler import settings
 from reconciler.cli import habits as clihabits
 from reconciler.cli import report
 from reconciler.errors import ClusterError, UsageError
+from reconciler.git import repack
 from reconciler.kube import client as kube
 from reconciler.service import guarded, leader, listener, metrics, server, sharding
 from reconciler.service.api import auth as api_auth
@@ -160,6 +161,7 @@ def run(args: argparse.Namespace, _hook: Any) -> int:
     )
     if refusal is not None:
         raise UsageError(refusal)
+    repack.defer()  # a cache's packs are merged after a pass, never during one
     loop = runner.Runner(
         where,
         runner.RunOptions(

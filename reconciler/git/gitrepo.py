@@ -23,7 +23,7 @@ import pygit2
 from reconciler import redact as redaction
 from reconciler.domain.credentials import Credentials
 from reconciler.errors import GitError, UsageError
-from reconciler.git import trees
+from reconciler.git import repack, trees
 
 Repository = pygit2.Repository
 TreeWriter = trees.TreeWriter
@@ -134,7 +134,9 @@ def proxy_for(url: str) -> str | None:
 
 def fetch(repo: pygit2.Repository, credentials: Credentials | None = None) -> None:
     """Fetch every branch and tag of `origin` into the cache, pruning the ones the remote no
-    longer has (`git fetch --prune`): a deleted branch must not live on in the cache."""
+    longer has (`git fetch --prune`): a deleted branch must not live on in the cache. Then,
+    as git does after a fetch, merge the cache's packs when they have grown many
+    (`repack.auto`)."""
     remote = repo.remotes["origin"]
     try:
         remote.fetch(
@@ -147,6 +149,7 @@ def fetch(repo: pygit2.Repository, credentials: Credentials | None = None) -> No
         raise GitError(
             f"fetch from {redact(remote.url or '')} failed: {redact(str(error))}"
         ) from error
+    repack.auto(repo)
 
 
 def resolve(repo: pygit2.Repository, ref: str, *, local: bool = False) -> pygit2.Commit:

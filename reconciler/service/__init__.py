@@ -43,6 +43,7 @@ import tenacity
 from reconciler import pipeline
 from reconciler.domain import fence
 from reconciler.errors import DroError, PermanentError, TransientError, ValidationFailed
+from reconciler.git import repack
 from reconciler.render import rolloutview
 from reconciler.service import heap, metrics
 from reconciler.settings import Settings
@@ -309,6 +310,7 @@ class Runner:
             log.info("pass_ended", result=result, seconds=round(stages["total"], 3))
             structlog.contextvars.unbind_contextvars("pass")
             self.warm.flush_due()
+            repack.between_passes()
             heap.between_passes(self.passes)
         return result
 
