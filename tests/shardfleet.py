@@ -13,7 +13,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,15 +188,19 @@ class Fleet:
 
 
 @contextmanager
-def running(tmp: Path, clusters: int) -> Iterator[Fleet]:
+def running(
+    tmp: Path, clusters: int, *, rollouts: bool = False, extra: Mapping[str, str] | None = None
+) -> Iterator[Fleet]:
     """`clusters` one-node emulated clusters running `web` (6 replicas, Duplicated), the hub,
     and the source served under a folder the git daemons serve; the replicas are started by
-    the test, and every process and server is stopped after."""
+    the test, and every process and server is stopped after. `rollouts`: the clusters
+    complete every rollout as it is written (`KubeAPI`); `extra`: more source files."""
     names = [f"c{i:02d}" for i in range(clusters)]
     origin = make_source_repo(tmp / "origin", None)
     origin.write(
         {"dro.yaml": DRO, "workloads/web.yaml": WEB}
         | {f"clusters/{c}.yaml": cluster_file(c) for c in names}
+        | dict(extra or {})
     )
     origin.commit("fleet")
     served = tmp / "served" / "fleet.git"
@@ -206,7 +210,10 @@ def running(tmp: Path, clusters: int) -> Iterator[Fleet]:
     repo = SourceRepo(bare=served, work=origin.work)
     with ExitStack() as stack:
         hub = stack.enter_context(KubeAPI())
-        apis = {c: stack.enter_context(KubeAPI(nodes=1, node_cpu="16")) for c in names}
+        apis = {
+            c: stack.enter_context(KubeAPI(nodes=1, node_cpu="16", rollouts=rollouts))
+            for c in names
+        }
         fleet = Fleet(hub=hub, apis=apis, repo=repo, daemons={}, tmp=tmp)
         try:
             yield fleet

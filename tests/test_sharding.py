@@ -264,3 +264,21 @@ def test_a_cluster_added_to_the_source_is_divided_too(hub: kube.Connection) -> N
     renew(clock, 16, a)
     assert a.own([*CLUSTERS, "new"]) == frozenset([*CLUSTERS, "new"])
     a.check("new", "PATCH /x")
+
+
+def test_a_member_asks_for_a_pass_once_per_state_of_the_moves(hub: kube.Connection) -> None:
+    """A move whose next step waits on something else (a data-sync hook) must not make the
+    member ask again at each of its own passes: once per state of the moves in flight."""
+    reasons: list[str] = []
+    config = leader.LeaseConfig(namespace=NAMESPACE, identity="dro-a", lease_duration=15)
+    made = sharding.Sharding(
+        connection=hub,
+        config=config,
+        elected=Elected(),  # type: ignore[arg-type]
+        fresh=60,
+        trigger=reasons.append,
+    )
+    provisioning, syncing = ((WEB, ("c1", "Provisioning")),), ((WEB, ("c1", "Syncing")),)
+    for moves in (provisioning, provisioning, syncing, syncing, syncing):
+        made.moves_ready(moves)
+    assert reasons == ["the copies of a move are ready for its next step"] * 2

@@ -13,6 +13,11 @@ publishes what it saw (`Shard.publish`). Then:
 - on any other member, the output branch's tree as the leader last pushed it is applied to
   its own clusters.
 
+A member that applied a step of a move waits (`live.Members.await_moves`) until the copies on
+its own clusters have what the next step waits for; then it publishes what it sees and asks
+the leader for a pass (`Shard.moves_ready`), so the move goes on at once, as an unsharded
+pass's second pass takes it; the leader does the same for its own clusters.
+
 Every write to a cluster checks that cluster's fence (`Shard.fence`): the member's Lease is
 fresh and it still owns the cluster, and a cluster that changed owner is not written before
 its old owner can no longer write (`service.sharding` says when). The push checks the
@@ -30,7 +35,7 @@ from typing import Any, Protocol
 
 from reconciler import audit, laststate, live, load, validate
 from reconciler.branch import status
-from reconciler.domain import Observation, Source, Spec, clock
+from reconciler.domain import Decision, Observation, ResourceKey, Source, Spec, clock
 from reconciler.domain.drift import Drifted
 from reconciler.domain.fence import Fence
 from reconciler.live import takeover
@@ -89,6 +94,11 @@ class Shard(Protocol):
     def announce(self, commit: str) -> None:
         """Tell the other members the output branch's new commit, so that they apply it at
         once (the leader's)."""
+
+    def moves_ready(self, moves: object) -> None:
+        """The copies of `moves` (the moves in flight, as `in_flight` gives them) that this
+        member applied have what their next step waits for: ask the leader for a pass now,
+        not at its next interval; once per state of the moves."""
 
 
 def reconcile_shard(
@@ -261,6 +271,8 @@ def _leader_pass(
         if planned.at_rest(published):
             steady = idle.Seen.of(observed, _drift(shard.drift(), members.drifted))
         applied = clusters.applied(members, planned, own, source, on_stage)
+        if applied.ok and members.await_moves(planned.decisions):
+            shard.moves_ready(in_flight(planned.decisions))  # their next step, at once
         result = PassResult(
             planned=planned,
             commit=published.commit,
@@ -302,7 +314,8 @@ def _member_pass(
         warm.steady = idle.FixedPoint(inputs, planned, statuses=statuses)
         # the drift of what the branch holds, surveyed before it is applied again, as the
         # leader surveys its own clusters; the leader writes it into `status/drift/`
-        shard.publish(observed, owned, now, members.survey(tree, takeover.provenance(spec)))
+        drift = members.survey(tree, takeover.provenance(spec))
+        shard.publish(observed, owned, now, drift)
         on_stage(Stage.APPLY)
         down = ", ".join(sorted(observed.unreachable))
         applied = members.apply(
@@ -311,6 +324,11 @@ def _member_pass(
             provenance=takeover.provenance(spec),
         )
         audit.applied(Stage.APPLY, source, applied)
+        if applied.ok and members.await_moves(planned.decisions):
+            # what the leader needs for the moves' next step: observed, published, asked for
+            seen = time.time()
+            shard.publish(members.observe(statuses, seen), owned, seen, drift)
+            shard.moves_ready(in_flight(planned.decisions))
         return PassResult(
             planned=planned,
             commit=None,
@@ -340,6 +358,12 @@ def _member_plan(
     )
     tree = revisions.state(settings.output_branch, manifests=True)
     return Planned(spec=spec, decisions=before.decisions, tree=tree), before.statuses
+
+
+def in_flight(decisions: Sequence[Decision]) -> tuple[tuple[ResourceKey, Any], ...]:
+    """The moves in flight: each moving workload with its retiring copies (their phases and
+    times). The leader's next step changes them; until it does, a member asks no more."""
+    return tuple((d.key, d.retiring) for d in decisions if d.retiring)
 
 
 def merged(

@@ -91,6 +91,8 @@ class Sharding:
         self._publishing = threading.Lock()
         self._closed = False
         self._drift: dict[str, tuple[Drifted, ...]] = {}
+        self._moves_asked: object = None
+        """The moves in flight this member last asked a pass for (`moves_ready`)."""
         self._published: tuple[observations.Published, float] | None = None
         """The last document written, without its times, and when: a pass that saw the
         same again writes it only once half its freshness has passed (`publish`)."""
@@ -234,6 +236,17 @@ class Sharding:
         """Put `commit` on the leader's Lease at its next renewal: the other members, which
         read that Lease at each of theirs, apply it at once (`leader.OUTPUT_ANNOTATION`)."""
         self.elected.elector.announce(commit)
+
+    def moves_ready(self, moves: object) -> None:
+        """A pass now, unless already asked for these `moves`: on the leader its own; on
+        another member its own (which applies nothing new) and, forwarded through the
+        leader's Lease, the leader's, which reads the observations this member just
+        published and takes the moves' next step."""
+        with self._lock:
+            if moves == self._moves_asked:
+                return
+            self._moves_asked = moves
+        self.trigger("the copies of a move are ready for its next step")
 
     # --- the fence ----------------------------------------------------------------------------
 
