@@ -6,7 +6,9 @@ or certificate; an HMAC secret only with `--api-jwt-algorithms HS256` given expl
 audience the tokens must carry (`--api-audience`, required) and optionally their issuer
 (`--api-issuer`). Accepted algorithms are those of the key's type unless
 `--api-jwt-algorithms` narrows them, so `alg: none` and algorithm confusion (an HS256 token
-"signed" with an RSA key's PEM text) never verify.
+"signed" with an RSA key's PEM text) never verify. The key file is read again when it changes
+(`keyfile`): a rotated key verifies without a restart, and a token verified with a key since
+withdrawn is verified again, and refused.
 
 A token must carry `exp` and `sub` (and `aud`, `iss` when configured), be signed by a key of
 the set (by `kid` when the set has several), be unexpired and already valid (`nbf`, `iat`), with
@@ -40,7 +42,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 
 from reconciler.errors import UsageError
-from reconciler.service.api import model
+from reconciler.service.api import keyfile, model
 
 UNAUTHENTICATED = "UNAUTHENTICATED"
 INSUFFICIENT_SCOPE = "INSUFFICIENT_SCOPE"
@@ -124,10 +126,13 @@ class Authenticator:
         audience: str,
         issuer: str | None = None,
         clock: Callable[[], float] = time.time,
+        source: keyfile.KeyFile[KeySet] | None = None,
     ) -> None:
         if not audience:
             raise UsageError("the REST API needs --api-audience")
         self.keys = keys
+        self.source = source
+        """The file `keys` came from, re-read when it changes (`keyfile`); None: fixed."""
         self.audience = audience
         self.issuer = issuer
         self.clock = clock
@@ -146,6 +151,8 @@ class Authenticator:
         token = token.strip()
         if not token:
             raise unauthenticated("a Bearer token is required", token_sent=False)
+        if self.source is not None:
+            self._take(self.source.current())
         with self._lock:
             known = self._verified.get(token)
             if known is not None:
@@ -165,12 +172,32 @@ class Authenticator:
                 self._verified.popitem(last=False)
         return caller
 
+    def _take(self, keys: KeySet) -> None:
+        """Verify with `keys` from now on; a token verified with the old ones is verified
+        again (its key may have been withdrawn)."""
+        if keys is self.keys:
+            return
+        with self._lock:
+            self.keys = keys
+            self._verified.clear()
+
+    def _lookup(self, kid: object) -> Key:
+        """The key `kid` names; when the set lacks it, the key file is looked at again
+        first (a key just rotated in)."""
+        try:
+            return self.keys.lookup(kid)
+        except AuthError:
+            if self.source is None:
+                raise
+        self._take(self.source.refresh())
+        return self.keys.lookup(kid)
+
     def _verify(self, token: str) -> dict[str, Any]:
         try:
             header = jwt.get_unverified_header(token)
         except jwt.InvalidTokenError:
             raise unauthenticated("the token is malformed", token_sent=True) from None
-        key = self.keys.lookup(header.get("kid"))
+        key = self._lookup(header.get("kid"))
         algorithm = header.get("alg")
         if not isinstance(algorithm, str) or algorithm not in key.algorithms:
             raise unauthenticated("the token's algorithm is not accepted", token_sent=True)
@@ -277,19 +304,19 @@ def from_settings(values: Mapping[str, Any]) -> Authenticator | None:
         raise UsageError("the REST API needs --api-audience: the audience its tokens carry")
     algorithms = values.get("api_jwt_algorithms")
     algorithms = tuple(algorithms) if algorithms else None
-    if jwks_file:
-        keys = jwks_keys(_read(Path(jwks_file), "--api-jwks-file"), algorithms, str(jwks_file))
-    else:
-        key_path = Path(str(key_file))
-        keys = single_key(_read(key_path, "--api-jwt-key-file"), algorithms, str(key_path))
-    return Authenticator(keys, audience=str(audience), issuer=values.get("api_issuer") or None)
-
-
-def _read(path: Path, flag: str) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as error:
-        raise UsageError(f"{flag} {path}: {error.strerror or error}") from None
+    path = Path(str(jwks_file or key_file))
+    parse = jwks_keys if jwks_file else single_key
+    source = keyfile.KeyFile(
+        path,
+        lambda data: parse(data, algorithms, str(path)),
+        flag="--api-jwks-file" if jwks_file else "--api-jwt-key-file",
+    )
+    return Authenticator(
+        source.current(),
+        audience=str(audience),
+        issuer=values.get("api_issuer") or None,
+        source=source,
+    )
 
 
 def _check_algorithms(algorithms: Sequence[str]) -> None:
