@@ -158,7 +158,7 @@ def test_a_merge_that_fails_removes_nothing_and_says_why(tmp_path: Path) -> None
     assert loose.exists()
 
 
-def test_an_index_left_by_a_killed_merge_is_harmless_and_tidied(tmp_path: Path) -> None:
+def test_what_a_killed_merge_leaves_is_harmless_and_tidied(tmp_path: Path) -> None:
     folder = tmp_path / "cache.git"
     repo = _grown(folder, 6)
     stored = _objects(folder)
@@ -174,10 +174,17 @@ def test_an_index_left_by_a_killed_merge_is_harmless_and_tidied(tmp_path: Path) 
     _grown_more(repo, 4)
     assert repack.auto(repo, limit=2) is not None
     assert orphan.exists()  # young: it may be a fetch's index written before its pack
-    os.utime(orphan, (1_000_000_000, 1_000_000_000))
+    temporary = pack_folder / "pack_git2_0123456789abcdef"  # a pack being written, killed
+    temporary.write_bytes(b"PACK")
+    _grown_more(repo, 4, "fresh")
+    assert repack.auto(repo, limit=2) is not None
+    assert temporary.exists()  # young: a fetch may be writing it
+    for stale in (orphan, temporary):
+        os.utime(stale, (1_000_000_000, 1_000_000_000))
     _grown_more(repo, 4, "later")
     assert repack.auto(repo, limit=2) is not None
     assert not orphan.exists()
+    assert not temporary.exists()
     assert _objects(folder) >= stored
 
 

@@ -20,7 +20,8 @@ what it replaces. A reader that looks for an object in a removed pack at that mo
 in the new one, since libgit2 rescans the pack folder on a miss. One merge runs at a time in a
 repository (an advisory lock; a busy lock skips the merge), and a pack kept with a `.keep`
 file is never merged. A merge killed half-way leaves objects in two packs or an index whose
-pack is gone, both harmless, and the next merge tidies them.
+pack is gone, both harmless, and libgit2's temporary file of the pack it was writing; the
+next merge removes the last two once they are older than `ORPHAN_AGE`.
 
 A merge of a cache at 10,000 workloads after 25 change passes takes about 3 s. `dro run`
 defers it (`defer`) to the end of the pass (`between_passes`), so that no pass, and no
@@ -53,8 +54,11 @@ THREADS = 2
 """Threads libgit2's pack builder searches deltas with."""
 LOCK_NAME = "dro-repack.lock"
 ORPHAN_AGE = 600.0
-"""Seconds after which an index without its pack is a merge's leftover, not a pack being
-written (libgit2's indexer writes the index before it moves the pack into place)."""
+"""Seconds after which an index without its pack, or a temporary pack file, is a killed
+merge's or fetch's leftover, not one being written (libgit2's indexer writes the index
+before it moves the pack into place)."""
+TEMPORARY = ("pack_git2_", "tmp_pack_", "tmp_idx_")
+"""The names libgit2 and git give the pack files they are writing."""
 _IDX_MAGIC = b"\xfftOc"
 
 
@@ -139,7 +143,7 @@ def _merge_now(repo: pygit2.Repository, limit: int) -> Merged | None:
         lock = os.open(Path(repo.path) / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            _drop_orphan_indexes(folder)
+            _tidy(folder)
             merged = merge(repo, chosen(packs(folder)))
         finally:
             os.close(lock)
@@ -260,19 +264,24 @@ def _loose(objects_dir: Path) -> dict[bytes, Path]:
 
 def _remove_pack(pack: Path) -> None:
     """Remove a pack, its data first: an index left alone by a kill is skipped by readers
-    and removed by the next merge (`_drop_orphan_indexes`)."""
+    and removed by the next merge (`_tidy`)."""
     for suffix in (".pack", ".rev", ".bitmap", ".mtimes", ".idx"):
         pack.with_suffix(suffix).unlink(missing_ok=True)
 
 
-def _drop_orphan_indexes(folder: Path) -> None:
-    """Remove indexes whose pack has been gone a while (a merge killed while removing)."""
+def _tidy(folder: Path) -> None:
+    """Remove what a killed merge or fetch left and nobody is still writing (older than
+    `ORPHAN_AGE`): an index whose pack is gone, and libgit2's temporary pack files."""
     now = time.time()
-    for index in folder.glob("pack-*.idx"):
-        if index.with_suffix(".pack").exists():
+    for path in folder.iterdir():
+        name = path.name
+        if name.startswith("pack-") and name.endswith(".idx"):
+            if path.with_suffix(".pack").exists():
+                continue
+        elif not name.startswith(TEMPORARY):
             continue
         try:
-            if now - index.stat().st_mtime > ORPHAN_AGE:
-                index.unlink()
+            if now - path.stat().st_mtime > ORPHAN_AGE:
+                path.unlink()
         except OSError:
             continue
