@@ -60,6 +60,8 @@ before it moves the pack into place)."""
 TEMPORARY = ("pack_git2_", "tmp_pack_", "tmp_idx_")
 """The names libgit2 and git give the pack files they are writing."""
 _IDX_MAGIC = b"\xfftOc"
+_NAMES_START = 8 + 256 * 4
+"""Where a version-2 index's object ids begin: after its header and fanout table."""
 
 
 class _Waiting:
@@ -225,24 +227,27 @@ def index_count(index: Path) -> int | None:
     version or a file too short to be one."""
     try:
         with index.open("rb") as handle:
-            head = handle.read(8 + 256 * 4)
+            return _count_in(handle.read(_NAMES_START))
     except OSError:
         return None
-    if len(head) < 8 + 256 * 4 or head[:4] != _IDX_MAGIC or head[4:8] != b"\0\0\0\2":
-        return None
-    count: int = struct.unpack_from(">I", head, 8 + 255 * 4)[0]
-    return count
 
 
 def index_names(index: Path) -> list[bytes]:
     """The raw object ids a version-2 pack index lists (empty for anything else)."""
     data = index.read_bytes()
-    count = index_count(index)
+    count = _count_in(data)
     if count is None:
         return []
-    start = 8 + 256 * 4
-    names = data[start : start + 20 * count]
+    names = data[_NAMES_START : _NAMES_START + 20 * count]
     return [names[i : i + 20] for i in range(0, len(names), 20)]
+
+
+def _count_in(data: bytes) -> int | None:
+    """The object count a version-2 index starting with `data` gives."""
+    if len(data) < _NAMES_START or data[:4] != _IDX_MAGIC or data[4:8] != b"\0\0\0\2":
+        return None
+    count: int = struct.unpack_from(">I", data, _NAMES_START - 4)[0]
+    return count
 
 
 def _count(folder: Path) -> int:
