@@ -326,8 +326,9 @@ def _member_pass(
         audit.applied(Stage.APPLY, source, applied)
         if applied.ok and members.await_moves(planned.decisions):
             # what the leader needs for the moves' next step: observed, published, asked for
-            seen = time.time()
-            shard.publish(members.observe(statuses, seen), owned, seen, drift)
+            seen = time.time()  # after the wait: only the clusters it still owns
+            still = owned & shard.own([cluster.name for cluster in spec.clusters])
+            shard.publish(members.observe(statuses, seen), still, seen, drift)
             shard.moves_ready(in_flight(planned.decisions))
         return PassResult(
             planned=planned,
