@@ -18,13 +18,13 @@ Called by `live`.
 
 from __future__ import annotations
 
-import os
 import threading
 import weakref
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from reconciler import filestamp
 from reconciler.kube.client import Connection
 
 Made = tuple[str, str | None, str | None, tuple[int, int, int] | None, float]
@@ -54,7 +54,7 @@ class Pool:
     ) -> Connection:
         """The kept connection to `cluster` when it was made the same way and is sound, else
         a new one from `make` (the kept one closed)."""
-        made: Made = (cluster, context, str(kubeconfig), _fingerprint(kubeconfig), timeout)
+        made: Made = (cluster, context, str(kubeconfig), filestamp.stamp(kubeconfig), timeout)
         with self._lock:
             kept = self._kept.pop(cluster, None)
         if kept is not None and kept[0] == made and kept[1].sound:
@@ -108,15 +108,3 @@ def _close_all(kept: dict[str, tuple[Made, Connection]]) -> None:
     for _, connection in list(kept.values()):
         connection.close()
     kept.clear()
-
-
-def _fingerprint(path: Path | None) -> tuple[int, int, int] | None:
-    """A file's size, modification time and inode (a mounted Secret is swapped by a symlink
-    to a new file); None without a file or when it cannot be read."""
-    if path is None:
-        return None
-    try:
-        found = os.stat(path)
-    except OSError:
-        return None
-    return (found.st_size, found.st_mtime_ns, found.st_ino)

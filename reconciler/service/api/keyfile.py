@@ -15,7 +15,6 @@ Called by `service.api.auth`.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from typing import Generic, TypeVar
 
 import structlog
 
+from reconciler import filestamp
 from reconciler.errors import UsageError
 
 log = structlog.get_logger("dro")
@@ -34,8 +34,6 @@ RECHECK = 5.0
 FORCED = 1.0
 """Seconds between two looks asked for by a token naming an unknown key."""
 
-Stamp = tuple[int, int, int]
-"""A file's size, modification time (ns) and inode."""
 GONE = "gone"
 
 
@@ -57,7 +55,7 @@ class KeyFile(Generic[K]):
         self._parse = parse
         self._clock = clock
         self._lock = threading.Lock()
-        self._stamp = _stamp(path)
+        self._stamp = filestamp.stamp(path)
         try:
             data = path.read_bytes()
         except OSError as error:
@@ -86,7 +84,7 @@ class KeyFile(Generic[K]):
 
     def _look(self) -> None:
         self._looked = self._clock()
-        stamp = _stamp(self.path)
+        stamp = filestamp.stamp(self.path)
         if stamp == self._stamp:
             self._refused = None
             return
@@ -104,11 +102,3 @@ class KeyFile(Generic[K]):
             return
         self._keys, self._stamp, self._refused = keys, stamp, None
         log.info("api_keys_reloaded", file=str(self.path))
-
-
-def _stamp(path: Path) -> Stamp | None:
-    try:
-        found = os.stat(path)
-    except OSError:
-        return None
-    return (found.st_size, found.st_mtime_ns, found.st_ino)
