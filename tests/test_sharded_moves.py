@@ -10,6 +10,7 @@ from pathlib import Path
 from tests.livefleet import cluster_file
 from tests.service import wait_for
 from tests.shardfleet import Fleet, running
+from tests.test_stateful_move import POLICY
 
 DB = """apiVersion: apps/v1
 kind: StatefulSet
@@ -22,16 +23,6 @@ spec:
     metadata: {labels: {app: db}}
     spec:
       containers: [{name: db, image: "db:1", resources: {requests: {cpu: "1"}}}]
-"""
-POLICY = """apiVersion: multicluster.io/v1alpha1
-kind: ResourcePlacementPolicy
-metadata: {name: databases}
-spec:
-  resourceSelectors:
-    - {apiVersion: apps/v1, kind: StatefulSet, namespace: shop}
-  targetClusters: [{selectorType: label, values: ["env=prod"]}]
-  placement:
-    replicaScheduling: {type: Divided, division: DynamicWeight}
 """
 SECRET = b"sharded-moves"
 READY = "the copies of a move are ready for its next step"
