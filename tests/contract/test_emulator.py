@@ -8,12 +8,14 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
-from kubernetes import client, config
+from kubernetes import client, config, watch
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
@@ -31,6 +33,7 @@ from tests.contract.helpers import (
     status_of,
     wait_for,
 )
+from tests.contract.watching import OURS, TIMEOUT, events, ours, seen
 from tests.kubeapi import KubeAPI
 
 # Emulator only: seeding, status, counters --------------------------------------------------------
@@ -266,3 +269,95 @@ def test_command_line_server(tmp_path: Path) -> None:
         stdout, _ = process.communicate(timeout=10)
     assert stdout.decode().strip() == f"http://127.0.0.1:{port}"
     assert not answers(port)
+
+
+# Emulator only: WATCH bookmarks, 410 Gone, a stopping server --------------------------------------
+
+
+@emulator_only
+def test_bookmarks_carry_the_version_up_to_which_all_was_sent(
+    api: KubeAPI, core: client.CoreV1Api, make_namespace: Callable[[], str]
+) -> None:
+    api.bookmark_interval = 0.05
+    watched, elsewhere = make_namespace(), make_namespace()
+    start = core.list_namespaced_config_map(watched).metadata.resource_version
+    stream = events(core, watched, resource_version=start, allow_watch_bookmarks=True)
+    moved = core.create_namespaced_config_map(elsewhere, ours("x"))
+    for event in stream:  # changes elsewhere move the version the bookmarks carry
+        assert event["type"] == "BOOKMARK"
+        assert event["object"]["kind"] == "ConfigMap"
+        if int(event["object"]["metadata"]["resourceVersion"]) >= int(
+            moved.metadata.resource_version
+        ):
+            break
+    else:
+        pytest.fail("the watch ended without a bookmark")
+
+
+@emulator_only
+def test_a_version_older_than_the_history_is_gone(
+    api: KubeAPI, core: client.CoreV1Api, make_namespace: Callable[[], str]
+) -> None:
+    namespace = make_namespace()
+    created = core.create_namespaced_config_map(namespace, ours("a"))
+    core.patch_namespaced_config_map("a", namespace, {"data": {"k": "w"}})
+    api.compact()
+    gone = watch.Watch().stream(  # typed events: the client reads an ERROR event's Status
+        core.list_namespaced_config_map,
+        namespace,
+        label_selector=OURS,
+        resource_version=created.metadata.resource_version,
+        timeout_seconds=TIMEOUT,
+    )
+    with pytest.raises(ApiException) as raised:
+        next(iter(gone))
+    assert raised.value.status == 410
+    assert "too old resource version" in str(raised.value.reason)
+    fresh = core.list_namespaced_config_map(namespace).metadata.resource_version
+    core.create_namespaced_config_map(namespace, ours("b"))
+    assert seen(next(events(core, namespace, resource_version=fresh))) == ("ADDED", "b")
+
+
+@emulator_only
+def test_stopping_the_server_ends_its_watches(
+    api: KubeAPI, core: client.CoreV1Api, make_namespace: Callable[[], str]
+) -> None:
+    namespace = make_namespace()
+    stream = events(core, namespace)
+    ended = threading.Event()
+
+    def drain() -> None:
+        try:
+            for _ in stream:
+                pass
+        except Exception:  # the connection is cut: any client error ends the stream too
+            pass
+        ended.set()
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    core.create_namespaced_config_map(namespace, ours("a"))
+    api.stop()
+    assert ended.wait(5), "the watch outlived the server"
+    api.start()  # the namespace is deleted at teardown
+
+
+@emulator_only
+def test_a_pod_leaving_a_field_selection_is_deleted(
+    api: KubeAPI, core: client.CoreV1Api, make_namespace: Callable[[], str]
+) -> None:
+    namespace = make_namespace()
+    api.add_pod(namespace, "job-1", "node-0")
+    unfinished = "status.phase!=Succeeded,status.phase!=Failed"
+    stream = iter(
+        watch.Watch().stream(
+            core.list_namespaced_pod,
+            namespace,
+            field_selector=unfinished,
+            timeout_seconds=TIMEOUT,
+            deserialize=False,
+        )
+    )
+    assert seen(next(stream)) == ("ADDED", "job-1")
+    api.set_status("", "v1", "pods", namespace, "job-1", {"phase": "Succeeded"})
+    assert seen(next(stream)) == ("DELETED", "job-1")

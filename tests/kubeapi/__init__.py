@@ -2,8 +2,9 @@
 
 It serves the official `kubernetes` client (typed APIs and `DynamicClient`): discovery,
 CRUD with resourceVersion conflicts, label and field selectors, dry-run, server-side apply
-with `managedFields`, the `status` subresource, CRDs, and fault injection. Nothing runs
-behind it: no controllers, no scheduler, no defaulting, no admission, no watch.
+with `managedFields`, the `status` subresource, CRDs, WATCH with bookmarks and 410 Gone
+(`watching`), and fault injection. Nothing runs behind it: no controllers, no scheduler, no
+defaulting, no admission.
 
     with KubeAPI(nodes=3, node_cpu="8", node_memory="32Gi") as api:
         path = api.kubeconfig(tmp_path / "kubeconfig", context="c1")
@@ -12,6 +13,7 @@ behind it: no controllers, no scheduler, no defaulting, no admission, no watch.
         api.fail_next(1, status=500)        # the next request answers 500 InternalError
         api.delay(2.0)                      # every request waits 2 s (client timeouts fire)
         api.refuse(); api.accept()          # stop / resume listening on the same port
+        api.compact()                       # watches from older versions get 410 Gone
         api.writes, api.changes, api.requests
 
 Standalone: `python -m tests.kubeapi --port 8080 --nodes 2` (from the repository root).

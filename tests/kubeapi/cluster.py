@@ -59,6 +59,7 @@ class KubeAPI:
         self.faults = Faults()
         self._listener = Listener(self._answer, port, verbose)
         self._router = Router(self.store, self.registry, f"127.0.0.1:{port}")
+        self._router.stopping = self._stopping_now
         self._records_lock = threading.Lock()
         self._requests: list[RequestRecord] = []
         self._writes: list[RequestRecord] = []
@@ -78,11 +79,31 @@ class KubeAPI:
         return self
 
     def stop(self) -> None:
-        """Stop serving and free the port (pending delays and holds are cut short)."""
+        """Stop serving and free the port (pending delays, holds and watches are cut short)."""
         self._stopping.set()
+        with self.store.lock:
+            self.store.history.wake()
         self.faults.clear()
         self._listener.close()
         self.store.stop_timers()
+
+    def _stopping_now(self) -> bool:
+        return self._stopping.is_set()
+
+    def compact(self) -> None:
+        """Forget the store's history up to now, as etcd's compaction does: a watch from an
+        older resourceVersion gets 410 Gone."""
+        with self.store.lock:
+            self.store.history.compact(int(self.store.revision))
+
+    @property
+    def bookmark_interval(self) -> float:
+        """Seconds between a watch's BOOKMARK events while the store moves (1 s)."""
+        return self._router.bookmark_interval
+
+    @bookmark_interval.setter
+    def bookmark_interval(self, seconds: float) -> None:
+        self._router.bookmark_interval = seconds
 
     def refuse(self) -> None:
         """Close the listening socket and open connections: new connections are refused.
@@ -285,4 +306,4 @@ class KubeAPI:
         if outcome.changed:
             with self._records_lock:
                 self._changes.append(record)
-        return HttpResponse(outcome.code, outcome.body)
+        return HttpResponse(outcome.code, outcome.body, outcome.events)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +12,7 @@ from .resources import ResourceRegistry, version_document
 from .store import Store
 from .targets import Outcome, Target, WriteOptions
 from .verbs import Verbs
+from .watching import watch_objects
 
 MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
@@ -68,6 +69,10 @@ class Router:
         self.registry = registry
         self.verbs = Verbs(store)
         self.server_address = server_address
+        self.stopping: Callable[[], bool] = lambda: False
+        """Whether the server is stopping: watches end."""
+        self.bookmark_interval = 1.0
+        """Seconds between a watch's BOOKMARK events while the store moves."""
 
     def route(self, request: ApiRequest) -> Outcome:
         """Answer one request, raising ApiError for failures."""
@@ -164,9 +169,13 @@ class Router:
         """Dispatch LIST, POST (create) and DELETE (delete collection)."""
         method = request.method
         if method == "GET":
-            if request.query.get("watch", "").lower() in ("true", "1"):
-                raise ApiError(405, "watch is not supported by this emulator")
-            return list_objects(self.store, target, dict(request.query))
+            query = dict(request.query)
+            if query.get("watch", "").lower() in ("true", "1"):
+                events = watch_objects(
+                    self.store, target, query, self.stopping, self.bookmark_interval
+                )
+                return Outcome(200, {}, events=events)
+            return list_objects(self.store, target, query)
         if target.rtype.namespaced and not target.namespace:
             raise method_not_allowed(method)
         if method == "POST":

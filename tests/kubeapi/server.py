@@ -7,7 +7,7 @@ import json
 import socket
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -17,10 +17,12 @@ LOOPBACK = "127.0.0.1"
 
 @dataclass(frozen=True)
 class HttpResponse:
-    """What the application answers: status code and JSON body."""
+    """What the application answers: status code and JSON body; or a stream of JSON events,
+    one per line, with None for an idle moment (the connection is then checked)."""
 
     code: int
     body: dict[str, Any]
+    stream: Iterator[dict[str, Any] | None] | None = None
 
 
 # (method, raw path with query, headers, body) -> response
@@ -95,6 +97,9 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._read_body()
         headers = dict(self.headers.items())
         response = self.server.application(self.command, self.path, headers, body)
+        if response.stream is not None:
+            self._stream(response.code, response.stream)
+            return
         payload = json.dumps(response.body).encode()
         self.send_response(response.code)
         self.send_header("Content-Type", "application/json")
@@ -103,6 +108,42 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(payload)
+
+    def _stream(self, code: int, events: Iterator[dict[str, Any] | None]) -> None:
+        """Send events as chunks of one JSON line each until the stream ends or the client
+        goes; then end the response (a watch's connection is not kept for another request)."""
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Audit-Id", "00000000-0000-0000-0000-000000000000")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            for event in events:
+                if event is None:
+                    if self._hung_up():
+                        return
+                    continue
+                line = json.dumps(event).encode() + b"\n"
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            return
+        finally:
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
+
+    def _hung_up(self) -> bool:
+        """Whether the client closed the connection (or it was cut)."""
+        try:
+            return self.connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _serve  # noqa: N815
 

@@ -10,7 +10,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .errors import bad_request, not_found
+from .history import Event, History
 from .resources import ResourceRegistry, ResourceType, types_from_crd
+from .selectors import SELECTABLE_FIELDS
 
 ObjectKey = tuple[str, str, str, str]
 CRD_GROUP = "apiextensions.k8s.io"
@@ -72,13 +74,41 @@ def rolled_out(obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+_SELECTABLE = sorted({path for paths in SELECTABLE_FIELDS.values() for path in paths})
+
+
+def selectable(obj: dict[str, Any]) -> dict[str, Any]:
+    """What label and field selectors read of an object (its name, namespace, labels and
+    selectable fields): a history event keeps no more of the state before it."""
+    meta = metadata_of(obj)
+    named = ("name", "namespace", "labels")
+    slim: dict[str, Any] = {"metadata": {k: copy.deepcopy(meta[k]) for k in named if k in meta}}
+    for path in _SELECTABLE:
+        *parents, leaf = path.split(".")
+        source: Any = obj
+        for part in parents:
+            source = source.get(part) if isinstance(source, dict) else None
+        if isinstance(source, dict) and leaf in source:
+            into = slim
+            for part in parents:
+                into = into.setdefault(part, {})
+            into[leaf] = source[leaf]
+    return slim
+
+
 class Store:
     """Every stored object, guarded by one re-entrant lock."""
 
     def __init__(
-        self, registry: ResourceRegistry, crd_establish_delay: float = 0.0, rollouts: bool = False
+        self,
+        registry: ResourceRegistry,
+        crd_establish_delay: float = 0.0,
+        rollouts: bool = False,
+        history: int = 10_000,
     ) -> None:
         self.lock = threading.RLock()
+        self.history = History(self.lock, history)
+        """The last `history` changes, for WATCH."""
         self.registry = registry
         self.crd_establish_delay = crd_establish_delay
         self.rollouts = rollouts
@@ -136,7 +166,11 @@ class Store:
             if self.rollouts and (rtype.group, rtype.plural) in _ROLLED_OUT:
                 obj["status"] = rolled_out(obj)
             key = object_key(rtype, meta.get("namespace", ""), meta["name"])
-            self._objects[key] = copy.deepcopy(obj)
+            before = self._objects.get(key)
+            stored = self._objects[key] = copy.deepcopy(obj)
+            kind = "ADDED" if before is None else "MODIFIED"
+            was = None if before is None else selectable(before)
+            self.history.record(Event(self._revision, kind, key, stored, was))
             return self.as_served(rtype, obj)
 
     def remove(self, rtype: ResourceType, namespace: str, name: str) -> dict[str, Any] | None:
@@ -145,16 +179,24 @@ class Store:
             stored = self._objects.pop(object_key(rtype, namespace, name), None)
             if stored is None:
                 return None
-            self._revision += 1
+            self._deleted(object_key(rtype, namespace, name), stored)
+            owned: list[ObjectKey] = []
             if (rtype.group, rtype.plural) == ("", "namespaces"):
-                for key in [key for key in self._objects if key[2] == name]:
-                    del self._objects[key]
+                owned = [key for key in self._objects if key[2] == name]
             if (rtype.group, rtype.plural) == (CRD_GROUP, CRD_PLURAL):
                 self._established.discard(name)
                 for gone in self.registry.unregister_crd(name):
-                    for key in [k for k in self._objects if k[:2] == (gone.group, gone.plural)]:
-                        del self._objects[key]
+                    owned += [k for k in self._objects if k[:2] == (gone.group, gone.plural)]
+            for key in owned:
+                self._deleted(key, self._objects.pop(key))
             return self.as_served(rtype, stored)
+
+    def _deleted(self, key: ObjectKey, stored: dict[str, Any]) -> None:
+        """Record a deletion under a new resourceVersion, as the object's last state."""
+        self._revision += 1
+        meta = {**metadata_of(stored), "resourceVersion": str(self._revision)}
+        last = {**stored, "metadata": meta}
+        self.history.record(Event(self._revision, "DELETED", key, last, selectable(stored)))
 
     def seed(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Store an object directly (no HTTP, no managedFields), creating its namespace."""

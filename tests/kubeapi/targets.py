@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,11 +36,13 @@ class WriteOptions:
 
 @dataclass
 class Outcome:
-    """A response: HTTP status, JSON body, and whether stored state changed."""
+    """A response: HTTP status, JSON body, and whether stored state changed; or, for a
+    WATCH, the stream of its events (`watching.Stream`: None entries mark idle moments)."""
 
     code: int
     body: dict[str, Any]
     changed: bool = False
+    events: Iterator[dict[str, Any] | None] | None = None
 
 
 def write_scope(rtype: ResourceType, subresource: str) -> str:
