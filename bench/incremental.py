@@ -33,8 +33,11 @@ reads. A cluster whose answers came back as before (the same digest of each LIST
 of the inventory) is neither parsed nor compared again: observe, the survey and apply give
 their last results (`observe.live`, `live.steady`).
 
+With `--watch-clusters`, `dro run` keeps each emulated cluster's lists current by watches
+(`kube.watchcache`): a no-change pass then lists nothing, and reads only the inventory.
+
 Run: `.venv/bin/python bench/incremental.py [--clusters N] [--workloads N] [--online N]
-[--json]`.
+[--watch-clusters] [--json]`.
 """
 
 from __future__ import annotations
@@ -162,7 +165,9 @@ class Dro:
     """`dro run` as a process; the `pass_ended` events of its log in a queue, each with
     `idle` set when the pass said it was idle (`pass_idle`)."""
 
-    def __init__(self, folder: Path, bare: Path, kubeconfig: Path | None = None) -> None:
+    def __init__(
+        self, folder: Path, bare: Path, kubeconfig: Path | None = None, watch: bool = False
+    ) -> None:
         secret = folder / "webhook-secret"
         secret.write_bytes(SECRET)
         self.port = free_port()
@@ -172,6 +177,8 @@ class Dro:
         command += ["--webhook-secret-file", str(secret), "--log-format", "json"]
         if kubeconfig is not None:
             command += ["--kubeconfig", str(kubeconfig)]
+        if watch:
+            command += ["--watch-clusters"]
         self.process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
         )
@@ -290,13 +297,14 @@ class Passes:
 OUT = "dro/rendered"
 
 
-def measure(clusters: int, workloads: int, online: int = 0) -> dict[str, Any]:
-    """Every figure of the run, in seconds; online, the API writes of each pass too."""
+def measure(clusters: int, workloads: int, online: int = 0, watch: bool = False) -> dict[str, Any]:
+    """Every figure of the run, in seconds; online, the API writes of each pass too; `watch`:
+    `dro run --watch-clusters`."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         work, bare = source(folder, clusters, workloads, online)
         emulated = Emulated(folder, online) if online else None
-        dro = Dro(folder, bare, emulated.kubeconfig if emulated is not None else None)
+        dro = Dro(folder, bare, emulated.kubeconfig if emulated is not None else None, watch)
         passes = Passes(dro, bare, emulated)
         try:
             figures: dict[str, Any] = {"full (cold)": passes.ended("full (cold)", None)["seconds"]}
@@ -355,10 +363,15 @@ def main(argv: list[str]) -> int:
         metavar="N",
         help="serve the first N clusters by the API emulator, and count its writes",
     )
+    parser.add_argument(
+        "--watch-clusters",
+        action="store_true",
+        help="run dro with --watch-clusters: its lists kept current by watches",
+    )
     parser.add_argument("--json", action="store_true")
     arguments = parser.parse_args(argv)
     online = min(arguments.online, arguments.clusters)
-    figures = measure(arguments.clusters, arguments.workloads, online)
+    figures = measure(arguments.clusters, arguments.workloads, online, arguments.watch_clusters)
     baseline = figures["full (cold)"]
     missed = [name for name, limit in TARGETS.items() if figures[name] >= limit]
     if figures.get("no-change writes", 0):
@@ -369,6 +382,8 @@ def main(argv: list[str]) -> int:
         print(json.dumps({**figures, "missed": missed}, indent=2))
         return 1 if missed else 0
     where = f"online: {online} emulated clusters" if online else "offline"
+    if arguments.watch_clusters:
+        where += ", --watch-clusters"
     print(f"dro run, {arguments.clusters} clusters × {arguments.workloads} workloads, {where}")
     print(f"  full (cold)         {baseline:9.3f} s   baseline")
     print(f"  settle              {figures['settle passes']} passes: {figures['settle (each)']}")

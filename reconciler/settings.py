@@ -335,6 +335,14 @@ _ENTRIES = (
     Setting("cluster-timeout", "10s", seconds, "per request to a cluster"),
     Setting("parallel", "8", whole, "clusters observed and applied at once"),
     Setting(
+        "watch-clusters",
+        "false",
+        parse_bool,
+        "keep each cluster's lists (nodes, pods, applied kinds) current by watches between "
+        "passes instead of listing them at every pass: a pass then sees changes as far as "
+        "they were delivered (bare means true)",
+    ),
+    Setting(
         "move-wait",
         "60s",
         seconds,
@@ -475,6 +483,9 @@ class Settings:
     """Seconds each request to a cluster may take."""
     parallel: int = 8
     """Clusters observed and applied at once."""
+    watch_clusters: bool = False
+    """Keep each cluster's lists current by watches between passes (`kube.watchcache`),
+    in a process that keeps its connections (`dro run`)."""
     move_wait: float = 60.0
     """Seconds a pass waits for the new copies of a move to become Healthy."""
     status_interval: float = 600.0

@@ -1,6 +1,6 @@
 """A response's body as the server sent it, digested at once and parsed only when asked for.
 
-Called by `kube.client`.
+Called by `kube.client` and `kube.watchcache`.
 """
 
 from __future__ import annotations
@@ -35,6 +35,15 @@ class Body:
             if found and b"[" not in head:
                 part = rest
         self.digest = hashlib.blake2b(part, digest_size=20).digest()
+
+    @classmethod
+    def kept(cls, items: list[dict[str, Any]], digest: bytes) -> Body:
+        """A list answered from memory (`watchcache`): its items and a digest of its own."""
+        body = cls.__new__(cls)
+        body._body = b""
+        body._document = {"items": items}
+        body.digest = digest
+        return body
 
     @property
     def document(self) -> dict[str, Any]:

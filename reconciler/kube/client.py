@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from reconciler import redact
 from reconciler.domain import fence as fencing
 from reconciler.errors import ClusterError, UsageError
-from reconciler.kube import messages
+from reconciler.kube import messages, watchcache
 from reconciler.kube.body import Body
 from reconciler.yamlio import plain
 
@@ -206,6 +206,8 @@ class Connection:
         self.sound = True
         """False once a request failed other than by a 404 of a read or a 409: a pool of
         connections (`live.pool`) then makes a new one, with fresh discovery."""
+        self.watches: watchcache.Watches | None = None
+        """The lists kept current by watches (`keep_watching`); None: every LIST asks."""
 
     def __repr__(self) -> str:
         # the client's configuration holds the cluster's bearer token or client key
@@ -231,8 +233,22 @@ class Connection:
         self._api.dro_timeout = timeout
         self._api.dro_fence = fence
 
+    def keep_watching(self) -> None:
+        """Keep each list this connection makes current by a watch, and answer it from
+        memory when it may be (`kube.watchcache`): for a connection a process keeps."""
+        if self.watches is None:
+            self.watches = watchcache.Watches()
+
+    def stop_watching(self) -> None:
+        """Stop the watches: every LIST asks the server again."""
+        watches, self.watches = self.watches, None
+        if watches is not None:
+            watches.close()
+
     def _wrote(self, kind: str) -> None:
         """A write of `kind` was sent: the shared reads of that kind are stale."""
+        if self.watches is not None:
+            self.watches.wrote(kind)
         if self._shared:
             self._shared = {key: found for key, found in self._shared.items() if key[1] != kind}
 
@@ -331,19 +347,40 @@ class Connection:
         key = ("list", kind, api_version, namespace, label_selector, field_selector)
         reads = self._shared if shared else None
         found: Body | None = reads.get(key) if reads is not None else None
+        if found is None and self.watches is not None:
+            found = self.watches.answer(key)
         if found is None:
             resource = self._resource(api_version, kind)
             where = _where(kind, None, namespace)
-            with _Translated(self.cluster, "list", where, connection=self):
-                response = resource.get(
+
+            def listed() -> Body:
+                with _Translated(self.cluster, "list", where, connection=self):
+                    response = resource.get(
+                        namespace=namespace,
+                        label_selector=label_selector,
+                        field_selector=field_selector,
+                        serialize=False,
+                    )
+                return Body(response.data, listed=True)
+
+            def opened(version: str) -> Any:
+                return resource.get(
                     namespace=namespace,
                     label_selector=label_selector,
                     field_selector=field_selector,
+                    watch=True,
+                    resource_version=version,
+                    allow_watch_bookmarks=True,
+                    timeout_seconds=watchcache.WATCH_SECONDS,
                     serialize=False,
+                    _request_timeout=(self.timeout, watchcache.WATCH_SECONDS + self.timeout),
                 )
-            found = Body(response.data, listed=True)
-            if reads is not None:
-                reads[key] = found
+
+            found = listed()
+            if self.watches is not None:
+                self.watches.listed(key, found, opened, listed)
+        if reads is not None:
+            reads[key] = found
         return found
 
     def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -389,7 +426,8 @@ class Connection:
         return False
 
     def close(self) -> None:
-        """Release the connection pool and the discovery cache."""
+        """Stop the watches; release the connection pool and the discovery cache."""
+        self.stop_watching()
         self._api.close()
         self._cache.cleanup()
 

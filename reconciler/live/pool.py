@@ -8,8 +8,11 @@ its inode) and its last pass used it without a failure (`Connection.sound`); oth
 makes a new one. Credentials that expire (an exec plugin's token, a projected service-account
 token) are refreshed by the client before each request, as on a new connection. A connection
 that failed is closed at the end of its pass, so the next pass discovers again: a CRD whose
-versions changed is found anew, as it would be on a fresh connection. `Pool.release` keeps
-the connections the pass used and closes those of clusters it no longer reaches.
+versions changed is found anew, as it would be on a fresh connection. With `watching`
+(`dro run --watch-clusters`), a kept connection keeps its lists current by watches
+(`kube.watchcache`), so a pass that finds a cluster as it was sends it no LIST.
+`Pool.release` keeps the connections the pass used and closes those of clusters it no longer
+reaches.
 
 The workers that reach the clusters in parallel are kept too (`Pool.workers`).
 
@@ -41,6 +44,8 @@ class Pool:
         self._lock = threading.Lock()
         self._workers: ThreadPoolExecutor | None = None
         self._width = 0
+        self.watching = False
+        """Whether its connections keep their lists current by watches (`--watch-clusters`)."""
         weakref.finalize(self, _close_all, self._kept)  # a pool dropped unclosed
 
     def connection(
@@ -63,6 +68,10 @@ class Pool:
             if kept is not None:
                 kept[1].close()
             connection = make()
+        if self.watching:
+            connection.keep_watching()
+        else:
+            connection.stop_watching()
         with self._lock:
             self._kept[cluster] = (made, connection)
         return connection

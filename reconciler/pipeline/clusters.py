@@ -70,6 +70,8 @@ class Clusters:
         self._fenced = fenced
         self._pool = pool
         """The connections kept between passes (`live.pool`); None: made for this pass."""
+        if pool is not None:
+            pool.watching = settings.watch_clusters
         self.members: live.Members | None = None
         """The open connections; None until observed, and always offline."""
         self._made: tuple[Mapping[str, Mapping[str, Any]], float, live.Observed] | None = None
