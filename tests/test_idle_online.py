@@ -10,9 +10,12 @@ as `dro run` keeps; a cold pass has a fresh one.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
+from typing import TypeVar
 
 import pytest
 
@@ -23,6 +26,8 @@ from tests.livefleet import NAMES, Fleet, running_fleet
 START = 1_767_600_000.0  # 2026-01-05T08:00:00Z
 SKIPPED = {"validate", "schedule", "render", "commit"}
 IDLE = ["load", "observe", "apply"]
+T = TypeVar("T")
+INVENTORY = "/api/v1/namespaces/dro-system/configmaps/dro-inventory"
 
 
 class Passes:
@@ -145,3 +150,59 @@ def test_an_idle_pass_reads_each_kind_once_per_cluster_and_repeats_no_discovery(
         assert len(paths) == len(set(paths)), f"{name}: a path read twice: {sorted(paths)}"
         assert paths.count("/api/v1/namespaces/dro-system/configmaps/dro-inventory") == 1
         assert paths.count("/apis/apps/v1/deployments") == 1, name
+
+
+@pytest.fixture
+def watched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Passes]:
+    """`passes` of a process that keeps its clusters' lists by watches (`--watch-clusters`)."""
+    with running_fleet(tmp_path, rollouts=dict.fromkeys(NAMES, True)) as fleet:
+        fleet.settings = replace(fleet.settings, watch_clusters=True)
+        for api in fleet.apis.values():
+            api.bookmark_interval = 0.05
+        yield Passes(fleet, monkeypatch)
+
+
+def test_watching_an_idle_pass_reads_only_the_inventory(watched: Passes) -> None:
+    """Once the watches have caught up with the settling passes' writes (a bookmark), an
+    idle pass lists nothing: each cluster is asked for its inventory alone."""
+    settled = watched.settle(START)
+
+    def inventory_only() -> bool:
+        result = watched.run(settled + 60)
+        assert result.idle
+        assert watched.fleet.writes() == 0
+        return all(
+            [r.path for r in api.requests if "watch" not in r.query] == [INVENTORY]
+            for api in watched.fleet.apis.values()
+        )
+
+    until("an idle pass that lists nothing", inventory_only)
+
+
+def test_watching_a_usage_change_is_seen_once_delivered_and_gives_the_same_tree(
+    watched: Passes,
+) -> None:
+    settled = watched.settle(START)
+    before = watched.fleet.replicas()
+    b = watched.fleet.apis["b"]
+    b.add_pod("default", "hog-0", "node-0", requests={"cpu": "7"})
+    b.add_pod("default", "hog-1", "node-1", requests={"cpu": "7"})
+    changed = until("the pods are seen", lambda: (r := watched.run(settled + 60)).commit and r)
+    assert set(watched.stages) >= SKIPPED, "the pass ran whole"
+    assert (watched.fleet.replicas()["b"] or 0) < (before["b"] or 0)
+    assert changed.commit is not None
+    again = watched.settle(settled + 120)
+    cold = watched.run(again, cold=True)
+    assert cold.commit is None, "a cold pass at the same time finds the same tree committed"
+
+
+def until(what: str, probe: Callable[[], T | None], seconds: float = 10.0) -> T:
+    """Ask `probe` until it answers, failing after `seconds` (a watch delivers in ms)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        found = probe()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out: {what}")
+        time.sleep(0.01)

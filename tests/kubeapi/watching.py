@@ -89,7 +89,8 @@ def _stream(
             try:
                 events = store.history.after(cursor)
                 if not events:
-                    store.history.changed.wait(min(WAIT, max(0.0, deadline - time.monotonic())))
+                    pause = min(WAIT, bookmark_interval) if watch.bookmarks else WAIT
+                    store.history.changed.wait(min(pause, max(0.0, deadline - time.monotonic())))
                     events = store.history.after(cursor)
             except Gone as gone:
                 yield {"type": "ERROR", "object": _expired(str(gone))}
