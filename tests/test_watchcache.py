@@ -47,13 +47,19 @@ def pool() -> Iterator[Pool]:
 
 
 def kept(pool: Pool, config: Path) -> kube.Connection:
-    return pool.connection(
-        "eu-1",
-        context="eu-1",
-        kubeconfig=config,
-        timeout=2.0,
-        make=lambda: kube.connect("eu-1", context="eu-1", kubeconfig=config, timeout=2.0),
-    )
+    """The pool's connection to the cluster, as a pass gets it; the first one is given back
+    and taken again, as by a second pass: a connection watches once it lasted a pass."""
+    taken = [
+        pool.connection(
+            "eu-1",
+            context="eu-1",
+            kubeconfig=config,
+            timeout=2.0,
+            make=lambda: kube.connect("eu-1", context="eu-1", kubeconfig=config, timeout=2.0),
+        )
+        for _ in range(2 if pool.watching else 1)
+    ]
+    return taken[-1]
 
 
 def fresh(config: Path) -> Observation:
@@ -207,6 +213,25 @@ def test_without_watching_every_pass_lists(api: tuple[KubeAPI, Path]) -> None:
         assert not any(r.query.get("watch") for r in server.requests)
     finally:
         plain.close()
+
+
+def test_a_connection_watches_once_it_lasted_a_pass(api: tuple[KubeAPI, Path], pool: Pool) -> None:
+    _, config = api
+
+    def take() -> kube.Connection:
+        return pool.connection(
+            "eu-1",
+            context="eu-1",
+            kubeconfig=config,
+            timeout=2.0,
+            make=lambda: kube.connect("eu-1", context="eu-1", kubeconfig=config, timeout=2.0),
+        )
+
+    made = take()
+    assert made.watches is None, "a connection that may fail every pass starts no watch"
+    again = take()
+    assert again is made
+    assert again.watches is not None
 
 
 def test_turning_watching_off_stops_the_watches(api: tuple[KubeAPI, Path], pool: Pool) -> None:

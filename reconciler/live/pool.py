@@ -9,8 +9,8 @@ makes a new one. Credentials that expire (an exec plugin's token, a projected se
 token) are refreshed by the client before each request, as on a new connection. A connection
 that failed is closed at the end of its pass, so the next pass discovers again: a CRD whose
 versions changed is found anew, as it would be on a fresh connection. With `watching`
-(`dro run --watch-clusters`), a kept connection keeps its lists current by watches
-(`kube.watchcache`), so a pass that finds a cluster as it was sends it no LIST.
+(`dro run --watch-clusters`), a connection that lasted a pass keeps its lists current by
+watches (`kube.watchcache`), so a pass that finds a cluster as it was sends it no LIST.
 `Pool.release` keeps the connections the pass used and closes those of clusters it no longer
 reaches.
 
@@ -64,14 +64,14 @@ class Pool:
             kept = self._kept.pop(cluster, None)
         if kept is not None and kept[0] == made and kept[1].sound:
             connection = kept[1]
+            if self.watching:  # it lasted a pass: a connection that fails each pass never does
+                connection.keep_watching()
+            else:
+                connection.stop_watching()
         else:
             if kept is not None:
                 kept[1].close()
             connection = make()
-        if self.watching:
-            connection.keep_watching()
-        else:
-            connection.stop_watching()
         with self._lock:
             self._kept[cluster] = (made, connection)
         return connection

@@ -62,7 +62,8 @@ def test_a_kept_observation_follows_the_real_cluster(
     fleet: Fleet, clients: dict[str, ApiClient], pool: Pool
 ) -> None:
     core = client.CoreV1Api(clients[CLUSTER])
-    first = observe.live(kept(pool, fleet), observed_at=AT)
+    observe.live(kept(pool, fleet), observed_at=AT)  # a first pass: a new connection lists
+    first = observe.live(kept(pool, fleet), observed_at=AT)  # the second seeds its watches
     assert first == fresh(fleet)
     connection = kept(pool, fleet)
     assert connection.watches is not None
@@ -89,7 +90,9 @@ def test_a_kept_observation_follows_the_real_cluster(
 
 
 def test_a_write_through_a_kept_connection_is_read_back(fleet: Fleet, pool: Pool) -> None:
+    kept(pool, fleet)  # a first pass made it: from the second on, it watches
     connection = kept(pool, fleet)
+    assert connection.watches is not None
     selector = "test=watch-real"
     assert connection.list("v1", "ConfigMap", namespace="default", label_selector=selector) == []
     body = {
