@@ -10,23 +10,21 @@ as `dro run` keeps; a cold pass has a fresh one.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TypeVar
 
 import pytest
 
 from reconciler import pipeline
 from reconciler.domain import durations
+from tests.contract.helpers import wait_for
 from tests.livefleet import NAMES, Fleet, running_fleet
 
 START = 1_767_600_000.0  # 2026-01-05T08:00:00Z
 SKIPPED = {"validate", "schedule", "render", "commit"}
 IDLE = ["load", "observe", "apply"]
-T = TypeVar("T")
 INVENTORY = "/api/v1/namespaces/dro-system/configmaps/dro-inventory"
 
 
@@ -176,7 +174,7 @@ def test_watching_an_idle_pass_reads_only_the_inventory(watched: Passes) -> None
             for api in watched.fleet.apis.values()
         )
 
-    until("an idle pass that lists nothing", inventory_only)
+    wait_for("an idle pass that lists nothing", inventory_only)
 
 
 def test_watching_a_usage_change_is_seen_once_delivered_and_gives_the_same_tree(
@@ -187,22 +185,10 @@ def test_watching_a_usage_change_is_seen_once_delivered_and_gives_the_same_tree(
     b = watched.fleet.apis["b"]
     b.add_pod("default", "hog-0", "node-0", requests={"cpu": "7"})
     b.add_pod("default", "hog-1", "node-1", requests={"cpu": "7"})
-    changed = until("the pods are seen", lambda: (r := watched.run(settled + 60)).commit and r)
+    changed = wait_for("the pods are seen", lambda: (r := watched.run(settled + 60)).commit and r)
     assert set(watched.stages) >= SKIPPED, "the pass ran whole"
     assert (watched.fleet.replicas()["b"] or 0) < (before["b"] or 0)
     assert changed.commit is not None
     again = watched.settle(settled + 120)
     cold = watched.run(again, cold=True)
     assert cold.commit is None, "a cold pass at the same time finds the same tree committed"
-
-
-def until(what: str, probe: Callable[[], T | None], seconds: float = 10.0) -> T:
-    """Ask `probe` until it answers, failing after `seconds` (a watch delivers in ms)."""
-    deadline = time.monotonic() + seconds
-    while True:
-        found = probe()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out: {what}")
-        time.sleep(0.01)

@@ -6,10 +6,9 @@ answered from memory."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -19,11 +18,11 @@ from reconciler.kube import client as kube
 from reconciler.kube import watchcache
 from reconciler.live import observe
 from reconciler.live.pool import Pool
+from tests.contract.helpers import wait_for
 from tests.kubeapi import KubeAPI
 from tests.test_observe_memo import CHANGES, deployment
 
 AT = "2026-01-01T00:00:00Z"
-T = TypeVar("T")
 
 
 @pytest.fixture
@@ -70,18 +69,6 @@ def fresh(config: Path) -> Observation:
         connection.close()
 
 
-def until(what: str, probe: Callable[[], T | None], seconds: float = 10.0) -> T:
-    """Ask `probe` until it answers, failing after `seconds` (a watch delivers in ms)."""
-    deadline = time.monotonic() + seconds
-    while True:
-        found = probe()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out: {what}")
-        time.sleep(0.01)
-
-
 @pytest.mark.parametrize("change", sorted(CHANGES))
 def test_a_kept_list_is_answered_from_memory_and_follows_the_cluster(
     api: tuple[KubeAPI, Path], pool: Pool, change: str
@@ -96,7 +83,7 @@ def test_a_kept_list_is_answered_from_memory_and_follows_the_cluster(
     assert again == first
     assert not server.requests, "a steady cluster is answered from memory"
     CHANGES[change](server)
-    until(  # a change made of several writes may be seen half-way first
+    wait_for(  # a change made of several writes may be seen half-way first
         f"{change} is delivered",
         lambda: (
             (seen := observe.live(kept(pool, config), observed_at=AT)) != first
@@ -134,7 +121,7 @@ def test_a_write_through_the_connection_is_read_back_at_once(
         found = connection.watches.answer(key) if connection.watches is not None else None
         return [] if found is None else [d["metadata"]["name"] for d in found.items]
 
-    until("the cache answers again, with the later change", lambda: "other" in remembered())
+    wait_for("the cache answers again, with the later change", lambda: "other" in remembered())
     server.reset_counters()
     found = [d["metadata"]["name"] for d in connection.list("apps/v1", "Deployment")]
     assert found == ["other", "web"]
@@ -151,7 +138,7 @@ def test_a_version_the_server_forgot_is_listed_again(
     server.add_node("node-9", cpu="4")  # another kind's change: the store moves on
     server.compact()  # the Pods' next watch, from their version, gets 410 Gone
     server.add_pod("default", "late", "node-1", requests={"cpu": "3"})
-    until(
+    wait_for(
         "the relisted state",
         lambda: (seen := _observed(pool, config)) not in (None, first) and seen == fresh(config),
     )
@@ -166,7 +153,7 @@ def test_a_history_compacted_meanwhile_is_listed_again(
     server.add_pod("default", "late", "node-1", requests={"cpu": "3"})
     server.compact()
     server.accept()
-    after = until(
+    after = wait_for(
         "the relisted state",
         lambda: _observed(pool, config) not in (None, first) and _observed(pool, config),
     )
@@ -187,7 +174,7 @@ def test_an_unreachable_cluster_is_not_answered_from_memory(
     server, config = api
     observe.live(kept(pool, config), observed_at=AT)
     server.refuse()
-    until("the listing fails", lambda: _observed(pool, config) is None)
+    wait_for("the listing fails", lambda: _observed(pool, config) is None)
 
 
 def test_a_cluster_not_heard_from_is_asked_again(
