@@ -45,20 +45,22 @@ def pool() -> Iterator[Pool]:
         kept.close()
 
 
+def take(pool: Pool, config: Path) -> kube.Connection:
+    """The pool's connection to the cluster, as a pass takes it."""
+    return pool.connection(
+        "eu-1",
+        context="eu-1",
+        kubeconfig=config,
+        timeout=2.0,
+        make=lambda: kube.connect("eu-1", context="eu-1", kubeconfig=config, timeout=2.0),
+    )
+
+
 def kept(pool: Pool, config: Path) -> kube.Connection:
-    """The pool's connection to the cluster, as a pass gets it; the first one is given back
-    and taken again, as by a second pass: a connection watches once it lasted a pass."""
-    taken = [
-        pool.connection(
-            "eu-1",
-            context="eu-1",
-            kubeconfig=config,
-            timeout=2.0,
-            make=lambda: kube.connect("eu-1", context="eu-1", kubeconfig=config, timeout=2.0),
-        )
-        for _ in range(2 if pool.watching else 1)
-    ]
-    return taken[-1]
+    """The connection as a second pass takes it: a connection watches once it lasted a pass."""
+    if pool.watching:
+        take(pool, config)
+    return take(pool, config)
 
 
 def fresh(config: Path) -> Observation:
@@ -204,19 +206,9 @@ def test_without_watching_every_pass_lists(api: tuple[KubeAPI, Path]) -> None:
 
 def test_a_connection_watches_once_it_lasted_a_pass(api: tuple[KubeAPI, Path], pool: Pool) -> None:
     _, config = api
-
-    def take() -> kube.Connection:
-        return pool.connection(
-            "eu-1",
-            context="eu-1",
-            kubeconfig=config,
-            timeout=2.0,
-            make=lambda: kube.connect("eu-1", context="eu-1", kubeconfig=config, timeout=2.0),
-        )
-
-    made = take()
+    made = take(pool, config)
     assert made.watches is None, "a connection that may fail every pass starts no watch"
-    again = take()
+    again = take(pool, config)
     assert again is made
     assert again.watches is not None
 
