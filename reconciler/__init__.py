@@ -15,7 +15,7 @@ clusters and the commit call; `sharded` is the pass of a member of a sharded `dr
 
 `audit.py` tells operators each stage's result (the pass's log events), so the pass reads as
 its stages; `laststate.py` is the last pass's state, read once per pass and passed on;
-`settings.py` is the operator's settings, one table for every command and the only reader of
+`settings/` is the operator's settings, one table for every command and the only reader of
 the environment.
 
 Beneath the stages: `branch/` (the output branch's format, written and read back), `kube/`

@@ -17,7 +17,7 @@ with a control character, `"` or `\\` is printed in double quotes with C-style e
 prints paths (`"workloads/a\\nb.yaml":3: …`), and control characters in the pointer and the
 message are escaped the same way, without quotes.
 
-Called by 64 modules, among them `cli`, `commit`, `domain.base`, `git.gitrepo`.
+Called by 65 modules, among them `cli`, `commit`, `domain.base`, `git.gitrepo`.
 """
 
 from __future__ import annotations

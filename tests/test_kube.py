@@ -11,6 +11,7 @@ from kubernetes.config import kube_config
 
 from reconciler.errors import ClusterError, UsageError
 from reconciler.kube import client as kube
+from reconciler.kube.contexts import kubeconfig_contexts
 from tests.builders.kubeobjects import deployment
 from tests.kubeapi import KubeAPI
 
@@ -35,15 +36,15 @@ def kubeconfig(path: Path, *contexts: str) -> Path:
 
 def test_contexts_come_from_a_file_or_a_directory(tmp_path: Path) -> None:
     one = kubeconfig(tmp_path / "one.yaml", "eu-1", "eu-2")
-    assert kube.kubeconfig_contexts(one) == {"eu-1": one, "eu-2": one}
+    assert kubeconfig_contexts(one) == {"eu-1": one, "eu-2": one}
     folder = tmp_path / "mounted"
     folder.mkdir()
     a = kubeconfig(folder / "a", "eu-1")
     b = kubeconfig(folder / "b", "us-1")
-    assert kube.kubeconfig_contexts(folder) == {"eu-1": a, "us-1": b}
+    assert kubeconfig_contexts(folder) == {"eu-1": a, "us-1": b}
     kubeconfig(folder / "c", "us-1")
     with pytest.raises(UsageError, match=r"'us-1' is defined in both .*b and .*c"):
-        kube.kubeconfig_contexts(folder)
+        kubeconfig_contexts(folder)
 
 
 @pytest.fixture

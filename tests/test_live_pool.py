@@ -18,6 +18,7 @@ from reconciler.kube import inventory
 from reconciler.live import apply, drift, steady
 from reconciler.live.pool import Pool
 from tests.kubeapi import KubeAPI
+from tests.pooled import pooled
 
 SELECTOR = inventory.MANAGED_BY_SELECTOR
 
@@ -44,16 +45,6 @@ def configmap(name: str, value: str) -> dict[str, Any]:
     }
 
 
-def pooled(pool: Pool, config: Path) -> kube.Connection:
-    return pool.connection(
-        "eu-1",
-        context="eu-1",
-        kubeconfig=config,
-        timeout=2.0,
-        make=lambda: kube.connect("eu-1", context="eu-1", kubeconfig=config, timeout=2.0),
-    )
-
-
 def discovery(api: KubeAPI) -> list[str]:
     return [r.path for r in api.requests if r.path in ("/api", "/apis", "/version")]
 
@@ -62,12 +53,12 @@ def test_a_kept_connection_discovers_once(server: tuple[KubeAPI, Path]) -> None:
     api, config = server
     pool = Pool()
     try:
-        first = pooled(pool, config)
+        first = pooled(pool, "eu-1", config)
         first.list("v1", "ConfigMap")
         assert discovery(api), "the first pass discovers"
         pool.release(["eu-1"])
         api.reset_counters()
-        again = pooled(pool, config)
+        again = pooled(pool, "eu-1", config)
         again.list("v1", "ConfigMap")
         assert again is first
         assert discovery(api) == []
@@ -81,20 +72,20 @@ def test_a_failed_connection_a_changed_kubeconfig_or_an_unused_cluster_is_not_ke
     _api, config = server
     pool = Pool()
     try:
-        first = pooled(pool, config)
+        first = pooled(pool, "eu-1", config)
         with pytest.raises(kube.UnservedKind):
             first.list("example.com/v1", "Widget")
         assert not first.sound
         pool.release(["eu-1"])
-        second = pooled(pool, config)
+        second = pooled(pool, "eu-1", config)
         assert second is not first, "a connection that failed is made again"
         pool.release(["eu-1"])
         stat = config.stat()
         os.utime(config, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
-        third = pooled(pool, config)
+        third = pooled(pool, "eu-1", config)
         assert third is not second, "a changed kubeconfig makes a new connection"
         pool.release([])
-        assert pooled(pool, config) is not third, "a cluster the pass did not use is closed"
+        assert pooled(pool, "eu-1", config) is not third, "a cluster the pass did not use is closed"
     finally:
         pool.close()
 

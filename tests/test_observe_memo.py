@@ -20,6 +20,7 @@ from reconciler.live import observe
 from reconciler.live.pool import Pool
 from reconciler.service import metrics
 from tests.kubeapi import KubeAPI
+from tests.pooled import pooled
 
 AT = "2026-01-01T00:00:00Z"
 
@@ -137,13 +138,7 @@ def test_a_remembered_observation_is_the_fresh_one_and_any_change_is_seen(
     pool = Pool()
 
     def kept() -> kube.Connection:
-        return pool.connection(
-            "eu-1",
-            context="eu-1",
-            kubeconfig=config,
-            timeout=2.0,
-            make=lambda: kube.connect("eu-1", context="eu-1", kubeconfig=config, timeout=2.0),
-        )
+        return pooled(pool, "eu-1", config)
 
     def fresh() -> Any:
         connection = kube.connect("eu-1", context="eu-1", kubeconfig=config, timeout=2.0)

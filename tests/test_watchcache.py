@@ -20,6 +20,7 @@ from reconciler.live import observe
 from reconciler.live.pool import Pool
 from tests.contract.helpers import wait_for
 from tests.kubeapi import KubeAPI
+from tests.pooled import pooled, watching_pool
 from tests.test_observe_memo import CHANGES, deployment
 
 AT = "2026-01-01T00:00:00Z"
@@ -37,23 +38,13 @@ def api(tmp_path: Path) -> Iterator[tuple[KubeAPI, Path]]:
 
 @pytest.fixture
 def pool() -> Iterator[Pool]:
-    kept = Pool()
-    kept.watching = True
-    try:
+    with watching_pool() as kept:
         yield kept
-    finally:
-        kept.close()
 
 
 def take(pool: Pool, config: Path) -> kube.Connection:
     """The pool's connection to the cluster, as a pass takes it."""
-    return pool.connection(
-        "eu-1",
-        context="eu-1",
-        kubeconfig=config,
-        timeout=2.0,
-        make=lambda: kube.connect("eu-1", context="eu-1", kubeconfig=config, timeout=2.0),
-    )
+    return pooled(pool, "eu-1", config)
 
 
 def kept(pool: Pool, config: Path) -> kube.Connection:

@@ -7,7 +7,7 @@
 - Global flags (`-v`, `-q`, `--log-format`) go before or after the subcommand: each subcommand
   repeats them with a suppressed default, so the value given anywhere wins (`add_globals`).
 - A bool flag works bare (`--leader-elect`) and with a value (`--leader-elect=false`), as
-  Go's flag package and so kubectl read them (`add_settings`, `settings.parse_bool`).
+  Go's flag package and so kubectl read them (`add_settings`, `settings.values.parse_bool`).
 - The operator's settings are flags built from `settings.TABLE`, each showing its default and
   its environment variable (`add_settings`).
 - Durations are shown as a user writes them, `60s`, never `60.0` (`durations.short`).

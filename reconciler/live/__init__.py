@@ -54,6 +54,7 @@ from reconciler.errors import ClusterError
 from reconciler.kube import client as kube
 from reconciler.kube import health
 from reconciler.kube.client import Connection
+from reconciler.kube.contexts import kubeconfig_contexts
 from reconciler.live import apply, difference, drift, observe, steady, unseal
 from reconciler.live.difference import ClusterDifference
 from reconciler.live.folders import Folders as Folders
@@ -131,9 +132,7 @@ class Members:
 
     def open(self) -> Members:
         """Connect to every cluster dro can reach that is not suspended."""
-        contexts = (
-            kube.kubeconfig_contexts(self.access.kubeconfig) if self.access.kubeconfig else {}
-        )
+        contexts = kubeconfig_contexts(self.access.kubeconfig) if self.access.kubeconfig else {}
         for cluster in self.spec.clusters:
             if cluster.suspend or not cluster.reachable_by_dro:
                 continue

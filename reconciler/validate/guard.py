@@ -33,7 +33,7 @@ What is checked, each at the line that breaks the rule:
 
 This module is pure: validate calls `check`, the CLI and `dro run` call `load_ceiling`.
 
-Called by 10 modules, among them `cli`, `pipeline`, `review`, `service.api.store`.
+Called by 11 modules, among them `cli`, `pipeline`, `review`, `service.api.store`.
 """
 
 from __future__ import annotations

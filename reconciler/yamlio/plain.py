@@ -5,7 +5,7 @@ file that is not YAML is described as `line N, column M: PROBLEM`, without the e
 offending line that PyYAML's own message carries: a kubeconfig's token, for one. Called by
 `cli.run` (the config file) and `kube.client` (kubeconfig contexts).
 
-Called by `cli.run` and `kube.client`.
+Called by `cli.run` and `kube.contexts`.
 """
 
 from __future__ import annotations

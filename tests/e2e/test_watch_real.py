@@ -18,6 +18,7 @@ from reconciler.live import observe
 from reconciler.live.pool import Pool
 from tests.e2e.controlplane import Fleet
 from tests.e2e.waiting import eventually
+from tests.pooled import pooled, watching_pool
 
 CLUSTER = "e2e-a"
 AT = "2026-01-01T00:00:00Z"
@@ -26,22 +27,12 @@ NODES = ("list", "Node", "v1", None, None, None)
 
 @pytest.fixture
 def pool() -> Iterator[Pool]:
-    kept = Pool()
-    kept.watching = True
-    try:
+    with watching_pool() as kept:
         yield kept
-    finally:
-        kept.close()
 
 
 def kept(pool: Pool, fleet: Fleet) -> kube.Connection:
-    return pool.connection(
-        CLUSTER,
-        context=CLUSTER,
-        kubeconfig=fleet.kubeconfig,
-        timeout=10.0,
-        make=lambda: kube.connect(CLUSTER, context=CLUSTER, kubeconfig=fleet.kubeconfig),
-    )
+    return pooled(pool, CLUSTER, fleet.kubeconfig, timeout=10.0)
 
 
 def fresh(fleet: Fleet) -> Observation:
