@@ -6,6 +6,7 @@ answered from memory."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -211,3 +212,18 @@ def test_turning_watching_off_stops_the_watches(api: tuple[KubeAPI, Path], pool:
     assert connection.watches is not None
     pool.watching = False
     assert kept(pool, config).watches is None
+
+
+def test_past_the_budget_a_list_asks_the_server(
+    api: tuple[KubeAPI, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, config = api
+    budget = threading.BoundedSemaphore(1)
+    monkeypatch.setattr(watchcache, "_BUDGET", budget)
+    with watching_pool() as pool:
+        observe.live(kept(pool, config), observed_at=AT)  # lists six kinds
+        watches = kept(pool, config).watches
+        assert watches is not None
+        assert len(watches._reflectors) == 1, "one reflector: the budget's"
+        assert not budget.acquire(blocking=False)
+    assert budget.acquire(blocking=False), "closing the connection gives its reflector back"

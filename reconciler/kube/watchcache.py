@@ -65,26 +65,8 @@ Lister = Callable[[], Body]
 """Lists again, as `Connection.listing` does."""
 
 
-class _Budget:
-    """How many reflectors the process may still start (`MAX_REFLECTORS`)."""
-
-    def __init__(self, size: int) -> None:
-        self.left = size
-        self._lock = threading.Lock()
-
-    def take(self) -> bool:
-        with self._lock:
-            if self.left <= 0:
-                return False
-            self.left -= 1
-            return True
-
-    def give(self, count: int) -> None:
-        with self._lock:
-            self.left += count
-
-
-_BUDGET = _Budget(MAX_REFLECTORS)
+_BUDGET = threading.BoundedSemaphore(MAX_REFLECTORS)
+"""The reflectors the process may still start."""
 
 
 class Gone(Exception):
@@ -252,7 +234,7 @@ class Watches:
             if reflector is not None:
                 reflector.listed(body)
                 return
-            if _version_of(body.document) is None or not _BUDGET.take():
+            if _version_of(body.document) is None or not _BUDGET.acquire(blocking=False):
                 return
             self._reflectors[key] = Reflector(key, body, opener, lister)
 
@@ -269,7 +251,7 @@ class Watches:
             reflectors, self._reflectors = list(self._reflectors.values()), {}
         for reflector in reflectors:
             reflector.close()
-        _BUDGET.give(len(reflectors))
+            _BUDGET.release()
 
 
 def _key(obj: Mapping[str, Any]) -> str:
